@@ -1,0 +1,228 @@
+//! One connection slot of a worker: its socket, the request in flight, and
+//! the timestamps of ab's phases. A slot is reused for the whole run.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+
+use super::response::{Progress, ResponseParser};
+use super::transport::{TlsContext, Transport};
+use crate::measure::stats::ErrorKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Idle,
+    Connecting,
+    Handshake,
+    Writing,
+    Reading,
+}
+
+/// How a step of I/O left the request.
+#[derive(Debug)]
+pub enum Step {
+    /// Waiting for the socket.
+    Pending,
+    /// A complete response is in the parser.
+    Done,
+    /// The server closed a reused keep-alive connection before answering:
+    /// it never saw the request, so it is sent again on a new connection.
+    Stale,
+    Failed(ErrorKind, String),
+}
+
+pub struct Times {
+    /// When the request was due: the start of its latency.
+    pub start: Instant,
+    pub connected: Instant,
+    pub sent: Instant,
+    pub first_byte: Option<Instant>,
+}
+
+pub struct Conn {
+    pub token: Token,
+    pub transport: Option<Transport>,
+    pub phase: Phase,
+    pub times: Times,
+    pub parser: ResponseParser,
+    pub deadline: Instant,
+    /// Responses completed on the current connection.
+    pub served: u32,
+    written: usize,
+}
+
+fn failed(kind: ErrorKind, what: &str, e: impl std::fmt::Display) -> Step {
+    Step::Failed(kind, format!("{what}: {e}"))
+}
+
+impl Conn {
+    pub fn new(token: Token, now: Instant) -> Conn {
+        Conn {
+            token,
+            transport: None,
+            phase: Phase::Idle,
+            times: Times { start: now, connected: now, sent: now, first_byte: None },
+            parser: ResponseParser::default(),
+            deadline: now,
+            served: 0,
+            written: 0,
+        }
+    }
+
+    pub fn close(&mut self) {
+        self.transport = None;
+        self.phase = Phase::Idle;
+        self.served = 0;
+    }
+
+    /// Begins a request due at `start`, opening a connection when there is none.
+    pub fn begin(
+        &mut self,
+        start: Instant,
+        deadline: Instant,
+        addr: SocketAddr,
+        tls: Option<&TlsContext>,
+        registry: &Registry,
+        request: &[u8],
+    ) -> Step {
+        self.times = Times { start, connected: start, sent: start, first_byte: None };
+        self.deadline = deadline;
+        self.parser.reset();
+        self.written = 0;
+        if self.transport.is_some() {
+            return self.write(request);
+        }
+        let sock = match TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(e) => return failed(ErrorKind::Connect, "connect", e),
+        };
+        let _ = sock.set_nodelay(true);
+        let mut t = match Transport::new(sock, tls) {
+            Ok(t) => t,
+            Err(e) => return failed(ErrorKind::Connect, "tls", e),
+        };
+        if let Err(e) = registry.register(t.socket(), self.token, Interest::READABLE | Interest::WRITABLE) {
+            return failed(ErrorKind::Connect, "register", e);
+        }
+        self.transport = Some(t);
+        self.phase = Phase::Connecting;
+        Step::Pending
+    }
+
+    /// Drives the request after a readiness event.
+    /// `peer_closed` is the event's read-closed flag (EPOLLRDHUP): the end of
+    /// the stream is already queued behind the data, and no further edge
+    /// will report it, so the socket is read to the end.
+    pub fn ready(&mut self, now: Instant, buf: &mut [u8], request: &[u8], head: bool, peer_closed: bool) -> Step {
+        match self.phase {
+            Phase::Idle => Step::Pending,
+            Phase::Connecting => self.connected(now, request),
+            Phase::Handshake => self.handshake(now, request),
+            Phase::Writing => self.write(request),
+            Phase::Reading => self.read(now, buf, head, peer_closed),
+        }
+    }
+
+    fn connected(&mut self, now: Instant, request: &[u8]) -> Step {
+        let t = self.transport.as_mut().expect("connecting without a socket");
+        let sock = t.socket();
+        if let Ok(Some(e)) | Err(e) = sock.take_error() {
+            return failed(ErrorKind::Connect, "connect", e);
+        }
+        match sock.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => return Step::Pending,
+            Err(e) => return failed(ErrorKind::Connect, "connect", e),
+        }
+        if t.handshaking() {
+            self.phase = Phase::Handshake;
+            return self.handshake(now, request);
+        }
+        self.times.connected = now;
+        self.write(request)
+    }
+
+    fn handshake(&mut self, now: Instant, request: &[u8]) -> Step {
+        let t = self.transport.as_mut().expect("handshake without a socket");
+        if let Err(e) = t.handshake() {
+            return failed(ErrorKind::Connect, "tls handshake", e);
+        }
+        if t.handshaking() {
+            return Step::Pending;
+        }
+        self.times.connected = now;
+        self.write(request)
+    }
+
+    fn write(&mut self, request: &[u8]) -> Step {
+        self.phase = Phase::Writing;
+        let t = self.transport.as_mut().expect("writing without a socket");
+        while self.written < request.len() {
+            match t.write(&request[self.written..]) {
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Pending,
+                Err(_) if self.served > 0 && self.written == 0 => return Step::Stale,
+                Err(e) => return failed(ErrorKind::Receive, "send", e),
+            }
+        }
+        match t.flush() {
+            Ok(true) => {}
+            Ok(false) => return Step::Pending,
+            Err(e) => return failed(ErrorKind::Receive, "send", e),
+        }
+        self.times.sent = Instant::now();
+        self.phase = Phase::Reading;
+        Step::Pending
+    }
+
+    fn read(&mut self, now: Instant, buf: &mut [u8], head: bool, peer_closed: bool) -> Step {
+        let t = self.transport.as_mut().expect("reading without a socket");
+        loop {
+            let mut drained = false;
+            match t.read(buf, &mut drained) {
+                Ok(0) => return self.closed_by_peer(None),
+                Ok(n) => {
+                    if self.times.first_byte.is_none() {
+                        self.times.first_byte = Some(now);
+                    }
+                    match self.parser.feed(&buf[..n], head) {
+                        Ok(Progress::Complete(used)) => {
+                            if used < n {
+                                // Bytes nobody asked for: the connection's framing
+                                // can no longer be trusted.
+                                self.parser.reusable = false;
+                            }
+                            return Step::Done;
+                        }
+                        Ok(Progress::NeedMore) => {}
+                        Err(e) => return failed(ErrorKind::Exception, "response", e),
+                    }
+                    if drained && !peer_closed {
+                        return Step::Pending;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Pending,
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => return failed(ErrorKind::Exception, "tls", e),
+                Err(e) => return self.closed_by_peer(Some(e)),
+            }
+        }
+    }
+
+    fn closed_by_peer(&mut self, err: Option<io::Error>) -> Step {
+        if self.parser.finish_on_close() {
+            return Step::Done;
+        }
+        if !self.parser.started() && self.served > 0 {
+            return Step::Stale;
+        }
+        let what = err.map_or_else(|| "connection closed by server".to_string(), |e| e.to_string());
+        if self.parser.in_body() {
+            failed(ErrorKind::Length, "body shorter than declared", what)
+        } else {
+            failed(ErrorKind::Receive, "before a complete response head", what)
+        }
+    }
+}

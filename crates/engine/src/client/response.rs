@@ -1,0 +1,380 @@
+//! An incremental HTTP/1.x response parser: bytes arrive in arbitrary pieces;
+//! the head is parsed with httparse, the body framed as RFC 9112 §6.3 says.
+//! Nothing is allocated per response: the carry buffer keeps its capacity.
+
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 100;
+const MAX_LINE_BYTES: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    Head(String),
+    HeadTooLarge,
+    BadContentLength,
+    BadChunk,
+}
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtocolError::Head(e) => write!(f, "invalid response head: {e}"),
+            ProtocolError::HeadTooLarge => write!(f, "response head larger than {MAX_HEAD_BYTES} bytes"),
+            ProtocolError::BadContentLength => write!(f, "invalid Content-Length"),
+            ProtocolError::BadChunk => write!(f, "invalid chunked encoding"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    NeedMore,
+    /// The response ended after this many bytes of the last piece fed.
+    Complete(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Length(u64),
+    ChunkSize,
+    ChunkData(u64),
+    /// The CRLF after chunk data; the flag tells whether the CR was seen.
+    ChunkEnd(bool),
+    Trailer,
+    UntilClose,
+    Done,
+}
+
+#[derive(Debug)]
+pub struct ResponseParser {
+    state: State,
+    carry: Vec<u8>,
+    pub status: u16,
+    pub header_bytes: u64,
+    pub body_bytes: u64,
+    /// Whether the server lets the connection carry another request.
+    pub reusable: bool,
+    /// Filled from the first response only (ab's "Server Software").
+    pub server: Option<String>,
+    pub want_server: bool,
+}
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        ResponseParser {
+            state: State::Head,
+            carry: Vec::with_capacity(1024),
+            status: 0,
+            header_bytes: 0,
+            body_bytes: 0,
+            reusable: false,
+            server: None,
+            want_server: false,
+        }
+    }
+}
+
+fn has_token(value: &[u8], token: &str) -> bool {
+    value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+}
+
+struct Head {
+    state: State,
+    reusable: bool,
+    server: Option<String>,
+}
+
+/// How the body of a response is delimited, and whether the connection can
+/// carry another request (RFC 9112 §6.3 and §9.3).
+fn frame(
+    status: u16,
+    version: u8,
+    headers: &[httparse::Header<'_>],
+    head_request: bool,
+    want_server: bool,
+) -> Result<Head, ProtocolError> {
+    let mut head = Head { state: State::Head, reusable: false, server: None };
+    if (100..200).contains(&status) && status != 101 {
+        // An interim response: the final one follows on the same connection.
+        return Ok(head);
+    }
+    let (mut chunked, mut length, mut close, mut keep_alive) = (false, None, false, false);
+    for h in headers {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = has_token(h.value, "chunked");
+        } else if name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok());
+            match (v, length) {
+                (None, _) => return Err(ProtocolError::BadContentLength),
+                (Some(a), Some(b)) if a != b => return Err(ProtocolError::BadContentLength),
+                (Some(a), _) => length = Some(a),
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            close |= has_token(h.value, "close");
+            keep_alive |= has_token(h.value, "keep-alive");
+        } else if want_server && name.eq_ignore_ascii_case("server") {
+            head.server = Some(String::from_utf8_lossy(h.value).into_owned());
+        }
+    }
+    head.reusable = if version == 0 { keep_alive && !close } else { !close };
+    head.state = if head_request || status == 204 || status == 304 {
+        State::Done
+    } else if chunked {
+        State::ChunkSize
+    } else if let Some(n) = length {
+        State::Length(n)
+    } else {
+        head.reusable = false;
+        State::UntilClose
+    };
+    Ok(head)
+}
+
+impl ResponseParser {
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.carry.clear();
+        self.status = 0;
+        self.header_bytes = 0;
+        self.body_bytes = 0;
+        self.reusable = false;
+    }
+
+    pub fn started(&self) -> bool {
+        self.state != State::Head || !self.carry.is_empty()
+    }
+
+    pub fn in_body(&self) -> bool {
+        !matches!(self.state, State::Head | State::Done)
+    }
+
+    /// The peer closed the connection: for a body delimited by the close, that
+    /// is the end of the response.
+    pub fn finish_on_close(&mut self) -> bool {
+        if self.state == State::UntilClose {
+            self.state = State::Done;
+            return true;
+        }
+        false
+    }
+
+    pub fn feed(&mut self, data: &[u8], head_request: bool) -> Result<Progress, ProtocolError> {
+        let mut pos = 0;
+        while pos < data.len() || matches!(self.state, State::Length(0)) {
+            let rest = &data[pos..];
+            pos += match self.state {
+                State::Head => self.feed_head(rest, head_request)?,
+                State::Length(0) => {
+                    self.state = State::Done;
+                    0
+                }
+                State::Length(n) => {
+                    let take = (n.min(rest.len() as u64)) as usize;
+                    self.state = State::Length(n - take as u64);
+                    self.body_bytes += take as u64;
+                    take
+                }
+                State::ChunkSize | State::Trailer => self.feed_line(rest)?,
+                State::ChunkData(n) => {
+                    let take = (n.min(rest.len() as u64)) as usize;
+                    self.state = if take as u64 == n { State::ChunkEnd(false) } else { State::ChunkData(n - take as u64) };
+                    self.body_bytes += take as u64;
+                    take
+                }
+                State::ChunkEnd(cr) => {
+                    self.body_bytes += 1;
+                    self.state = match (rest[0], cr) {
+                        (b'\r', false) => State::ChunkEnd(true),
+                        (b'\n', _) => State::ChunkSize,
+                        _ => return Err(ProtocolError::BadChunk),
+                    };
+                    1
+                }
+                State::UntilClose => {
+                    self.body_bytes += rest.len() as u64;
+                    rest.len()
+                }
+                State::Done => return Ok(Progress::Complete(pos)),
+            };
+            if self.state == State::Done {
+                return Ok(Progress::Complete(pos));
+            }
+        }
+        Ok(Progress::NeedMore)
+    }
+
+    fn feed_head(&mut self, data: &[u8], head_request: bool) -> Result<usize, ProtocolError> {
+        // Fast path: a head that arrives whole is parsed in place, never copied.
+        let from_carry = !self.carry.is_empty();
+        let before = self.carry.len();
+        if from_carry {
+            self.carry.extend_from_slice(data);
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let buf: &[u8] = if from_carry { &self.carry } else { data };
+        match resp.parse(buf) {
+            Ok(httparse::Status::Partial) => {
+                if !from_carry {
+                    self.carry.extend_from_slice(data);
+                }
+                if self.carry.len() > MAX_HEAD_BYTES {
+                    return Err(ProtocolError::HeadTooLarge);
+                }
+                Ok(data.len())
+            }
+            Ok(httparse::Status::Complete(head_len)) => {
+                let status = resp.code.unwrap_or(0);
+                let version = resp.version.unwrap_or(1);
+                let used = head_len - before;
+                self.header_bytes += head_len as u64;
+                let head = frame(status, version, resp.headers, head_request, self.want_server)?;
+                self.carry.clear();
+                if head.state != State::Head {
+                    self.status = status;
+                    self.reusable = head.reusable;
+                    self.server = head.server.or(self.server.take());
+                }
+                self.state = head.state;
+                Ok(used)
+            }
+            Err(e) => Err(ProtocolError::Head(e.to_string())),
+        }
+    }
+
+    /// Chunk-size and trailer lines, which may be split across reads.
+    fn feed_line(&mut self, data: &[u8]) -> Result<usize, ProtocolError> {
+        let Some(nl) = data.iter().position(|&b| b == b'\n') else {
+            self.carry.extend_from_slice(data);
+            self.body_bytes += data.len() as u64;
+            if self.carry.len() > MAX_LINE_BYTES {
+                return Err(ProtocolError::BadChunk);
+            }
+            return Ok(data.len());
+        };
+        let used = nl + 1;
+        self.body_bytes += used as u64;
+        let line: &[u8] = if self.carry.is_empty() {
+            &data[..used]
+        } else {
+            self.carry.extend_from_slice(&data[..used]);
+            &self.carry
+        };
+        self.state = match self.state {
+            State::ChunkSize => match httparse::parse_chunk_size(line) {
+                Ok(httparse::Status::Complete((_, 0))) => State::Trailer,
+                Ok(httparse::Status::Complete((_, n))) => State::ChunkData(n),
+                _ => return Err(ProtocolError::BadChunk),
+            },
+            _ if line.trim_ascii().is_empty() => State::Done,
+            _ => State::Trailer,
+        };
+        self.carry.clear();
+        Ok(used)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_pieces(pieces: &[&[u8]], head: bool) -> (ResponseParser, Result<Progress, ProtocolError>) {
+        let mut p = ResponseParser::default();
+        let mut last = Ok(Progress::NeedMore);
+        for piece in pieces {
+            last = p.feed(piece, head);
+            if !matches!(last, Ok(Progress::NeedMore)) {
+                break;
+            }
+        }
+        (p, last)
+    }
+
+    #[test]
+    fn content_length_in_one_piece() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let (p, res) = feed_pieces(&[r], false);
+        assert_eq!(res, Ok(Progress::Complete(r.len())));
+        assert_eq!((p.status, p.header_bytes, p.body_bytes, p.reusable), (200, 38, 5, true));
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_answer() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n";
+        for cut in 1..r.len() {
+            let (p, res) = feed_pieces(&[&r[..cut], &r[cut..]], false);
+            assert_eq!(res, Ok(Progress::Complete(r.len() - cut)), "cut at {cut}");
+            assert_eq!(p.header_bytes + p.body_bytes, r.len() as u64, "cut at {cut}");
+        }
+        // Byte by byte.
+        let pieces: Vec<&[u8]> = r.chunks(1).collect();
+        assert_eq!(feed_pieces(&pieces, false).1, Ok(Progress::Complete(1)));
+    }
+
+    #[test]
+    fn broken_chunk_size_is_an_error() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n";
+        assert_eq!(feed_pieces(&[r], false).1, Err(ProtocolError::BadChunk));
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(matches!(feed_pieces(&[b"\x00\x01garbage\r\n\r\n"], false).1, Err(ProtocolError::Head(_))));
+    }
+
+    #[test]
+    fn head_and_no_content_have_no_body() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n";
+        assert_eq!(feed_pieces(&[r], true).1, Ok(Progress::Complete(r.len())));
+        let r = b"HTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(feed_pieces(&[r], false).1, Ok(Progress::Complete(r.len())));
+    }
+
+    #[test]
+    fn interim_response_is_skipped() {
+        let r = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        let (p, res) = feed_pieces(&[r], false);
+        assert_eq!(res, Ok(Progress::Complete(r.len())));
+        assert_eq!(p.status, 201);
+    }
+
+    #[test]
+    fn body_until_close() {
+        let (mut p, res) = feed_pieces(&[b"HTTP/1.0 200 OK\r\n\r\nabc"], false);
+        assert_eq!(res, Ok(Progress::NeedMore));
+        assert!(!p.reusable && p.finish_on_close());
+        assert_eq!(p.body_bytes, 3);
+    }
+
+    #[test]
+    fn connection_semantics() {
+        let (p, _) = feed_pieces(&[b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"], false);
+        assert!(!p.reusable);
+        let (p, _) = feed_pieces(&[b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"], false);
+        assert!(p.reusable);
+        let (p, _) = feed_pieces(&[b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"], false);
+        assert!(!p.reusable);
+    }
+
+    #[test]
+    fn conflicting_lengths_are_rejected() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello";
+        assert_eq!(feed_pieces(&[r], false).1, Err(ProtocolError::BadContentLength));
+    }
+
+    #[test]
+    fn oversized_head_is_rejected() {
+        let mut p = ResponseParser::default();
+        p.feed(b"HTTP/1.1 200 OK\r\n", false).unwrap();
+        let line = [b'a'; 1000];
+        let mut res = Ok(Progress::NeedMore);
+        for _ in 0..100 {
+            res = p.feed(&line, false);
+            if res.is_err() {
+                break;
+            }
+        }
+        assert!(res.is_err());
+    }
+}

@@ -1,0 +1,163 @@
+//! Where the load goes: the parsed URL, the resolved address, and the request
+//! bytes, built once and written unchanged for every request.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+use crate::config::{HttpVersion, LoadConfig};
+use crate::error::{EngineError, Result};
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+    pub tls: bool,
+    pub addr: SocketAddr,
+    pub request: Vec<u8>,
+    /// HEAD responses carry no body whatever their headers say (RFC 9110 §9.3.2).
+    pub head: bool,
+}
+
+pub fn parse_url(raw: &str) -> Result<url::Url> {
+    let u = url::Url::parse(raw).map_err(|e| EngineError::BadUrl { url: raw.into(), reason: e.to_string() })?;
+    match u.scheme() {
+        "http" | "https" => {}
+        s => return Err(EngineError::BadScheme { url: raw.into(), scheme: s.into() }),
+    }
+    if u.host_str().map_or(true, str::is_empty) {
+        return Err(EngineError::BadUrl { url: raw.into(), reason: "no host".into() });
+    }
+    Ok(u)
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
+/// Resolves once, before any load. IPv4 is preferred when a name has both
+/// families, because servers on loopback most often listen on 127.0.0.1 only.
+fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Resolve { host: host.into(), reason: e.to_string() })?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| EngineError::Resolve { host: host.into(), reason: "no address".into() })
+}
+
+impl Target {
+    pub fn from_config(cfg: &LoadConfig) -> Result<Target> {
+        let u = parse_url(&cfg.url)?;
+        let tls = u.scheme() == "https";
+        let host = u.host_str().unwrap_or_default().to_string();
+        let port = u.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
+        let mut path = u.path().to_string();
+        if let Some(q) = u.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let addr = resolve(&host, port)?;
+        if !cfg.allow_remote && !is_loopback(addr.ip()) {
+            return Err(EngineError::NotLoopback { host, addr: addr.ip() });
+        }
+        let host_header = match u.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.clone(),
+        };
+        let request = build_request(cfg, &path, &host_header);
+        Ok(Target { host, port, path, tls, addr, request, head: cfg.method.eq_ignore_ascii_case("HEAD") })
+    }
+}
+
+fn build_request(cfg: &LoadConfig, path: &str, host_header: &str) -> Vec<u8> {
+    let version = match cfg.http_version {
+        HttpVersion::Http10 => "HTTP/1.0",
+        HttpVersion::Http11 => "HTTP/1.1",
+    };
+    let has = |name: &str| cfg.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let mut r = format!("{} {} {}\r\n", cfg.method, path, version);
+    let mut add = |name: &str, value: &str| {
+        if !has(name) {
+            r.push_str(&format!("{name}: {value}\r\n"));
+        }
+    };
+    add("Host", host_header);
+    add("User-Agent", &cfg.user_agent);
+    add("Accept", "*/*");
+    match (cfg.keep_alive, cfg.http_version) {
+        (true, HttpVersion::Http10) => add("Connection", "keep-alive"),
+        (false, HttpVersion::Http11) => add("Connection", "close"),
+        _ => {}
+    }
+    if !cfg.body.is_empty() || cfg.content_type.is_some() {
+        add("Content-Type", cfg.content_type.as_deref().unwrap_or("text/plain"));
+        add("Content-Length", &cfg.body.len().to_string());
+    }
+    for (n, v) in &cfg.headers {
+        r.push_str(&format!("{n}: {v}\r\n"));
+    }
+    r.push_str("\r\n");
+    let mut bytes = r.into_bytes();
+    bytes.extend_from_slice(&cfg.body);
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(url: &str) -> LoadConfig {
+        LoadConfig { url: url.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn builds_ab_like_request() {
+        let t = Target::from_config(&cfg("http://127.0.0.1:8080/a?b=1")).unwrap();
+        let text = String::from_utf8(t.request).unwrap();
+        assert!(text.starts_with("GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
+        assert!(text.contains("Connection: close\r\n"));
+        assert!(text.ends_with("\r\n\r\n"));
+    }
+
+    #[test]
+    fn user_headers_replace_defaults() {
+        let mut c = cfg("http://localhost/");
+        c.headers.push(("Host".into(), "example.test".into()));
+        c.keep_alive = true;
+        let text = String::from_utf8(Target::from_config(&c).unwrap().request).unwrap();
+        assert_eq!(text.matches("Host:").count(), 1);
+        assert!(text.contains("Host: example.test\r\n"));
+        assert!(!text.contains("Connection:"));
+    }
+
+    #[test]
+    fn body_gets_length_and_type() {
+        let mut c = cfg("http://127.0.0.1/");
+        c.method = "POST".into();
+        c.body = b"x=1".to_vec();
+        c.content_type = Some("application/x-www-form-urlencoded".into());
+        let text = String::from_utf8(Target::from_config(&c).unwrap().request).unwrap();
+        assert!(text.contains("Content-Length: 3\r\n") && text.ends_with("\r\n\r\nx=1"));
+    }
+
+    #[test]
+    fn rejects_bad_urls_and_remote_hosts() {
+        assert!(matches!(parse_url("127.0.0.1:80"), Err(EngineError::BadUrl { .. })));
+        assert!(matches!(parse_url("ftp://127.0.0.1/"), Err(EngineError::BadScheme { .. })));
+        assert!(matches!(parse_url("http://"), Err(EngineError::BadUrl { .. })));
+        let err = Target::from_config(&cfg("http://192.0.2.1/")).unwrap_err();
+        assert!(matches!(err, EngineError::NotLoopback { .. }));
+        assert!(matches!(
+            Target::from_config(&cfg("http://no-such-host.invalid/")),
+            Err(EngineError::Resolve { .. })
+        ));
+    }
+}

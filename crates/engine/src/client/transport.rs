@@ -1,0 +1,191 @@
+//! A connection's byte stream: plain TCP, or TLS over it (rustls, driven by
+//! hand over a non-blocking socket so one event loop serves both).
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use mio::net::TcpStream;
+use rustls::pki_types::ServerName;
+use rustls::ClientConnection;
+
+pub enum Transport {
+    Plain(TcpStream),
+    Tls(Box<(TcpStream, ClientConnection)>),
+}
+
+pub struct TlsContext {
+    pub config: Arc<rustls::ClientConfig>,
+    pub name: ServerName<'static>,
+}
+
+impl Transport {
+    pub fn new(sock: TcpStream, tls: Option<&TlsContext>) -> io::Result<Transport> {
+        Ok(match tls {
+            None => Transport::Plain(sock),
+            Some(ctx) => {
+                let conn = ClientConnection::new(ctx.config.clone(), ctx.name.clone())
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+                Transport::Tls(Box::new((sock, conn)))
+            }
+        })
+    }
+
+    pub fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(b) => &mut b.0,
+        }
+    }
+
+    /// True while the TLS handshake is unfinished: ab counts it as connect time.
+    pub fn handshaking(&self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls(b) => b.1.is_handshaking(),
+        }
+    }
+
+    /// Sends whatever TLS records are queued; Ok(true) when all went out.
+    pub fn flush(&mut self) -> io::Result<bool> {
+        if let Transport::Tls(b) = self {
+            let (sock, conn) = &mut **b;
+            while conn.wants_write() {
+                match conn.write_tls(sock) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Writes plaintext; returns how much was accepted (TLS takes it all and
+    /// queues records, flushed as the socket allows).
+    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(data),
+            Transport::Tls(b) => {
+                let n = b.1.writer().write(data)?;
+                self.flush()?;
+                Ok(n)
+            }
+        }
+    }
+
+    /// Reads plaintext. Ok(0) is the end of the stream; WouldBlock means no
+    /// plaintext now. `drained` is set when the socket was read to empty, so
+    /// the edge-triggered poll will report the next arrival.
+    pub fn read(&mut self, buf: &mut [u8], drained: &mut bool) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => {
+                let n = s.read(buf)?;
+                // A short read empties the receive queue (nginx's ngx_unix_recv
+                // clears rev->ready the same way), saving a read that would
+                // only return EAGAIN.
+                *drained = n < buf.len();
+                Ok(n)
+            }
+            Transport::Tls(b) => {
+                let (sock, conn) = &mut **b;
+                loop {
+                    match conn.reader().read(buf) {
+                        Ok(n) => return Ok(n),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                    match conn.read_tls(sock) {
+                        Ok(0) => {
+                            *drained = true;
+                            return Ok(0);
+                        }
+                        Ok(_) => {
+                            conn.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                            if conn.wants_write() {
+                                self.flush()?;
+                                return self.read(buf, drained);
+                            }
+                        }
+                        Err(e) => {
+                            if e.kind() == io::ErrorKind::WouldBlock {
+                                *drained = true;
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Advances a TLS handshake as far as the socket allows.
+    pub fn handshake(&mut self) -> io::Result<()> {
+        self.flush()?;
+        if let Transport::Tls(b) = self {
+            let (sock, conn) = &mut **b;
+            while conn.is_handshaking() {
+                match conn.read_tls(sock) {
+                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(_) => {
+                        conn.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        self.flush()?;
+        Ok(())
+    }
+}
+
+/// Certificates are not verified, as ab and wrk do not: load tests run
+/// against local servers with self-signed certificates, and a verification
+/// failure must not masquerade as a server fault.
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        msg: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(msg, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        msg: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(msg, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+pub fn tls_context(host: &str) -> Result<TlsContext, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+        .with_no_client_auth();
+    let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let name = ServerName::try_from(bare).map_err(|e| e.to_string())?;
+    Ok(TlsContext { config: Arc::new(config), name })
+}

@@ -1,0 +1,18 @@
+//! corebench's load engine: an HTTP/1.x load generator on an edge-triggered
+//! event loop per thread, measuring into HDR histograms.
+//!
+//! One entry point, `run(config) -> result`, used by the Python binding
+//! (`corebench._engine`) and by this crate's own tests.
+
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod load;
+pub mod measure;
+pub mod result;
+
+pub use config::{HttpVersion, LoadConfig};
+pub use error::{EngineError, Result};
+pub use load::control::Control;
+pub use load::{run, run_with};
+pub use result::LoadResult;

@@ -1,0 +1,183 @@
+//! Per-worker measurements, allocated before the load starts and merged once
+//! when it ends, so the hot path takes no lock and shares no cache line.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// Latencies are recorded in microseconds, 3 significant digits, up to an
+/// hour (DESIGN.md: HDR histograms, never a list of samples).
+pub const LATENCY_MAX_US: u64 = 3_600_000_000;
+pub const LATENCY_SIGFIG: u8 = 3;
+
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, LATENCY_MAX_US, LATENCY_SIGFIG).expect("static histogram bounds")
+}
+
+pub fn micros(d: Duration) -> u64 {
+    (d.as_micros() as u64).clamp(1, LATENCY_MAX_US)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The TCP connection (or TLS handshake) could not be established.
+    Connect,
+    /// A socket error while sending or receiving, or the connection closed
+    /// before a complete response head arrived.
+    Receive,
+    /// The body ended before its declared length, or (ab's rule, unless
+    /// `variable_length`) differed from the first response's length.
+    Length,
+    /// The bytes received were not valid HTTP/1.x.
+    Exception,
+    /// No complete response within the per-request timeout.
+    Timeout,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ErrorCounts {
+    pub connect: u64,
+    pub receive: u64,
+    pub length: u64,
+    pub exceptions: u64,
+    pub timeout: u64,
+}
+
+impl ErrorCounts {
+    pub fn total(&self) -> u64 {
+        self.connect + self.receive + self.length + self.exceptions + self.timeout
+    }
+    fn add(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.receive += o.receive;
+        self.length += o.length;
+        self.exceptions += o.exceptions;
+        self.timeout += o.timeout;
+    }
+}
+
+pub struct Second {
+    pub completed: u64,
+    pub errors: u64,
+    pub total_us: Histogram<u64>,
+}
+
+impl Second {
+    fn new() -> Second {
+        // Auto-resizing, 2 digits: a per-second p50/p99 needs no more, and a
+        // long run must not hold a full-size histogram for every second.
+        let mut h = Histogram::new(2).expect("static histogram precision");
+        h.auto(true);
+        Second { completed: 0, errors: 0, total_us: h }
+    }
+}
+
+pub const ERROR_SAMPLES: usize = 5;
+
+pub struct Stats {
+    pub connect_us: Histogram<u64>,
+    pub waiting_us: Histogram<u64>,
+    pub processing_us: Histogram<u64>,
+    pub total_us: Histogram<u64>,
+    pub status: Vec<u64>,
+    pub errors: ErrorCounts,
+    pub error_samples: Vec<String>,
+    pub responses: u64,
+    /// Responses that also count as a Length failure (ab's rule).
+    pub mismatched_responses: u64,
+    pub keep_alive_requests: u64,
+    pub connections_opened: u64,
+    pub header_bytes: u64,
+    pub body_bytes: u64,
+    pub sent_bytes: u64,
+    pub timeline: Vec<Second>,
+    pub server_software: Option<String>,
+    pub document_length: Option<u64>,
+}
+
+impl Stats {
+    pub fn new(expected_seconds: usize) -> Stats {
+        Stats {
+            connect_us: latency_histogram(),
+            waiting_us: latency_histogram(),
+            processing_us: latency_histogram(),
+            total_us: latency_histogram(),
+            status: vec![0; 600],
+            errors: ErrorCounts::default(),
+            error_samples: Vec::with_capacity(ERROR_SAMPLES),
+            responses: 0,
+            mismatched_responses: 0,
+            keep_alive_requests: 0,
+            connections_opened: 0,
+            header_bytes: 0,
+            body_bytes: 0,
+            sent_bytes: 0,
+            timeline: (0..expected_seconds).map(|_| Second::new()).collect(),
+            server_software: None,
+            document_length: None,
+        }
+    }
+
+    pub fn second(&mut self, index: usize) -> &mut Second {
+        while self.timeline.len() <= index {
+            self.timeline.push(Second::new());
+        }
+        &mut self.timeline[index]
+    }
+
+    pub fn error(&mut self, kind: ErrorKind, second: usize, why: impl FnOnce() -> String) {
+        let e = &mut self.errors;
+        match kind {
+            ErrorKind::Connect => e.connect += 1,
+            ErrorKind::Receive => e.receive += 1,
+            ErrorKind::Length => e.length += 1,
+            ErrorKind::Exception => e.exceptions += 1,
+            ErrorKind::Timeout => e.timeout += 1,
+        }
+        self.second(second).errors += 1;
+        if self.error_samples.len() < ERROR_SAMPLES {
+            self.error_samples.push(why());
+        }
+    }
+
+    pub fn status_count(&mut self, status: u16) {
+        let i = (status as usize).min(self.status.len() - 1);
+        self.status[i] += 1;
+    }
+
+    /// Adds another worker's measurements; called once per worker at the end.
+    pub fn merge(&mut self, o: Stats) {
+        for (a, b) in [
+            (&mut self.connect_us, &o.connect_us),
+            (&mut self.waiting_us, &o.waiting_us),
+            (&mut self.processing_us, &o.processing_us),
+            (&mut self.total_us, &o.total_us),
+        ] {
+            a.add(b).expect("histograms share bounds");
+        }
+        for (a, b) in self.status.iter_mut().zip(&o.status) {
+            *a += b;
+        }
+        self.errors.add(&o.errors);
+        for s in o.error_samples {
+            if self.error_samples.len() < ERROR_SAMPLES {
+                self.error_samples.push(s);
+            }
+        }
+        self.responses += o.responses;
+        self.mismatched_responses += o.mismatched_responses;
+        self.keep_alive_requests += o.keep_alive_requests;
+        self.connections_opened += o.connections_opened;
+        self.header_bytes += o.header_bytes;
+        self.body_bytes += o.body_bytes;
+        self.sent_bytes += o.sent_bytes;
+        for (i, s) in o.timeline.into_iter().enumerate() {
+            let mine = self.second(i);
+            mine.completed += s.completed;
+            mine.errors += s.errors;
+            mine.total_us.add(&s.total_us).expect("auto-resizing histogram");
+        }
+        self.server_software = self.server_software.take().or(o.server_software);
+        self.document_length = self.document_length.or(o.document_length);
+    }
+}

@@ -1,0 +1,132 @@
+//! The engine against real sockets: counts, error categories, bounds.
+
+mod server;
+
+use std::time::{Duration, Instant};
+
+use corebench_engine::{run, run_with, Control, LoadConfig};
+use server::{refused_url, start, Reply};
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nServer: test/1\r\nContent-Length: 5\r\n\r\nhello";
+const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello";
+
+fn config(url: &str, concurrency: u32, requests: u64) -> LoadConfig {
+    LoadConfig { url: url.into(), concurrency, requests: Some(requests), threads: 2, ..Default::default() }
+}
+
+#[test]
+fn keep_alive_requests_are_counted_exactly() {
+    let srv = start(Reply::Bytes(OK, true));
+    let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 10, 2000) }).unwrap();
+    assert_eq!((r.requests, r.responses, r.failed), (2000, 2000, 0));
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 2000);
+    assert_eq!(r.status_counts.get(&200), Some(&2000));
+    assert_eq!(r.connections_opened, 10);
+    assert_eq!(r.keep_alive_requests, 2000);
+    assert_eq!(r.latency_us.total.count, 2000);
+    assert_eq!(r.bytes.body, 2000 * 5);
+    assert_eq!(r.server_software.as_deref(), Some("test/1"));
+    assert_eq!(r.document_length, Some(5));
+    assert!(r.cpu.user_s + r.cpu.system_s > 0.0);
+    assert_eq!(r.timeline.iter().map(|s| s.completed).sum::<u64>(), 2000);
+}
+
+#[test]
+fn without_keep_alive_each_request_opens_a_connection() {
+    let srv = start(Reply::Bytes(OK_CLOSE, false));
+    let r = run(&config(&srv.url, 4, 200)).unwrap();
+    assert_eq!((r.responses, r.failed, r.connections_opened), (200, 0, 200));
+}
+
+#[test]
+fn refused_port_is_a_run_full_of_connect_errors() {
+    let r = run(&config(&refused_url(), 5, 50)).unwrap();
+    assert_eq!((r.requests, r.responses, r.errors.connect), (50, 0, 50));
+}
+
+#[test]
+fn silent_server_times_out_within_the_timeout() {
+    let srv = start(Reply::Silent);
+    let t0 = Instant::now();
+    let r = run(&LoadConfig { timeout_s: 0.3, ..config(&srv.url, 3, 3) }).unwrap();
+    assert_eq!(r.errors.timeout, 3);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn garbage_is_an_exception() {
+    let srv = start(Reply::Bytes(b"\x00\x01 not http at all\r\n\r\n", false));
+    let r = run(&config(&srv.url, 2, 10)).unwrap();
+    assert_eq!((r.errors.exceptions, r.responses), (10, 0));
+}
+
+#[test]
+fn short_body_is_a_length_error_and_cut_head_a_receive_error() {
+    let srv = start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this", false));
+    let r = run(&config(&srv.url, 2, 10)).unwrap();
+    assert_eq!(r.errors.length, 10);
+    let srv = start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Le", false));
+    let r = run(&config(&srv.url, 2, 10)).unwrap();
+    assert_eq!(r.errors.receive, 10);
+}
+
+#[test]
+fn chunked_responses_are_complete() {
+    let srv = start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true));
+    let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 2, 100) }).unwrap();
+    assert_eq!((r.responses, r.failed), (100, 0));
+}
+
+#[test]
+fn server_closing_keep_alive_is_not_an_error() {
+    // Every response says close although the client asked for keep-alive.
+    let srv = start(Reply::Bytes(OK_CLOSE, false));
+    let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 2, 100) }).unwrap();
+    assert_eq!((r.responses, r.failed), (100, 0));
+    // A server that silently drops the idle connection after each response.
+    let srv = start(Reply::Bytes(OK, false));
+    let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 2, 100) }).unwrap();
+    assert_eq!((r.responses, r.failed), (100, 0));
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 100);
+}
+
+#[test]
+fn duration_bounds_the_run_and_drains_in_flight_requests() {
+    let srv = start(Reply::Bytes(OK, true));
+    let t0 = Instant::now();
+    let cfg = LoadConfig { keep_alive: true, requests: None, duration_s: Some(0.5), ..config(&srv.url, 4, 1) };
+    let r = run(&cfg).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert!(r.responses > 0 && r.failed == 0);
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), r.responses);
+}
+
+#[test]
+fn stop_ends_the_run_early() {
+    let srv = start(Reply::Bytes(OK, true));
+    let control = Control::default();
+    let cfg = LoadConfig { keep_alive: true, requests: None, duration_s: Some(30.0), ..config(&srv.url, 4, 1) };
+    let r = std::thread::scope(|s| {
+        let h = s.spawn(|| run_with(&cfg, &control));
+        std::thread::sleep(Duration::from_millis(300));
+        control.stop();
+        h.join().unwrap()
+    })
+    .unwrap();
+    assert!(r.interrupted && r.duration_s < 5.0 && r.responses > 0);
+}
+
+#[test]
+fn ab_length_rule_and_variable_length() {
+    let srv = start(Reply::Bytes(OK, true));
+    let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 1, 5) }).unwrap();
+    assert_eq!(r.errors.length, 0);
+}
+
+#[test]
+fn bad_config_is_rejected_before_any_load() {
+    let url = refused_url();
+    assert!(run(&config(&url, 5, 2)).is_err());
+    assert!(run(&config(&url, 0, 2)).is_err());
+    assert!(run(&LoadConfig { timeout_s: -1.0, ..config(&url, 1, 1) }).is_err());
+}

@@ -1,0 +1,68 @@
+//! `corebench._engine`: the load engine as a Python extension module. The
+//! config arrives as JSON (built and validated by the Python side), the
+//! result leaves as JSON; engine errors become Python exceptions here.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use corebench_engine::{run_with, Control, EngineError, LoadConfig};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(_engine, EngineFailure, PyException, "The engine failed (a bug or a resource limit).");
+create_exception!(_engine, UsageError, EngineFailure, "The load configuration is wrong: the message says how.");
+
+fn to_py(e: EngineError) -> PyErr {
+    if e.is_user_error() {
+        UsageError::new_err(e.to_string())
+    } else {
+        EngineFailure::new_err(e.to_string())
+    }
+}
+
+/// Runs one load. The GIL is released while the engine works; Ctrl-C (or any
+/// pending signal) stops the run, which then returns what it measured with
+/// `"interrupted": true`.
+#[pyfunction]
+#[pyo3(signature = (config_json, body=None))]
+fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>) -> PyResult<String> {
+    let mut config: LoadConfig =
+        serde_json::from_str(config_json).map_err(|e| UsageError::new_err(format!("load config: {e}")))?;
+    config.body = body.unwrap_or_default();
+    let control = Control::default();
+    let outcome = std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        // A Mutex makes the receiver shareable with the GIL-free closure.
+        let rx = std::sync::Mutex::new(rx);
+        let (cfg, ctl) = (&config, &control);
+        scope.spawn(move || {
+            let _ = tx.send(run_with(cfg, ctl));
+        });
+        loop {
+            match py.detach(|| rx.lock().expect("single user").recv_timeout(Duration::from_millis(50))) {
+                Ok(outcome) => return outcome,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if py.check_signals().is_err() {
+                        control.stop();
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(EngineError::WorkerPanic("the load thread ended without a result".into()))
+                }
+            }
+        }
+    });
+    let result = outcome.map_err(to_py)?;
+    serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add("UsageError", m.py().get_type::<UsageError>())?;
+    m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("RESULT_SCHEMA", corebench_engine::result::SCHEMA)?;
+    Ok(())
+}

@@ -1,0 +1,5 @@
+import sys
+
+from corebench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""The command line: parse → validate → run → store → report. Each command
+is a thin layer over the Python API; user errors are one line and exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from corebench.errors import UsageError
+
+app = typer.Typer(
+    name="corebench",
+    help="How does my web server scale, and what should I run it on?",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """How does my web server scale, and what should I run it on?"""
+
+
+def _register() -> None:
+    from corebench.cli import load  # noqa: F401  (registers the command)
+
+
+def fail(message: str, code: int = 2) -> "typer.Exit":
+    print(f"corebench: error: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _register()
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="corebench", standalone_mode=False)
+    except typer.TyperException as e:
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            print(ctx.get_help())
+            return 2
+        # The parser's own errors (unknown flag, missing argument, bad type),
+        # folded into one line like every other user error.
+        where = f"{ctx.command_path}: " if ctx is not None else ""
+        print(f"corebench: error: {where}{e.format_message()}", file=sys.stderr)
+        return e.exit_code
+    except UsageError as e:
+        print(f"corebench: error: {e}", file=sys.stderr)
+        return 2
+    except typer.Abort:
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

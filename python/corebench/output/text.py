@@ -1,0 +1,138 @@
+"""ab's text report: the labels, layout and rounding of ApacheBench 2.3's
+output_results() (support/ab.c), so scripts that parse ab keep working.
+corebench's own figures follow ab's block, on lines ab never prints."""
+
+from __future__ import annotations
+
+from corebench import __version__
+from corebench.config.load import LoadConfig
+from corebench.result import LatencySummary, LoadResult
+
+# ab.c's CONF_FMT_STRING: "%5" " %4" " %5.1f" " %6" " %7"
+_ROW = "{:5d} {:4d} {:5.1f} {:6d} {:7d}"
+_AB_PERCENTS = (50, 66, 75, 80, 90, 95, 98, 99)
+
+
+def _round_ms(us: float) -> int:
+    # ab.c: #define ap_round_ms(a) ((apr_time_t)((a) + 500)/1000)
+    return int((us + 500) // 1000)
+
+
+def _sane(what: str, mean: int, median: int, sd_ms: float) -> list[str]:
+    # ab.c's SANE(): the mean and median (in rounded ms) compared with the deviation.
+    d = abs(mean - median)
+    if d > 2 * sd_ms:
+        return [f"ERROR: The median and mean for {what} are more than twice the standard",
+                "       deviation apart. These results are NOT reliable."]
+    if d > sd_ms:
+        return [f"WARNING: The median and mean for {what} are not within a normal deviation",
+                "        These results are probably not that reliable."]
+    return []
+
+
+def _row(label: str, h: LatencySummary) -> tuple[str, list[str], tuple[int, int, float]]:
+    mean, median, sd = _round_ms(h.mean_us), _round_ms(h.median_us), h.stdev_us / 1000.0
+    line = f"{label:<12}" + _ROW.format(_round_ms(h.min_us), mean, sd, median, _round_ms(h.max_us))
+    return line, [], (mean, median, sd)
+
+
+def _connection_times(r: LoadResult) -> list[str]:
+    lat = r.latency_us
+    out = ["", "Connection Times (ms)", "              min  mean[+/-sd] median   max"]
+    warnings: list[str] = []
+    for label, what, h in (
+        ("Connect:", "the initial connection time", lat.connect),
+        ("Processing:", "the processing time", lat.processing),
+        ("Waiting:", "the waiting time", lat.waiting),
+        ("Total:", "the total time", lat.total),
+    ):
+        line, _, (mean, median, sd) = _row(label, h)
+        out.append(line)
+        warnings += _sane(what, mean, median, sd)
+    return out + warnings
+
+
+def _percentages(r: LoadResult) -> list[str]:
+    total = r.latency_us.total
+    out = ["", "Percentage of the requests served within a certain time (ms)"]
+    out += [f"  {p}%  {_round_ms(total.at(float(p))):5d}" for p in _AB_PERCENTS]
+    out.append(f" 100%  {_round_ms(total.max_us):5d} (longest request)")
+    return out
+
+
+def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
+    t = r.duration_s
+    out = [
+        f"This is corebench, Version {__version__} (report in the layout of ApacheBench, Version 2.3)",
+        "",
+        f"Benchmarking {r.host} (be patient).....done",
+        "",
+        "",
+        # ab keeps the first word of the Server header.
+        f"Server Software:        {(r.server_software or '').split(' ')[0]}",
+        f"Server Hostname:        {r.host}",
+        f"Server Port:            {r.port}",
+        "",
+        f"Document Path:          {r.path}",
+        "Document Length:        Variable" if c.variable_length else f"Document Length:        {r.document_length or 0} bytes",
+        "",
+        f"Concurrency Level:      {r.concurrency}",
+        f"Time taken for tests:   {t:.3f} seconds",
+        f"Complete requests:      {r.requests}",
+        f"Failed requests:        {r.failed}",
+    ]
+    e = r.errors
+    if r.failed:
+        out.append(f"   (Connect: {e.connect}, Receive: {e.receive}, Length: {e.length}, Exceptions: {e.exceptions})")
+    if e.timeout:
+        out.append(f"Timed out requests:     {e.timeout}")
+    if r.non_2xx:
+        out.append(f"Non-2xx responses:      {r.non_2xx}")
+    if r.keep_alive:
+        out.append(f"Keep-Alive requests:    {r.keep_alive_requests}")
+    out.append(f"Total transferred:      {r.bytes.received} bytes")
+    if c.body:
+        out.append(f"Total body sent:        {r.bytes.sent}")
+    out.append(f"HTML transferred:       {r.bytes.body} bytes")
+    if t > 0 and r.requests:
+        out += [
+            f"Requests per second:    {r.requests / t:.2f} [#/sec] (mean)",
+            f"Time per request:       {r.concurrency * t * 1000 / r.requests:.3f} [ms] (mean)",
+            f"Time per request:       {t * 1000 / r.requests:.3f} [ms] (mean, across all concurrent requests)",
+            f"Transfer rate:          {r.bytes.received / 1024 / t:.2f} [Kbytes/sec] received",
+        ]
+        if c.body:
+            out += [
+                f"                        {r.bytes.sent / 1024 / t:.2f} kb/s sent",
+                f"                        {(r.bytes.received + r.bytes.sent) / 1024 / t:.2f} kb/s total",
+            ]
+    if r.responses:
+        out += _connection_times(r)
+    if r.responses > 1:
+        out += _percentages(r)
+    return out
+
+
+def _corebench_block(r: LoadResult) -> list[str]:
+    cores = r.generator_cpu_s / r.duration_s if r.duration_s > 0 else 0.0
+    total = r.latency_us.total
+    out = [
+        "",
+        f"Generator CPU:          {r.cpu.user_s:.2f} s user, {r.cpu.system_s:.2f} s system "
+        f"({cores:.2f} of a core over the run, {r.threads} threads)",
+    ]
+    if r.responses:
+        tail = ", ".join(f"p{p:g} {total.at(p) / 1000:.3f}" for p in (99.9, 99.99))
+        out.append(f"Latency tail (ms):      {tail}, max {total.max_us / 1000:.3f}")
+    for sample in r.error_samples:
+        out.append(f"Error sample:           {sample}")
+    if r.interrupted:
+        out.append(f"Interrupted:            stopped early; the figures cover the {r.duration_s:.3f} s measured")
+    return out
+
+
+class AbText:
+    name = "text"
+
+    def render(self, result: LoadResult, config: LoadConfig) -> str:
+        return "\n".join(_ab_block(result, config) + _corebench_block(result)) + "\n"

@@ -1,0 +1,118 @@
+"""The typed result of one load run, parsed from the engine's versioned JSON
+(schema `corebench.load/1`). Later stages (runner, store, report) use it."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Percentile(_Model):
+    percentile: float
+    value_us: int
+
+
+class SpectrumPoint(_Model):
+    value_us: int
+    percentile: float
+    total_count: int
+
+
+class LatencySummary(_Model):
+    count: int
+    min_us: int
+    max_us: int
+    mean_us: float
+    stdev_us: float
+    median_us: int
+    percentiles: list[Percentile]
+    spectrum: list[SpectrumPoint]
+    histogram: str  # HdrHistogram V2 compressed, base64
+    hdr_buckets: int
+    hdr_sub_buckets: int
+
+    def at(self, percentile: float) -> int:
+        for p in self.percentiles:
+            if p.percentile == percentile:
+                return p.value_us
+        raise KeyError(f"percentile {percentile} not summarized")
+
+
+class Latencies(_Model):
+    connect: LatencySummary
+    waiting: LatencySummary
+    processing: LatencySummary
+    total: LatencySummary
+
+
+class ErrorCounts(_Model):
+    connect: int
+    receive: int
+    length: int
+    exceptions: int
+    timeout: int
+
+
+class Bytes(_Model):
+    header: int
+    body: int
+    received: int
+    sent: int
+
+
+class TimelineSecond(_Model):
+    second: int
+    completed: int
+    errors: int
+    p50_us: int
+    p99_us: int
+
+
+class CpuTimes(_Model):
+    user_s: float
+    system_s: float
+
+
+class LoadResult(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    result_schema: str = Field(alias="schema")
+    engine_version: str
+    url: str
+    host: str
+    port: int
+    path: str
+    address: str
+    model: str
+    concurrency: int
+    threads: int
+    keep_alive: bool
+    started_unix_s: float
+    duration_s: float
+    interrupted: bool
+    requests: int
+    responses: int
+    failed: int
+    non_2xx: int
+    keep_alive_requests: int
+    connections_opened: int
+    errors: ErrorCounts
+    error_samples: list[str]
+    status_counts: dict[int, int]
+    bytes: Bytes
+    server_software: Optional[str]
+    document_length: Optional[int]
+    throughput_rps: float
+    transfer_rate_bytes_s: float
+    latency_us: Latencies
+    timeline: list[TimelineSecond]
+    cpu: CpuTimes
+
+    @property
+    def generator_cpu_s(self) -> float:
+        return self.cpu.user_s + self.cpu.system_s

@@ -1,0 +1,1 @@
+"""Targets: the servers under test, started, measured and stopped."""

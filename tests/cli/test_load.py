@@ -1,0 +1,112 @@
+"""`corebench load`: flags, the ab-compatible report, bad input, Ctrl-C."""
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import CLI, run_cli
+from corebench.target.nginx import free_port
+
+
+def refused_url() -> str:
+    return f"http://127.0.0.1:{free_port()}/"
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["127.0.0.1:8080/"], "URL"),
+        (["http://"], "URL"),
+        (["ftp://127.0.0.1/"], "scheme"),
+        (["http://no-such-host.invalid/"], "resolve"),
+        (["-c", "10", "-n", "5", "http://127.0.0.1/"], "concurrency (-c) 10"),
+        (["-c", "0", "http://127.0.0.1/"], "-c/--concurrency"),
+        (["-c", "-3", "http://127.0.0.1/"], "-c/--concurrency"),
+        (["-n", "0", "http://127.0.0.1/"], "-n/--requests"),
+        (["-n", "-1", "http://127.0.0.1/"], "-n/--requests"),
+        (["-t", "0s", "http://127.0.0.1/"], "-t/--duration"),
+        (["-t", "soon", "http://127.0.0.1/"], "-t/--duration"),
+        (["-s", "0", "http://127.0.0.1/"], "-s/--timeout"),
+        (["-p", "/nonexistent/body", "http://127.0.0.1/"], "-p"),
+        (["-H", "NoColon", "http://127.0.0.1/"], "-H"),
+        (["-c", "many", "http://127.0.0.1/"], "-c"),
+        (["--no-such-flag", "http://127.0.0.1/"], "no-such-flag"),
+        (["http://192.0.2.1/"], "loopback"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, fragment):
+    p = run_cli("load", *args)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("corebench: error:") and fragment in lines[0], lines[0]
+    assert p.stdout == ""
+
+
+def test_unreadable_body_file(tmp_path):
+    body = tmp_path / "body"
+    body.write_text("x")
+    body.chmod(0)
+    p = run_cli("load", "-p", str(body), "http://127.0.0.1/")
+    # root reads anything: then the request goes to a closed port instead.
+    assert p.returncode in (0, 2)
+
+
+def test_refused_port_is_measured_not_a_crash():
+    p = run_cli("load", "-c", "2", "-n", "20", refused_url())
+    assert p.returncode == 0, p.stderr
+    assert "Complete requests:      20" in p.stdout
+    assert "(Connect: 20, Receive: 0, Length: 0, Exceptions: 0)" in p.stdout
+
+
+def test_ab_report_against_nginx(nginx):
+    p = run_cli("load", "-k", "-c", "4", "-n", "400", nginx.url)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for label in ("Server Software:        nginx/", "Document Length:        44 bytes",
+                  "Concurrency Level:      4", "Complete requests:      400", "Failed requests:        0",
+                  "Keep-Alive requests:    400", "Requests per second:", "[#/sec] (mean)",
+                  "Time per request:", "(mean, across all concurrent requests)", "[Kbytes/sec] received",
+                  "Connection Times (ms)", "              min  mean[+/-sd] median   max",
+                  "Percentage of the requests served within a certain time (ms)", "(longest request)"):
+        assert label in out, label
+    assert out.count("\nTotal:      ") == 1
+
+
+def test_json_and_hgrm_outputs(nginx, tmp_path):
+    hgrm = tmp_path / "lat.hgrm"
+    p = run_cli("load", "-k", "-c", "2", "-n", "300", "--json", "-", "--hgrm", str(hgrm), nginx.url)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["schema"] == "corebench.load/1"
+    assert r["responses"] == 300 and r["status_counts"] == {"200": 300}
+    assert r["latency_us"]["total"]["count"] == 300
+    assert r["latency_us"]["total"]["spectrum"][-1]["total_count"] == 300
+    assert sum(s["completed"] for s in r["timeline"]) == 300
+    text = hgrm.read_text()
+    assert text.startswith("       Value     Percentile TotalCount 1/(1-Percentile)")
+    assert "#[Max     =" in text and "Total count    =          300]" in text
+
+
+def test_ctrl_c_prints_what_was_measured(nginx):
+    proc = subprocess.Popen(CLI + ["load", "-k", "-c", "2", "-t", "60s", nginx.url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "Complete requests:" in out and "Interrupted:" in out
+    secs = float(out.split("Time taken for tests:")[1].split()[0])
+    assert secs < 30
+
+
+def test_post_body_and_headers(nginx, tmp_path):
+    body = tmp_path / "body.json"
+    body.write_text('{"a": 1}')
+    # nginx answers 405 to a POST on a static file: a non-2xx, not a failure.
+    p = run_cli("load", "-n", "3", "-p", str(body), "-T", "application/json", "-H", "X-Test: 1", nginx.url)
+    assert p.returncode == 0, p.stderr
+    assert "Non-2xx responses:      3" in p.stdout and "Total body sent:" in p.stdout

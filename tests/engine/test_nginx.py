@@ -1,0 +1,43 @@
+"""Against a real nginx: the server's own count equals ours, exactly."""
+
+import corebench
+from corebench.target.nginx import Nginx
+
+
+def test_request_count_matches_stub_status(nginx):
+    before = nginx.served()
+    r = corebench.load(nginx.url, concurrency=8, requests=5000, keep_alive=True)
+    assert nginx.served_since(before) == r.responses == 5000
+    assert r.failed == 0
+
+
+def test_duration_run_count_matches_stub_status(nginx):
+    before = nginx.served()
+    r = corebench.load(nginx.url, concurrency=16, duration_s=1.0, keep_alive=True)
+    assert r.failed == 0 and r.responses > 0
+    assert nginx.served_since(before) == r.responses
+    assert 1.0 <= r.duration_s < 3.0
+
+
+def test_without_keep_alive_count_matches(nginx):
+    before = nginx.served()
+    r = corebench.load(nginx.url, concurrency=4, requests=500)
+    assert nginx.served_since(before) == r.responses == 500
+    assert r.connections_opened == 500
+
+
+def test_many_connections():
+    # 2,000 keep-alive connections in CI; the 10,000 of the issue are in bench/.
+    with Nginx(connections=4000) as n:
+        before = n.served()
+        r = corebench.load(n.url, concurrency=2000, duration_s=1.0, keep_alive=True)
+        assert r.failed == 0, r.error_samples
+        assert r.connections_opened == 2000
+        assert n.served_since(before) == r.responses
+
+
+def test_http10_and_head(nginx):
+    r = corebench.load(nginx.url, concurrency=2, requests=20, http_version="1.0", keep_alive=True)
+    assert r.responses == 20 and r.failed == 0 and r.keep_alive_requests == 20
+    r = corebench.load(nginx.url, concurrency=2, requests=20, method="HEAD")
+    assert r.responses == 20 and r.failed == 0 and r.bytes.body == 0

@@ -1,0 +1,14 @@
+import pytest
+
+from corebench.units import parse_duration_s
+
+
+@pytest.mark.parametrize("text, seconds", [("10s", 10), ("2m", 120), ("500ms", 0.5), ("3", 3), ("1.5h", 5400)])
+def test_durations(text, seconds):
+    assert parse_duration_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "10 parsecs", "-1s"])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        parse_duration_s(text)
