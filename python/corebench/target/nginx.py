@@ -48,7 +48,7 @@ http {{
   keepalive_requests 100000000;
   keepalive_timeout 120s;
   server {{
-    listen 127.0.0.1:{self.port} backlog=4096;
+    listen 127.0.0.1:{self.port} backlog={max(4096, self.connections)};
     root {www};
     location = /status {{ stub_status; }}
   }}

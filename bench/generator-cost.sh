@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The load generator's CPU cost per request, corebench beside wrk, ab and
+# h2load, measured by ../shared/bench/generator-cost: one nginx worker on
+# CPU 0, each generator on CPU 1, the server counting the requests. Run at
+# 50 and at 500 keep-alive connections. Goal: vs_wrk <= 1.00.
+#
+#   bench/generator-cost.sh [SECONDS] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-5}
+rounds=${2:-3}
+tool=${GENERATOR_COST:-../shared/bench/generator-cost}
+[ -x "$tool" ] || { echo "generator-cost: $tool not found (set GENERATOR_COST)" >&2; exit 2; }
+cb="$(pwd)/.venv/bin/corebench"
+[ -x "$cb" ] || { echo "generator-cost: $cb missing: run make build" >&2; exit 2; }
+ulimit -n 65536 2>/dev/null || echo "# could not raise the open-file limit: $(ulimit -n)" >&2
+for conns in 50 500; do
+  python3 "$tool" --seconds "$seconds" --rounds "$rounds" --conns "$conns" \
+    "corebench=$cb load -k --threads 1 -c {conns} -t {seconds}s {url}"
+  echo
+done
