@@ -21,8 +21,11 @@ def free_port() -> int:
 
 
 class Nginx:
-    def __init__(self, page_bytes: int = 44, workers: int = 1, connections: int = 20000):
+    def __init__(self, page_bytes: int = 44, workers: int = 1, connections: int = 20000,
+                 cpu_affinity: str | None = None):
+        """`cpu_affinity` is nginx's worker_cpu_affinity mask, e.g. "01" for CPU 0."""
         self.page_bytes, self.workers, self.connections = page_bytes, workers, connections
+        self.cpu_affinity = cpu_affinity
 
     def __enter__(self) -> "Nginx":
         if not shutil.which("nginx"):
@@ -39,6 +42,7 @@ class Nginx:
             f.write(f"""
 worker_processes {self.workers};
 worker_rlimit_nofile {self.connections * 2 + 100};
+{f"worker_cpu_affinity {self.cpu_affinity};" if self.cpu_affinity else ""}
 daemon off;
 pid {self.root}/nginx.pid;
 error_log {self.root}/error.log;
