@@ -40,20 +40,9 @@ pub struct TimelineSecond {
 pub struct LoadResult {
     pub schema: &'static str,
     pub engine_version: &'static str,
-    pub url: String,
-    pub host: String,
-    pub port: u16,
-    pub path: String,
-    pub address: String,
     pub model: &'static str,
-    pub concurrency: u32,
-    pub threads: u32,
-    pub keep_alive: bool,
-    pub started_unix_s: f64,
-    /// From the first request to the end of the last one.
-    pub duration_s: f64,
-    /// Stopped early by the caller (Ctrl-C): the figures cover what was measured.
-    pub interrupted: bool,
+    #[serde(flatten)]
+    pub run: RunFacts,
     /// Requests that ended, with a response or an error.
     pub requests: u64,
     /// Complete responses, whatever their status.
@@ -73,9 +62,10 @@ pub struct LoadResult {
     pub transfer_rate_bytes_s: f64,
     pub latency_us: Latencies,
     pub timeline: Vec<TimelineSecond>,
-    pub cpu: CpuTimes,
 }
 
+/// What the run was and how long it took, as opposed to what it measured.
+#[derive(Debug, Clone, Serialize)]
 pub struct RunFacts {
     pub url: String,
     pub host: String,
@@ -86,8 +76,11 @@ pub struct RunFacts {
     pub threads: u32,
     pub keep_alive: bool,
     pub started_unix_s: f64,
+    /// From the first request to the end of the last one.
     pub duration_s: f64,
+    /// Stopped early by the caller (Ctrl-C): the figures cover what was measured.
     pub interrupted: bool,
+    /// The generator's own CPU time over the run.
     pub cpu: CpuTimes,
 }
 
@@ -116,18 +109,7 @@ impl LoadResult {
         LoadResult {
             schema: SCHEMA,
             engine_version: env!("CARGO_PKG_VERSION"),
-            url: f.url,
-            host: f.host,
-            port: f.port,
-            path: f.path,
-            address: f.address,
             model: "closed",
-            concurrency: f.concurrency,
-            threads: f.threads,
-            keep_alive: f.keep_alive,
-            started_unix_s: f.started_unix_s,
-            duration_s: f.duration_s,
-            interrupted: f.interrupted,
             // A length mismatch by ab's rule still had a response; other errors did not.
             requests: s.responses + failed - s.mismatched_responses,
             responses: s.responses,
@@ -150,7 +132,7 @@ impl LoadResult {
                 total: summarize(&s.total_us),
             },
             timeline,
-            cpu: f.cpu,
+            run: f,
         }
     }
 }

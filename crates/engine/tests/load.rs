@@ -27,7 +27,7 @@ fn keep_alive_requests_are_counted_exactly() {
     assert_eq!(r.bytes.body, 2000 * 5);
     assert_eq!(r.server_software.as_deref(), Some("test/1"));
     assert_eq!(r.document_length, Some(5));
-    assert!(r.cpu.user_s + r.cpu.system_s > 0.0);
+    assert!(r.run.cpu.user_s + r.run.cpu.system_s > 0.0);
     assert_eq!(r.timeline.iter().map(|s| s.completed).sum::<u64>(), 2000);
 }
 
@@ -113,7 +113,7 @@ fn stop_ends_the_run_early() {
         h.join().unwrap()
     })
     .unwrap();
-    assert!(r.interrupted && r.duration_s < 5.0 && r.responses > 0);
+    assert!(r.run.interrupted && r.run.duration_s < 5.0 && r.responses > 0);
 }
 
 #[test]
