@@ -44,6 +44,8 @@ struct Worker<'a> {
     stats: Stats,
     in_flight: usize,
     unpublished: u64,
+    /// Slots whose next request waits for the end of the event batch.
+    deferred: Vec<(usize, bool)>,
 }
 
 pub fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
@@ -55,6 +57,7 @@ pub fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
         stats: Stats::new(spec.expected_seconds),
         in_flight: 0,
         unpublished: 0,
+        deferred: Vec::with_capacity(spec.connections),
         spec,
     };
     if let Some(c) = w.conns.first_mut() {
@@ -88,6 +91,7 @@ impl Worker<'_> {
                 self.spec.control.publish(std::mem::take(&mut self.unpublished));
                 next_tick = now + TICK;
             }
+            self.start_deferred();
         }
         self.spec.control.publish(self.unpublished);
     }
@@ -123,13 +127,27 @@ impl Worker<'_> {
         self.follow(i, step, now);
     }
 
+    /// A freed slot sends its next request after the whole batch of events
+    /// is handled, as wrk's event loop does: the server then receives the
+    /// requests of one batch together, and a closed loop measures the same
+    /// server throughput as wrk on the same target.
     fn follow(&mut self, i: usize, step: Step, now: Instant) {
         match self.settle(i, step, now) {
             After::Busy => {}
-            After::Free => self.start_next(i, now, false),
+            After::Free => self.deferred.push((i, false)),
             // The retried request is the same one: it takes no more budget.
-            After::Retry => self.start_next(i, now, true),
+            After::Retry => self.deferred.push((i, true)),
         }
+    }
+
+    fn start_deferred(&mut self) {
+        let now = Instant::now();
+        let mut slots = std::mem::take(&mut self.deferred);
+        for &(i, retry) in &slots {
+            self.start_next(i, now, retry);
+        }
+        slots.clear();
+        self.deferred = slots;
     }
 
     /// Records the outcome of an I/O step and says what the slot does next.
