@@ -117,7 +117,7 @@ fn stop_ends_the_run_early() {
 }
 
 #[test]
-fn ab_length_rule_and_variable_length() {
+fn equal_lengths_are_not_length_errors() {
     let srv = start(Reply::Bytes(OK, true));
     let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 1, 5) }).unwrap();
     assert_eq!(r.errors.length, 0);
