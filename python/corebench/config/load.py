@@ -3,7 +3,7 @@ Field names and meanings match the engine's `LoadConfig` (Rust)."""
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,11 +26,16 @@ class LoadConfig(BaseModel):
     variable_length: bool = False
     allow_remote: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_count(cls, data: Any) -> Any:
+        # ab's default when neither a count nor a duration is given: one request.
+        if isinstance(data, dict) and data.get("requests") is None and data.get("duration_s") is None:
+            return {**data, "requests": 1}
+        return data
+
     @model_validator(mode="after")
     def _bounded(self) -> "LoadConfig":
-        if self.requests is None and self.duration_s is None:
-            # ab's default: a single request.
-            object.__setattr__(self, "requests", 1)
         if self.duration_s is None and self.requests is not None and self.concurrency > self.requests:
             raise ValueError(
                 f"concurrency (-c) {self.concurrency} is greater than the {self.requests} requests (-n) "

@@ -30,10 +30,10 @@ def _sane(what: str, mean: int, median: int, sd_ms: float) -> list[str]:
     return []
 
 
-def _row(label: str, h: LatencySummary) -> tuple[str, list[str], tuple[int, int, float]]:
+def _row(label: str, h: LatencySummary) -> tuple[str, tuple[int, int, float]]:
     mean, median, sd = _round_ms(h.mean_us), _round_ms(h.median_us), h.stdev_us / 1000.0
     line = f"{label:<12}" + _ROW.format(_round_ms(h.min_us), mean, sd, median, _round_ms(h.max_us))
-    return line, [], (mean, median, sd)
+    return line, (mean, median, sd)
 
 
 def _connection_times(r: LoadResult) -> list[str]:
@@ -46,7 +46,7 @@ def _connection_times(r: LoadResult) -> list[str]:
         ("Waiting:", "the waiting time", lat.waiting),
         ("Total:", "the total time", lat.total),
     ):
-        line, _, (mean, median, sd) = _row(label, h)
+        line, (mean, median, sd) = _row(label, h)
         out.append(line)
         warnings += _sane(what, mean, median, sd)
     return out + warnings

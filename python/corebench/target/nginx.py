@@ -41,7 +41,7 @@ class Nginx:
         with open(conf, "w") as f:
             f.write(f"""
 worker_processes {self.workers};
-worker_rlimit_nofile {self.connections * 2 + 100};
+worker_rlimit_nofile {self.connections + 100};
 {f"worker_cpu_affinity {self.cpu_affinity};" if self.cpu_affinity else ""}
 daemon off;
 pid {self.root}/nginx.pid;

@@ -128,9 +128,8 @@ impl Worker<'_> {
     }
 
     /// A freed slot sends its next request after the whole batch of events
-    /// is handled, as wrk's event loop does: the server then receives the
-    /// requests of one batch together, and a closed loop measures the same
-    /// server throughput as wrk on the same target.
+    /// is handled, as wrk's event loop does (its write handler runs on the
+    /// next loop turn), so the server receives one batch's requests together.
     fn follow(&mut self, i: usize, step: Step, now: Instant) {
         match self.settle(i, step, now) {
             After::Busy => {}
