@@ -112,6 +112,7 @@ class LoadResult(_Model):
     latency_us: Latencies
     timeline: list[TimelineSecond]
     cpu: CpuTimes
+    busy_poll_us: int
 
     @property
     def generator_cpu_s(self) -> float:

@@ -35,6 +35,8 @@ def refused_url() -> str:
         (["-c", "many", "http://127.0.0.1/"], "-c"),
         (["--no-such-flag", "http://127.0.0.1/"], "no-such-flag"),
         (["http://192.0.2.1/"], "loopback"),
+        (["--busy-poll", "1s", "http://127.0.0.1/"], "--busy-poll"),
+        (["--busy-poll", "fast", "http://127.0.0.1/"], "--busy-poll"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, fragment):

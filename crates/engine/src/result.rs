@@ -82,6 +82,9 @@ pub struct RunFacts {
     pub interrupted: bool,
     /// The generator's own CPU time over the run.
     pub cpu: CpuTimes,
+    /// Non-zero when the workers busy-polled: their CPU then reads as fully
+    /// used whether or not they were the limit.
+    pub busy_poll_us: u64,
 }
 
 impl LoadResult {

@@ -130,3 +130,12 @@ fn bad_config_is_rejected_before_any_load() {
     assert!(run(&config(&url, 0, 2)).is_err());
     assert!(run(&LoadConfig { timeout_s: -1.0, ..config(&url, 1, 1) }).is_err());
 }
+
+#[test]
+fn busy_polling_counts_the_same() {
+    let srv = start(Reply::Bytes(OK, true));
+    let r = run(&LoadConfig { keep_alive: true, busy_poll_us: 50, ..config(&srv.url, 4, 1000) }).unwrap();
+    assert_eq!((r.responses, r.failed, r.run.busy_poll_us), (1000, 0, 50));
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 1000);
+    assert!(run(&LoadConfig { busy_poll_us: 10_001, ..config(&srv.url, 1, 1) }).is_err());
+}

@@ -25,6 +25,9 @@ class LoadConfig(BaseModel):
     threads: int = Field(0, ge=0, le=1024)
     variable_length: bool = False
     allow_remote: bool = False
+    # See the engine's LoadConfig: keeps a worker polling after each batch, so
+    # the server does not pay for waking it; only with the generator on its own cores.
+    busy_poll_us: int = Field(0, ge=0, le=10_000)
 
     @model_validator(mode="before")
     @classmethod

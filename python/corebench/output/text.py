@@ -119,7 +119,8 @@ def _corebench_block(r: LoadResult) -> list[str]:
     out = [
         "",
         f"Generator CPU:          {r.cpu.user_s:.2f} s user, {r.cpu.system_s:.2f} s system "
-        f"({cores:.2f} of a core over the run, {r.threads} threads)",
+        f"({cores:.2f} of a core over the run, {r.threads} threads"
+        + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation)" if r.busy_poll_us else ")"),
     ]
     if r.responses:
         tail = ", ".join(f"p{p:g} {total.at(p) / 1000:.3f}" for p in (99.9, 99.99))

@@ -56,6 +56,7 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
                     control,
                     expected_seconds,
                     want_server: i == 0,
+                    busy_poll: Duration::from_micros(config.busy_poll_us),
                 };
                 std::thread::Builder::new()
                     .name(format!("corebench-load-{i}"))
@@ -90,6 +91,7 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
         duration_s,
         interrupted: control.stopped(),
         cpu,
+        busy_poll_us: config.busy_poll_us,
     };
     Ok(LoadResult::build(facts, merged.expect("at least one worker")))
 }

@@ -28,6 +28,7 @@ pub struct WorkerSpec<'a> {
     pub control: &'a Control,
     pub expected_seconds: usize,
     pub want_server: bool,
+    pub busy_poll: Duration,
 }
 
 enum After {
@@ -74,8 +75,13 @@ impl Worker<'_> {
             self.start_next(i, Instant::now(), false);
         }
         let mut next_tick = Instant::now() + TICK;
+        // Busy polling: after a batch, poll without sleeping for a while, so
+        // the server does not pay for waking this thread (see LoadConfig).
+        let spin = self.spec.busy_poll;
+        let mut spin_until = Instant::now();
         while self.in_flight > 0 && !self.spec.control.stopped() {
-            let wait = next_tick.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let wait = if now < spin_until { Duration::ZERO } else { next_tick.saturating_duration_since(now) };
             if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     self.abort_all(&format!("event loop: {e}"));
@@ -86,6 +92,9 @@ impl Worker<'_> {
                 self.drive(ev.token().0, Instant::now(), ev.is_read_closed() || ev.is_error());
             }
             let now = Instant::now();
+            if !events.is_empty() {
+                spin_until = now + spin;
+            }
             if now >= next_tick {
                 self.expire(now);
                 self.spec.control.publish(std::mem::take(&mut self.unpublished));
