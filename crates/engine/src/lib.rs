@@ -10,6 +10,7 @@ pub mod error;
 pub mod load;
 pub mod measure;
 pub mod result;
+pub mod serve;
 
 pub use config::{HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};

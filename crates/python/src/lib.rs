@@ -5,6 +5,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
+use corebench_engine::serve::ServeConfig;
 use corebench_engine::{run_with, Control, EngineError, LoadConfig};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -57,9 +58,30 @@ fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>) -> PyResult<Str
     serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
 }
 
+/// Runs the built-in target server until SIGTERM or SIGINT. Prints one line
+/// to stderr when it is ready: `corebench serve: listening on http://ADDR/ …`.
+#[pyfunction]
+fn serve(py: Python<'_>, config_json: &str) -> PyResult<()> {
+    let config: ServeConfig =
+        serde_json::from_str(config_json).map_err(|e| UsageError::new_err(format!("serve config: {e}")))?;
+    corebench_engine::serve::install_signal_handlers();
+    let ready = |addr: std::net::SocketAddr| {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "corebench serve: listening on http://{addr}/ (model {}, {} workers)",
+            config.model.name(), config.workers
+        );
+        let _ = err.flush();
+    };
+    py.detach(|| corebench_engine::serve::serve(&config, &corebench_engine::serve::SIGNALLED, &ready)).map_err(to_py)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import pydantic
 import typer
 
 from corebench.cli import app
+from corebench.cli.validate import build
 from corebench.errors import UsageError
 from corebench.units import parse_duration_s
 
@@ -55,19 +55,6 @@ def _duration(text: Optional[str], flag: str) -> Optional[float]:
         raise UsageError(f"{flag}: {e}") from None
 
 
-def build_config(**settings):
-    from corebench.config.load import LoadConfig
-
-    try:
-        return LoadConfig(**settings)
-    except pydantic.ValidationError as e:
-        err = e.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else ""
-        where = _FLAGS.get(field, field)
-        msg = err["msg"].removeprefix("Value error, ")
-        raise UsageError(f"{where}: {msg}" if where else msg) from None
-
-
 @app.command("load")
 def load(
     url: str = typer.Argument(..., help="http:// or https:// URL on a loopback address"),
@@ -91,11 +78,14 @@ def load(
 ) -> None:
     """Load a URL like ab or wrk: closed loop, -c connections, -n requests or -t seconds."""
     from corebench import engine, output
+    from corebench.config.load import LoadConfig
 
     body = _body(body_file)
     if body and method == "GET":
         method = "POST"
-    config = build_config(
+    config = build(
+        LoadConfig,
+        _FLAGS,
         url=url,
         concurrency=concurrency,
         requests=requests,

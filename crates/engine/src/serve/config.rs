@@ -1,0 +1,87 @@
+//! The configuration of the built-in target server (`corebench serve`).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EngineError, Result};
+
+/// How the server runs its workers: the Apache MPM question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// N single-threaded processes sharing one listening socket.
+    Prefork,
+    /// One process; an acceptor hands each connection to a pool of N threads,
+    /// a connection per thread at a time.
+    Threads,
+    /// One process; an event loop on each of N threads.
+    Async,
+}
+
+impl Model {
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Prefork => "prefork",
+            Model::Threads => "threads",
+            Model::Async => "async",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    pub host: String,
+    /// 0 picks a free port; the chosen one is reported when ready.
+    pub port: u16,
+    pub model: Model,
+    pub workers: u32,
+    /// The whole server stops answering for `stall_ms` every `stall_every_ms`.
+    pub stall_ms: u64,
+    pub stall_every_ms: u64,
+    /// Combined Log Format access log, appended to.
+    pub access_log: Option<String>,
+    /// Idle keep-alive connections are closed after this long.
+    pub keep_alive_timeout_s: f64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            host: "127.0.0.1".into(),
+            port: 0,
+            model: Model::Async,
+            workers: 1,
+            stall_ms: 0,
+            stall_every_ms: 0,
+            access_log: None,
+            keep_alive_timeout_s: 15.0,
+        }
+    }
+}
+
+fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
+    EngineError::BadConfig { key, reason: reason.into() }
+}
+
+pub const MAX_WORKERS: u32 = 4096;
+
+impl ServeConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 || self.workers > MAX_WORKERS {
+            return Err(bad("workers", format!("{} is not between 1 and {MAX_WORKERS}", self.workers)));
+        }
+        if (self.stall_ms == 0) != (self.stall_every_ms == 0) || self.stall_ms >= self.stall_every_ms.max(1) && self.stall_ms > 0 {
+            return Err(bad("stall", "give a stall shorter than its period, e.g. 500ms every 2s"));
+        }
+        if !(self.keep_alive_timeout_s.is_finite() && self.keep_alive_timeout_s > 0.0) {
+            return Err(bad("keep_alive_timeout_s", "must be a positive number of seconds"));
+        }
+        Ok(())
+    }
+
+    pub fn stall(&self) -> Option<(Duration, Duration)> {
+        (self.stall_ms > 0).then(|| (Duration::from_millis(self.stall_ms), Duration::from_millis(self.stall_every_ms)))
+    }
+}

@@ -1,0 +1,181 @@
+//! Server-side HTTP/1.x: request heads parsed with httparse, responses
+//! serialized into a reused buffer.
+
+use std::time::Duration;
+
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+const MAX_HEADERS: usize = 64;
+/// Request bodies are read and discarded; larger ones are refused.
+pub const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The parts of a request head the server uses, as offsets into the buffer
+/// so nothing is copied.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    pub len: usize,
+    pub method: (usize, usize),
+    pub target: (usize, usize),
+    pub request_line: (usize, usize),
+    pub version: u8,
+    pub keep_alive: bool,
+    pub content_length: u64,
+    pub user_agent: Option<(usize, usize)>,
+    pub referer: Option<(usize, usize)>,
+}
+
+pub enum Parsed {
+    Partial,
+    Complete(Head),
+    /// A response to send before closing: the request cannot be served.
+    Bad(u16, &'static str),
+}
+
+fn span(buf: &[u8], part: &[u8]) -> (usize, usize) {
+    let start = part.as_ptr() as usize - buf.as_ptr() as usize;
+    (start, start + part.len())
+}
+
+pub fn parse(buf: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) if n > MAX_HEAD_BYTES => return Parsed::Bad(431, "request head too large"),
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
+            return Parsed::Bad(431, "request head too large")
+        }
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(httparse::Error::TooManyHeaders) => return Parsed::Bad(431, "too many request headers"),
+        Err(_) => return Parsed::Bad(400, "malformed request"),
+    };
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
+        return Parsed::Bad(400, "malformed request line");
+    };
+    let line_end = buf.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(0);
+    let mut head = Head {
+        len,
+        method: span(buf, method.as_bytes()),
+        target: span(buf, target.as_bytes()),
+        request_line: (0, line_end),
+        version,
+        keep_alive: version == 1,
+        ..Head::default()
+    };
+    for h in req.headers.iter() {
+        let value = h.value;
+        if h.name.eq_ignore_ascii_case("connection") {
+            let v = String::from_utf8_lossy(value).to_ascii_lowercase();
+            if v.contains("close") {
+                head.keep_alive = false;
+            } else if v.contains("keep-alive") {
+                head.keep_alive = true;
+            }
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            match std::str::from_utf8(value).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+                Some(n) if n <= MAX_BODY_BYTES => head.content_length = n,
+                Some(_) => return Parsed::Bad(413, "request body too large"),
+                None => return Parsed::Bad(400, "invalid Content-Length"),
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Parsed::Bad(501, "chunked request bodies are not supported");
+        } else if h.name.eq_ignore_ascii_case("user-agent") {
+            head.user_agent = Some(span(buf, value));
+        } else if h.name.eq_ignore_ascii_case("referer") {
+            head.referer = Some(span(buf, value));
+        }
+    }
+    Parsed::Complete(head)
+}
+
+pub enum Body {
+    Static(&'static [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Body {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Body::Static(b) => b,
+            Body::Owned(v) => v,
+        }
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Body,
+    /// Answer only after this long (the sleep page), without using CPU.
+    pub delay: Option<Duration>,
+}
+
+impl Response {
+    pub fn text(status: u16, text: impl Into<String>) -> Response {
+        let mut body = text.into().into_bytes();
+        body.push(b'\n');
+        Response { status, content_type: "text/plain; charset=utf-8", body: Body::Owned(body), delay: None }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    }
+}
+
+/// Writes the status line and headers; a HEAD response keeps the length of
+/// the body it does not send (RFC 9110 §9.3.2).
+pub fn write_head(out: &mut Vec<u8>, r: &Response, keep_alive: bool, version: u8) {
+    use std::io::Write;
+    let v = if version == 0 { "1.0" } else { "1.1" };
+    let _ = write!(
+        out,
+        "HTTP/{v} {} {}\r\nServer: corebench/{}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+        r.status,
+        reason(r.status),
+        env!("CARGO_PKG_VERSION"),
+        r.content_type,
+        r.body.bytes().len()
+    );
+    match (keep_alive, version) {
+        (false, 1) => out.extend_from_slice(b"Connection: close\r\n"),
+        (true, 0) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        _ => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_request() {
+        let buf = b"GET /static/2k?x=1 HTTP/1.1\r\nHost: a\r\nUser-Agent: ua\r\n\r\n";
+        let Parsed::Complete(h) = parse(buf) else { panic!() };
+        assert_eq!(&buf[h.target.0..h.target.1], b"/static/2k?x=1");
+        assert_eq!(&buf[h.request_line.0..h.request_line.1], b"GET /static/2k?x=1 HTTP/1.1");
+        assert!(h.keep_alive && h.len == buf.len());
+        assert_eq!(&buf[h.user_agent.unwrap().0..h.user_agent.unwrap().1], b"ua");
+    }
+
+    #[test]
+    fn bad_requests_get_a_status() {
+        assert!(matches!(parse(b"\x16\x03\x01 garbage\r\n\r\n"), Parsed::Bad(400, _)));
+        assert!(matches!(parse(b"GET / HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n"), Parsed::Bad(413, _)));
+        let long = [b'a'; MAX_HEAD_BYTES + 10];
+        let mut req = b"GET /".to_vec();
+        req.extend_from_slice(&long);
+        assert!(matches!(parse(&req), Parsed::Bad(431, _)));
+        assert!(matches!(parse(b"GET / HTTP/1.0\r\n"), Parsed::Partial));
+    }
+}

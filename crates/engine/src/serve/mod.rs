@@ -1,0 +1,227 @@
+//! The built-in target server (`corebench serve`): the workloads of the
+//! field reports behind three process models, so experiments need nothing
+//! installed and the runner can pin the server to cores of its own.
+
+pub mod blocking;
+pub mod clf;
+pub mod config;
+pub mod evloop;
+pub mod exchange;
+pub mod http;
+pub mod routes;
+pub mod work;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{EngineError, Result};
+pub use config::{Model, ServeConfig};
+use exchange::{Ctx, Stall};
+
+fn access_log(config: &ServeConfig) -> Result<Option<clf::AccessLog>> {
+    config
+        .access_log
+        .as_deref()
+        .map(clf::AccessLog::open)
+        .transpose()
+        .map_err(|e| EngineError::BadConfig { key: "access_log", reason: e.to_string() })
+}
+
+/// A connection storm (1,000 clients connecting at once) overflows the
+/// 128-entry queue std's `bind` asks for; the kernel caps this at somaxconn.
+const LISTEN_BACKLOG: i32 = 65_535;
+
+fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let addr = (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// Binds, prepares the workloads, calls `on_ready` with the address, and
+/// serves until `stop` is set. Prefork forks: call it only from a process
+/// with a single thread (the `corebench serve` process).
+pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAddr)) -> Result<()> {
+    config.validate()?;
+    let listener = listen(&config.host, config.port).map_err(|e| EngineError::BadConfig {
+        key: "port",
+        reason: format!("cannot listen on {}:{}: {e}", config.host, config.port),
+    })?;
+    let addr = listener.local_addr()?;
+    // Made once, before any fork, so prefork processes share the pages.
+    routes::static_bytes();
+    let ctx = Ctx {
+        router: routes::Router { work: work::Work::calibrate() },
+        stall: config.stall().map(|(pause, every)| Stall { start: Instant::now(), pause, every }),
+        keep_alive_timeout: Duration::from_secs_f64(config.keep_alive_timeout_s),
+    };
+    access_log(config)?; // fail before ready if the log cannot be opened
+    on_ready(addr);
+    match config.model {
+        Model::Async => run_async(config, listener, &ctx, stop),
+        Model::Threads => run_threads(config, listener, &ctx, stop),
+        Model::Prefork => run_prefork(config, listener, &ctx, stop),
+    }
+}
+
+fn run_async(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &AtomicBool) -> Result<()> {
+    std::thread::scope(|s| -> Result<()> {
+        for i in 0..config.workers {
+            let l = listener.try_clone()?;
+            let log = access_log(config)?;
+            let ev = evloop::EventLoop::new(l, ctx, stop, log)?;
+            std::thread::Builder::new().name(format!("corebench-serve-{i}")).spawn_scoped(s, move || ev.run())?;
+        }
+        Ok(())
+    })
+}
+
+/// One acceptor hands connections to a pool of blocking worker threads.
+fn run_threads(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &AtomicBool) -> Result<()> {
+    let (tx, rx) = mpsc::channel::<std::net::TcpStream>();
+    let rx = Mutex::new(rx);
+    std::thread::scope(|s| -> Result<()> {
+        for i in 0..config.workers {
+            let mut log = access_log(config)?;
+            let rx = &rx;
+            std::thread::Builder::new().name(format!("corebench-serve-{i}")).spawn_scoped(s, move || {
+                let mut buf = Vec::with_capacity(16 * 1024);
+                while !stop.load(Ordering::Relaxed) {
+                    let next = rx.lock().map(|r| r.recv_timeout(Duration::from_millis(100)));
+                    match next {
+                        Ok(Ok(stream)) => {
+                            blocking::serve_connection(stream, ctx, &mut log, stop, &mut buf);
+                            if let Some(l) = &mut log {
+                                l.flush();
+                            }
+                        }
+                        Ok(Err(mpsc::RecvTimeoutError::Timeout)) => {}
+                        _ => return,
+                    }
+                }
+            })?;
+        }
+        accept_loop(&listener, stop, |stream| {
+            let _ = tx.send(stream);
+        });
+        drop(tx);
+        Ok(())
+    })
+}
+
+/// Accepts until `stop`, waking at least every 100 ms to look at it.
+fn accept_loop(listener: &TcpListener, stop: &AtomicBool, mut each: impl FnMut(std::net::TcpStream) -> ()) {
+    let mut fds = [libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 }];
+    let _ = listener.set_nonblocking(true);
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                each(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // SAFETY: one valid pollfd, owned here.
+                unsafe { libc::poll(fds.as_mut_ptr(), 1, 100) };
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// N single-threaded processes sharing the listening socket, a connection
+/// at a time each; the parent restarts a child that dies and ends them all
+/// on `stop`.
+fn run_prefork(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &AtomicBool) -> Result<()> {
+    let child = |listener: &TcpListener| -> ! {
+        let mut log = access_log(config).ok().flatten();
+        let mut buf = Vec::with_capacity(16 * 1024);
+        accept_loop(listener, stop, |stream| {
+            blocking::serve_connection(stream, ctx, &mut log, stop, &mut buf);
+            if let Some(l) = &mut log {
+                l.flush();
+            }
+        });
+        drop(log);
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(0) }
+    };
+    let spawn = || -> Result<libc::pid_t> {
+        // SAFETY: called from a single-threaded process (see `serve`); the
+        // child only runs Rust code of this crate and then _exits.
+        match unsafe { libc::fork() } {
+            -1 => Err(EngineError::Io(std::io::Error::last_os_error())),
+            0 => child(&listener),
+            pid => Ok(pid),
+        }
+    };
+    let mut children = Vec::with_capacity(config.workers as usize);
+    for _ in 0..config.workers {
+        children.push(spawn()?);
+    }
+    let mut last_restart = Instant::now() - Duration::from_secs(1);
+    while !stop.load(Ordering::Relaxed) {
+        let mut status = 0;
+        // SAFETY: waitpid on our own children, non-blocking.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid > 0 {
+            if let Some(slot) = children.iter_mut().find(|p| **p == pid) {
+                // A crashing child must not become a fork loop.
+                std::thread::sleep(Duration::from_millis(100).saturating_sub(last_restart.elapsed()));
+                last_restart = Instant::now();
+                *slot = spawn()?;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    stop_children(&children);
+    Ok(())
+}
+
+fn stop_children(children: &[libc::pid_t]) {
+    for &pid in children {
+        // SAFETY: signals to our own children.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left: Vec<_> = children.to_vec();
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|&pid| unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } == 0);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in &left {
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// Set by SIGTERM and SIGINT once `install_signal_handlers` ran.
+pub static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// For the `corebench serve` process: SIGTERM and SIGINT stop the server
+/// cleanly (prefork children inherit the handlers).
+pub fn install_signal_handlers() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: an async-signal-safe handler that only stores an atomic.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The workloads, by URL path (documented in the README):
+//! `/static/SIZE`, `/dynamic?work_us=N`, `/sleep?ms=N`, `/health`, and a
+//! deterministic page for every other path, so a replayed log gets answers.
+
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::http::{Body, Response};
+use super::work::Work;
+
+pub const MAX_STATIC_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_WORK_US: u64 = 1_000_000;
+pub const MAX_SLEEP_MS: u64 = 60_000;
+const DEFAULT_WORK_US: u64 = 1_000;
+const DEFAULT_SLEEP_MS: u64 = 100;
+
+/// The bytes every static page is cut from, made once (before a prefork
+/// server forks, so its processes share the pages).
+pub fn static_bytes() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| {
+        let line = b"corebench static page: the quick brown fox jumps over the lazy dog 0123456789\n";
+        line.iter().copied().cycle().take(MAX_STATIC_BYTES).collect()
+    })
+}
+
+/// `44`, `44b`, `2k`, `2kb`, `200k`, `2m`, `2mb` (binary multiples, as the
+/// field reports' 2 KB and 2 MB pages).
+pub fn parse_size(text: &str) -> Option<usize> {
+    let t = text.to_ascii_lowercase();
+    let t = t.strip_suffix('b').unwrap_or(&t);
+    let (digits, scale) = match t.as_bytes().last()? {
+        b'k' => (&t[..t.len() - 1], 1024),
+        b'm' => (&t[..t.len() - 1], 1024 * 1024),
+        _ => (t, 1),
+    };
+    digits.parse::<usize>().ok()?.checked_mul(scale)
+}
+
+fn bad(reason: String) -> Response {
+    Response::text(400, reason)
+}
+
+/// The query's parameters, each checked against the names the route knows.
+fn params<'a>(query: &'a str, known: &[&str]) -> Result<Vec<(&'a str, &'a str)>, Response> {
+    let mut out = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if !known.contains(&k) {
+            return Err(bad(format!("unknown parameter {k:?}: this page takes {}", known.join(", "))));
+        }
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
+fn number(params: &[(&str, &str)], key: &str, default: u64, max: u64) -> Result<u64, Response> {
+    match params.iter().find(|(k, _)| *k == key) {
+        None => Ok(default),
+        Some((_, v)) => match v.parse::<u64>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(bad(format!("{key}={v:?} is not a whole number from 0 to {max}"))),
+        },
+    }
+}
+
+pub struct Router {
+    pub work: Work,
+}
+
+impl Router {
+    pub fn respond(&self, target: &str) -> Response {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let result = match path {
+            "/health" => Ok(Response::text(200, "ok")),
+            "/dynamic" => self.dynamic(query),
+            "/sleep" => sleep(query),
+            _ => match path.strip_prefix("/static/") {
+                Some(size) => static_page(size, query),
+                None => Ok(default_page(path)),
+            },
+        };
+        result.unwrap_or_else(|r| r)
+    }
+
+    fn dynamic(&self, query: &str) -> Result<Response, Response> {
+        let p = params(query, &["work_us"])?;
+        let work_us = number(&p, "work_us", DEFAULT_WORK_US, MAX_WORK_US)?;
+        let seed = self.work.run_us(work_us);
+        Ok(Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(render(work_us, seed)), delay: None })
+    }
+}
+
+fn sleep(query: &str) -> Result<Response, Response> {
+    let p = params(query, &["ms"])?;
+    let ms = number(&p, "ms", DEFAULT_SLEEP_MS, MAX_SLEEP_MS)?;
+    let mut r = Response::text(200, format!("slept {ms} ms"));
+    r.delay = Some(Duration::from_millis(ms));
+    Ok(r)
+}
+
+fn static_page(size: &str, query: &str) -> Result<Response, Response> {
+    params(query, &[])?;
+    let bytes = parse_size(size)
+        .filter(|&n| n <= MAX_STATIC_BYTES)
+        .ok_or_else(|| bad(format!("size {size:?} is not a size up to 16m (like 44, 2k, 200k, 2m)")))?;
+    Ok(Response { status: 200, content_type: "text/html", body: Body::Static(&static_bytes()[..bytes]), delay: None })
+}
+
+/// The framework page of the first field report: an inner template with the
+/// current time, inside a wrapper layout.
+fn render(work_us: u64, seed: u64) -> Vec<u8> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut inner = String::with_capacity(512);
+    let _ = write!(
+        inner,
+        "<h1>Hello from the dynamic page</h1>\n<p>Rendered at {}.{:06} (unix time) after {} µs of work (checksum {:016x}).</p>\n",
+        now.as_secs(),
+        now.subsec_micros(),
+        work_us,
+        seed
+    );
+    format!(
+        "<!DOCTYPE html>\n<html><head><title>corebench dynamic page</title></head>\n<body>\n<div id=\"layout\">\n{inner}</div>\n</body></html>\n"
+    )
+    .into_bytes()
+}
+
+fn fnv1a(data: &[u8]) -> u64 {
+    // FNV-1a, 64-bit (Fowler, Noll, Vo): a stable hash, so a path always gets the same page.
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+fn default_page(path: &str) -> Response {
+    let size = 512 + (fnv1a(path.as_bytes()) % 16_384) as usize;
+    let mut body = String::with_capacity(size + 256);
+    body.push_str("<!DOCTYPE html>\n<html><head><title>corebench</title></head><body><p>Page for ");
+    for c in path.chars() {
+        match c {
+            '<' => body.push_str("&lt;"),
+            '>' => body.push_str("&gt;"),
+            '&' => body.push_str("&amp;"),
+            '"' => body.push_str("&quot;"),
+            _ => body.push(c),
+        }
+    }
+    body.push_str("</p><pre>\n");
+    let filler = size.saturating_sub(body.len() + 24);
+    body.push_str(std::str::from_utf8(&static_bytes()[..filler]).unwrap_or(""));
+    body.push_str("</pre></body></html>\n");
+    Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(body.into_bytes()), delay: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router() -> Router {
+        Router { work: Work::calibrate() }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("44"), Some(44));
+        assert_eq!(parse_size("44b"), Some(44));
+        assert_eq!(parse_size("2KB"), Some(2048));
+        assert_eq!(parse_size("200k"), Some(204_800));
+        assert_eq!(parse_size("2m"), Some(2 * 1024 * 1024));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("99999999999999999999m"), None);
+    }
+
+    #[test]
+    fn pages() {
+        let r = router();
+        assert_eq!(r.respond("/static/2k").body.bytes().len(), 2048);
+        assert_eq!(r.respond("/health").status, 200);
+        let d = r.respond("/dynamic?work_us=10");
+        assert!(std::str::from_utf8(d.body.bytes()).unwrap().contains("Rendered at"));
+        assert_eq!(r.respond("/sleep?ms=5").delay, Some(Duration::from_millis(5)));
+        let a = r.respond("/some/page.php?id=3");
+        assert_eq!(a.body.bytes(), r.respond("/some/page.php?id=3").body.bytes());
+        assert!(std::str::from_utf8(r.respond("/<script>").body.bytes()).unwrap().contains("&lt;script&gt;"));
+    }
+
+    #[test]
+    fn absurd_or_unknown_parameters_are_400() {
+        let r = router();
+        for target in ["/static/99g", "/static/17m", "/dynamic?work_us=99999999", "/dynamic?work=1", "/sleep?ms=-1", "/static/2k?x=1"] {
+            let resp = r.respond(target);
+            assert_eq!(resp.status, 400, "{target}");
+            assert!(!resp.body.bytes().is_empty());
+        }
+    }
+}

@@ -1,0 +1,28 @@
+"""The configuration of the built-in target server (`corebench serve`).
+Field names match the engine's `ServeConfig` (Rust)."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ServeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(0, ge=0, le=65535)
+    model: Literal["prefork", "threads", "async"] = "async"
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=4096)
+    stall_ms: int = Field(0, ge=0)
+    stall_every_ms: int = Field(0, ge=0)
+    access_log: Optional[str] = None
+    keep_alive_timeout_s: float = Field(15.0, gt=0)
+
+    @model_validator(mode="after")
+    def _stall_fits_its_period(self) -> "ServeConfig":
+        if (self.stall_ms == 0) != (self.stall_every_ms == 0) or self.stall_ms >= max(self.stall_every_ms, 1) > 1:
+            raise ValueError("a stall must be shorter than its period, like --stall 500ms/2s")
+        return self

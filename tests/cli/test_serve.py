@@ -1,0 +1,157 @@
+"""`corebench serve`: the workloads, the three process models under 1,000
+connections, bad requests, the access log, and a clean SIGTERM."""
+
+import os
+import re
+import socket
+import time
+import urllib.request
+
+import pytest
+
+import corebench
+from tests.conftest import run_cli
+from corebench.target.builtin import Served
+
+MODELS = ["prefork", "threads", "async"]
+
+
+def get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def raw(url: str, request: bytes) -> bytes:
+    host, port = url.split("//")[1].strip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(request)
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with Served("--workers", "2") as s:
+        yield s
+
+
+@pytest.mark.parametrize("size, length", [("44", 44), ("2k", 2048), ("200kb", 204800), ("2m", 2097152)])
+def test_static_sizes(server, size, length):
+    status, body = get(server.url + f"static/{size}")
+    assert status == 200 and len(body) == length
+
+
+def test_dynamic_page_renders_the_time(server):
+    before = time.time()
+    status, body = get(server.url + "dynamic?work_us=500")
+    stamp = float(re.search(rb"Rendered at ([\d.]+)", body).group(1))
+    assert status == 200 and b'<div id="layout">' in body and before - 1 <= stamp <= time.time() + 1
+
+
+def test_sleep_page_waits(server):
+    t0 = time.monotonic()
+    assert get(server.url + "sleep?ms=300")[0] == 200
+    assert time.monotonic() - t0 >= 0.29
+
+
+def test_every_other_path_is_a_deterministic_200(server):
+    a = get(server.url + "blog/2007/03/cores?x=1")
+    assert a[0] == 200 and a == get(server.url + "blog/2007/03/cores?x=1")
+    assert get(server.url + "health") == (200, b"ok\n")
+
+
+@pytest.mark.parametrize("target, reason", [
+    ("static/99g", b"not a size"),
+    ("static/17m", b"not a size"),
+    ("dynamic?work_us=99999999", b"not a whole number"),
+    ("dynamic?work=5", b"unknown parameter"),
+    ("sleep?ms=-1", b"not a whole number"),
+    ("static/2k?x=1", b"unknown parameter"),
+])
+def test_bad_parameters_are_400_with_a_reason(server, target, reason):
+    status, body = get(server.url + target)
+    assert status == 400 and reason in body
+
+
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"\x16\x03\x01\x02\x00 not http\r\n\r\n", b"400"),
+    (b"GET\r\n\r\n", b"400"),
+    (b"GET / HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n", b"413"),
+    (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", b"431"),
+])
+def test_malformed_requests_get_4xx_and_the_server_lives(server, request_bytes, status):
+    reply = raw(server.url, request_bytes)
+    assert reply.startswith(b"HTTP/1.1 " + status)
+    assert get(server.url + "health")[0] == 200
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_model_answers_1000_connections(model):
+    with Served("--model", model, "--workers", "4") as s:
+        r = corebench.load(s.url + "static/2k", concurrency=1000, requests=4000, timeout_s=30)
+        assert (r.responses, r.failed, r.status_counts) == (4000, 0, {200: 4000}), r.error_samples
+        if model == "async":
+            r = corebench.load(s.url + "static/2k", concurrency=1000, duration_s=1.0, keep_alive=True)
+            assert r.failed == 0 and r.connections_opened == 1000, r.error_samples
+
+
+def test_access_log_round_trip(tmp_path):
+    log = tmp_path / "access.log"
+    with Served("--workers", "2", "--access-log", str(log)) as s:
+        r = corebench.load(s.url + "static/44?", concurrency=4, requests=200, keep_alive=True)
+        assert r.responses == 200
+    lines = log.read_text().splitlines()
+    clf = re.compile(r'^127\.0\.0\.1 - - \[\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] '
+                     r'"GET /static/44\? HTTP/1\.1" 200 44 "-" "corebench/[\d.]+"$')
+    assert len(lines) == 200 and all(clf.match(line) for line in lines), lines[:2]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_sigterm_stops_every_worker(model):
+    s = Served("--model", model, "--workers", "3").__enter__()
+    try:
+        assert get(s.url + "health")[0] == 200
+        want = 3 if model == "prefork" else 0
+        deadline = time.monotonic() + 5
+        while len(kids := s.children()) != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(kids) == want
+        assert s.stop() == 0
+        assert not any(os.path.exists(f"/proc/{k}") for k in kids)
+    finally:
+        s.__exit__(None, None, None)
+
+
+def test_ready_quickly():
+    with Served("--workers", "1") as s:
+        # The issue asks for under 1 s; a loaded CI machine gets slack here.
+        assert s.ready_s < 5, s.ready_s
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--workers", "0"], "--workers"),
+    (["--model", "event"], "--model"),
+    (["--stall", "soon"], "--stall"),
+    (["--stall", "2s/1s"], "--stall"),
+    (["--port", "70000"], "--port"),
+    (["--access-log", "/nonexistent/dir/log"], "access_log"),
+])
+def test_bad_serve_flags(args, fragment):
+    p = run_cli("serve", "--port", "0", *args, timeout=20)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], p.stderr
+
+
+def test_port_in_use_is_one_line():
+    with Served("--workers", "1") as s:
+        port = s.url.rsplit(":", 1)[1].strip("/")
+        p = run_cli("serve", "--port", port, timeout=20)
+    assert p.returncode == 2 and "cannot listen" in p.stderr and len(p.stderr.strip().splitlines()) == 1
