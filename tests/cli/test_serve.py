@@ -129,6 +129,51 @@ def test_sigterm_stops_every_worker(model):
         s.__exit__(None, None, None)
 
 
+def test_database_page(tmp_path):
+    db = tmp_path / "cms.sqlite"
+    with Served("--workers", "2", "--model", "prefork", "--db-articles", "300", "--db-cache-kb", "64",
+                "--db-file", str(db)) as s:
+        status, body = get(s.url + "db?article=42")
+        assert status == 200 and b"Article 42:" in body and body.count(b'class="comment"') == 5
+        r = corebench.load(s.url + "db", concurrency=4, requests=400, keep_alive=False, variable_length=True)
+        assert (r.responses, r.failed, r.status_counts) == (400, 0, {200: 400}), r.error_samples
+        assert get(s.url + "db?article=301")[0] == 400
+    assert db.exists()
+
+
+def test_database_page_needs_a_database(server):
+    status, body = get(server.url + "db")
+    assert status == 503 and b"--db-articles" in body
+
+
+SHARED_LOG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "access-logs",
+                          "apache-combined-10k.log")
+
+
+@pytest.mark.skipif(not os.path.exists(SHARED_LOG), reason="../shared/data not beside the checkout")
+def test_site_from_a_real_log():
+    with Served("--workers", "2", "--site-from-log", SHARED_LOG) as s:
+        summary = s.proc.stderr.readline()
+        assert re.search(r"site from the log: \d+ paths from 10000 lines", summary), summary
+        # Lines of the log itself: the first time a target appears decides.
+        status, body = get(s.url + "presentations/logstash-monitorama-2013/images/kibana-search.png")
+        assert (status, len(body)) == (200, 203023)
+        for line in open(SHARED_LOG):
+            m = re.search(r'"GET (\S+) HTTP/1\.[01]" (404) (\d+)', line)
+            if m:
+                status, body = get(s.url + m.group(1).lstrip("/"))
+                assert (status, len(body)) == (404, int(m.group(3)))
+                break
+        assert get(s.url + "health") == (200, b"ok\n")
+
+
+def test_site_from_a_log_without_requests(tmp_path):
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(b"\x00\x01 binary\nnot a log line\n")
+    p = run_cli("serve", "--port", "0", "--site-from-log", str(junk), timeout=20)
+    assert p.returncode == 2 and "none of its 2 lines" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
 def test_ready_quickly():
     with Served("--workers", "1") as s:
         # The issue asks for under 1 s; a loaded CI machine gets slack here.
@@ -141,6 +186,8 @@ def test_ready_quickly():
     (["--stall", "soon"], "--stall"),
     (["--stall", "2s/1s"], "--stall"),
     (["--port", "70000"], "--port"),
+    (["--db-cache-kb", "0"], "--db-cache-kb"),
+    (["--db-articles", "5", "--db-file", "/nonexistent/dir/db.sqlite"], "db_file"),
     (["--access-log", "/nonexistent/dir/log"], "access_log"),
 ])
 def test_bad_serve_flags(args, fragment):

@@ -4,6 +4,7 @@
 //! One entry point, `run(config) -> result`, used by the Python binding
 //! (`corebench._engine`) and by this crate's own tests.
 
+pub mod accesslog;
 pub mod client;
 pub mod config;
 pub mod error;

@@ -20,6 +20,10 @@ class ServeConfig(BaseModel):
     stall_every_ms: int = Field(0, ge=0)
     access_log: Optional[str] = None
     keep_alive_timeout_s: float = Field(15.0, gt=0)
+    db_articles: int = Field(0, ge=0, le=1_000_000)
+    db_cache_kb: int = Field(2000, ge=1, le=16 * 1024 * 1024)
+    db_file: Optional[str] = None
+    site_from_log: Optional[str] = None
 
     @model_validator(mode="after")
     def _stall_fits_its_period(self) -> "ServeConfig":

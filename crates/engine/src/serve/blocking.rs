@@ -6,13 +6,12 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::clf::AccessLog;
-use super::exchange::{handle, Ctx, Handled};
+use super::exchange::{handle, Ctx, Handled, Local};
 
 /// How often a blocked read looks at the shutdown flag.
 const CHECK: Duration = Duration::from_millis(100);
 
-pub fn serve_connection(mut stream: TcpStream, ctx: &Ctx, log: &mut Option<AccessLog>, stop: &AtomicBool, buf: &mut Vec<u8>) {
+pub fn serve_connection(mut stream: TcpStream, ctx: &Ctx, local: &mut Local, stop: &AtomicBool, buf: &mut Vec<u8>) {
     let peer = stream.peer_addr().ok();
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(CHECK));
@@ -20,7 +19,7 @@ pub fn serve_connection(mut stream: TcpStream, ctx: &Ctx, log: &mut Option<Acces
     let mut chunk = [0u8; 16 * 1024];
     let mut idle_since = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        match handle(ctx, buf, peer, log) {
+        match handle(ctx, buf, peer, local) {
             Handled::NeedMore => match stream.read(&mut chunk) {
                 Ok(0) => return,
                 Ok(n) => {

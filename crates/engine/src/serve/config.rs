@@ -44,6 +44,14 @@ pub struct ServeConfig {
     pub access_log: Option<String>,
     /// Idle keep-alive connections are closed after this long.
     pub keep_alive_timeout_s: f64,
+    /// Articles in the database page's SQLite database; 0 leaves `/db` off.
+    pub db_articles: u64,
+    /// SQLite page cache per worker connection, in KiB (SQLite's default is 2000).
+    pub db_cache_kb: u64,
+    /// Where the database is kept; by default a file per size in the temp directory.
+    pub db_file: Option<String>,
+    /// Answer each path of this access log with the status and size it recorded.
+    pub site_from_log: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -57,6 +65,10 @@ impl Default for ServeConfig {
             stall_every_ms: 0,
             access_log: None,
             keep_alive_timeout_s: 15.0,
+            db_articles: 0,
+            db_cache_kb: 2000,
+            db_file: None,
+            site_from_log: None,
         }
     }
 }
@@ -66,6 +78,9 @@ fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
 }
 
 pub const MAX_WORKERS: u32 = 4096;
+/// About 2.5 KB per article with its comments: a million is a 2.5 GB file.
+pub const MAX_DB_ARTICLES: u64 = 1_000_000;
+pub const MAX_DB_CACHE_KB: u64 = 16 * 1024 * 1024;
 
 impl ServeConfig {
     pub fn validate(&self) -> Result<()> {
@@ -74,6 +89,12 @@ impl ServeConfig {
         }
         if (self.stall_ms == 0) != (self.stall_every_ms == 0) || self.stall_ms >= self.stall_every_ms.max(1) && self.stall_ms > 0 {
             return Err(bad("stall", "give a stall shorter than its period, e.g. 500ms every 2s"));
+        }
+        if self.db_articles > MAX_DB_ARTICLES {
+            return Err(bad("db_articles", format!("{} is more than {MAX_DB_ARTICLES}", self.db_articles)));
+        }
+        if self.db_cache_kb == 0 || self.db_cache_kb > MAX_DB_CACHE_KB {
+            return Err(bad("db_cache_kb", format!("{} is not between 1 and {MAX_DB_CACHE_KB} KiB", self.db_cache_kb)));
         }
         if !(self.keep_alive_timeout_s.is_finite() && self.keep_alive_timeout_s > 0.0) {
             return Err(bad("keep_alive_timeout_s", "must be a positive number of seconds"));

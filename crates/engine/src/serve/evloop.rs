@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
-use super::clf::AccessLog;
-use super::exchange::{handle, Ctx, Handled, Outgoing};
+use super::exchange::{handle, Ctx, Handled, Local, Outgoing};
 
 const LISTENER: Token = Token(usize::MAX);
 const TICK: Duration = Duration::from_millis(100);
@@ -30,7 +29,7 @@ struct Conn {
 pub struct EventLoop<'a> {
     ctx: &'a Ctx,
     stop: &'a AtomicBool,
-    log: Option<AccessLog>,
+    local: Local,
     poll: Poll,
     listener: TcpListener,
     conns: Vec<Option<Conn>>,
@@ -40,12 +39,12 @@ pub struct EventLoop<'a> {
 }
 
 impl<'a> EventLoop<'a> {
-    pub fn new(listener: std::net::TcpListener, ctx: &'a Ctx, stop: &'a AtomicBool, log: Option<AccessLog>) -> io::Result<Self> {
+    pub fn new(listener: std::net::TcpListener, ctx: &'a Ctx, stop: &'a AtomicBool, local: Local) -> io::Result<Self> {
         listener.set_nonblocking(true)?;
         let mut listener = TcpListener::from_std(listener);
         let poll = Poll::new()?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(EventLoop { ctx, stop, log, poll, listener, conns: Vec::new(), free: Vec::new(), timers: BinaryHeap::new(), chunk: vec![0; READ_CHUNK] })
+        Ok(EventLoop { ctx, stop, local, poll, listener, conns: Vec::new(), free: Vec::new(), timers: BinaryHeap::new(), chunk: vec![0; READ_CHUNK] })
     }
 
     pub fn run(mut self) {
@@ -74,7 +73,7 @@ impl<'a> EventLoop<'a> {
             self.fire_timers();
             if Instant::now() >= next_tick {
                 self.close_idle();
-                if let Some(l) = &mut self.log {
+                if let Some(l) = &mut self.local.log {
                     l.flush();
                 }
                 next_tick = Instant::now() + TICK;
@@ -134,7 +133,7 @@ impl<'a> EventLoop<'a> {
                 return;
             }
             if c.out.is_none() {
-                match handle(self.ctx, &c.buf, c.peer, &mut self.log) {
+                match handle(self.ctx, &c.buf, c.peer, &mut self.local) {
                     Handled::NeedMore => return,
                     Handled::Respond { out, keep_alive, delay, consumed } => {
                         c.out = Some((out, keep_alive, consumed));

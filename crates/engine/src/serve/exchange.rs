@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::clf::{AccessLog, Entry};
+use super::db::Db;
 use super::http::{parse, write_head, Body, Parsed, Response};
 use super::routes::Router;
 
@@ -26,6 +27,14 @@ impl Stall {
         let into = Duration::from_nanos(into as u64);
         (into < self.pause).then(|| now + (self.pause - into))
     }
+}
+
+/// What each worker (thread or process) owns: its log buffer and its
+/// database connection.
+#[derive(Default)]
+pub struct Local {
+    pub log: Option<AccessLog>,
+    pub db: Option<Db>,
 }
 
 pub struct Ctx {
@@ -70,7 +79,7 @@ pub enum Handled {
 }
 
 /// Handles the request at the start of `buf`, if it is all there.
-pub fn handle(ctx: &Ctx, buf: &[u8], peer: Option<SocketAddr>, log: &mut Option<AccessLog>) -> Handled {
+pub fn handle(ctx: &Ctx, buf: &[u8], peer: Option<SocketAddr>, local: &mut Local) -> Handled {
     let (head, response) = match parse(buf) {
         Parsed::Partial => return Handled::NeedMore,
         Parsed::Bad(status, why) => (None, Response::text(status, why)),
@@ -79,21 +88,22 @@ pub fn handle(ctx: &Ctx, buf: &[u8], peer: Option<SocketAddr>, log: &mut Option<
                 return Handled::NeedMore;
             }
             let response = match std::str::from_utf8(&buf[h.target.0..h.target.1]) {
-                Ok(target) => ctx.router.respond(target),
+                Ok(target) => ctx.router.respond(target, &mut local.db),
                 Err(_) => Response::text(400, "request target is not UTF-8"),
             };
             (Some(h), response)
         }
     };
     let head_request = head.as_ref().is_some_and(|h| &buf[h.method.0..h.method.1] == b"HEAD");
-    // A bad request ends the connection: the framing of what follows is unknown.
-    let keep_alive = head.as_ref().is_some_and(|h| h.keep_alive) && response.status < 400;
+    // A request that did not parse ends the connection: the framing of what
+    // follows is unknown. Any other status keeps it, as the client asked.
+    let keep_alive = head.as_ref().is_some_and(|h| h.keep_alive);
     let version = head.as_ref().map_or(1, |h| h.version);
     let mut head_bytes = Vec::with_capacity(256);
     write_head(&mut head_bytes, &response, keep_alive, version);
     let body = if head_request { Body::Static(b"") } else { response.body };
     let out = Outgoing { head: head_bytes, body, sent: 0 };
-    if let Some(log) = log {
+    if let Some(log) = &mut local.log {
         let slice = |s: Option<(usize, usize)>| s.map(|(a, b)| &buf[a..b]);
         let line_end = buf.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(buf.len().min(8192));
         log.log(&Entry {

@@ -120,6 +120,15 @@ impl Response {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        416 => "Range Not Satisfiable",
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",

@@ -5,10 +5,12 @@
 pub mod blocking;
 pub mod clf;
 pub mod config;
+pub mod db;
 pub mod evloop;
 pub mod exchange;
 pub mod http;
 pub mod routes;
+pub mod site;
 pub mod work;
 
 use std::net::{SocketAddr, TcpListener};
@@ -18,15 +20,26 @@ use std::time::{Duration, Instant};
 
 use crate::error::{EngineError, Result};
 pub use config::{Model, ServeConfig};
-use exchange::{Ctx, Stall};
+use exchange::{Ctx, Local, Stall};
 
-fn access_log(config: &ServeConfig) -> Result<Option<clf::AccessLog>> {
-    config
+fn db_path(config: &ServeConfig) -> std::path::PathBuf {
+    config.db_file.as_ref().map_or_else(|| db::default_path(config.db_articles), Into::into)
+}
+
+/// A worker's own log buffer and database connection; `index` seeds its
+/// choice of articles.
+fn local(config: &ServeConfig, index: u64) -> Result<Local> {
+    let log = config
         .access_log
         .as_deref()
         .map(clf::AccessLog::open)
         .transpose()
-        .map_err(|e| EngineError::BadConfig { key: "access_log", reason: e.to_string() })
+        .map_err(|e| EngineError::BadConfig { key: "access_log", reason: e.to_string() })?;
+    let db = (config.db_articles > 0)
+        .then(|| db::Db::open(&db_path(config), config.db_articles, config.db_cache_kb, 0x9E37_79B9 + index * 7919))
+        .transpose()
+        .map_err(|e| EngineError::BadConfig { key: "db_file", reason: e.to_string() })?;
+    Ok(Local { log, db })
 }
 
 /// A connection storm (1,000 clients connecting at once) overflows the
@@ -58,13 +71,30 @@ pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAd
     let addr = listener.local_addr()?;
     // Made once, before any fork, so prefork processes share the pages.
     routes::static_bytes();
+    let site = config
+        .site_from_log
+        .as_deref()
+        .map(site::Site::load)
+        .transpose()
+        .map_err(|reason| EngineError::BadConfig { key: "site_from_log", reason })?;
+    let site_summary = site.as_ref().map(|s| {
+        let skipped: Vec<String> = s.skipped.iter().map(|(why, n)| format!("{n} {why}")).collect();
+        format!("{} paths from {} lines; skipped: {}", s.paths(), s.lines, if skipped.is_empty() { "none".into() } else { skipped.join(", ") })
+    });
     let ctx = Ctx {
-        router: routes::Router { work: work::Work::calibrate() },
+        router: routes::Router { work: work::Work::calibrate(), site },
         stall: config.stall().map(|(pause, every)| Stall { start: Instant::now(), pause, every }),
         keep_alive_timeout: Duration::from_secs_f64(config.keep_alive_timeout_s),
     };
-    access_log(config)?; // fail before ready if the log cannot be opened
+    if config.db_articles > 0 {
+        db::ensure(&db_path(config), config.db_articles)
+            .map_err(|e| EngineError::BadConfig { key: "db_file", reason: format!("{}: {e}", db_path(config).display()) })?;
+    }
+    drop(local(config, 0)?); // fail before ready if the log or the database cannot be opened
     on_ready(addr);
+    if let Some(summary) = site_summary {
+        eprintln!("corebench serve: site from the log: {summary}");
+    }
     match config.model {
         Model::Async => run_async(config, listener, &ctx, stop),
         Model::Threads => run_threads(config, listener, &ctx, stop),
@@ -76,8 +106,7 @@ fn run_async(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &Atom
     std::thread::scope(|s| -> Result<()> {
         for i in 0..config.workers {
             let l = listener.try_clone()?;
-            let log = access_log(config)?;
-            let ev = evloop::EventLoop::new(l, ctx, stop, log)?;
+            let ev = evloop::EventLoop::new(l, ctx, stop, local(config, u64::from(i))?)?;
             std::thread::Builder::new().name(format!("corebench-serve-{i}")).spawn_scoped(s, move || ev.run())?;
         }
         Ok(())
@@ -90,7 +119,7 @@ fn run_threads(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &At
     let rx = Mutex::new(rx);
     std::thread::scope(|s| -> Result<()> {
         for i in 0..config.workers {
-            let mut log = access_log(config)?;
+            let mut local = local(config, u64::from(i))?;
             let rx = &rx;
             std::thread::Builder::new().name(format!("corebench-serve-{i}")).spawn_scoped(s, move || {
                 let mut buf = Vec::with_capacity(16 * 1024);
@@ -98,8 +127,8 @@ fn run_threads(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &At
                     let next = rx.lock().map(|r| r.recv_timeout(Duration::from_millis(100)));
                     match next {
                         Ok(Ok(stream)) => {
-                            blocking::serve_connection(stream, ctx, &mut log, stop, &mut buf);
-                            if let Some(l) = &mut log {
+                            blocking::serve_connection(stream, ctx, &mut local, stop, &mut buf);
+                            if let Some(l) = &mut local.log {
                                 l.flush();
                             }
                         }
@@ -140,25 +169,28 @@ fn accept_loop(listener: &TcpListener, stop: &AtomicBool, mut each: impl FnMut(s
 /// at a time each; the parent restarts a child that dies and ends them all
 /// on `stop`.
 fn run_prefork(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &AtomicBool) -> Result<()> {
-    let child = |listener: &TcpListener| -> ! {
-        let mut log = access_log(config).ok().flatten();
+    let child = |listener: &TcpListener, index: u64| -> ! {
+        // Opened after the fork: a SQLite connection must not cross one.
+        let mut local = local(config, index).unwrap_or_default();
         let mut buf = Vec::with_capacity(16 * 1024);
         accept_loop(listener, stop, |stream| {
-            blocking::serve_connection(stream, ctx, &mut log, stop, &mut buf);
-            if let Some(l) = &mut log {
+            blocking::serve_connection(stream, ctx, &mut local, stop, &mut buf);
+            if let Some(l) = &mut local.log {
                 l.flush();
             }
         });
-        drop(log);
+        drop(local);
         // SAFETY: ends the child without running the parent's exit handlers.
         unsafe { libc::_exit(0) }
     };
-    let spawn = || -> Result<libc::pid_t> {
+    let mut forked = 0u64;
+    let mut spawn = || -> Result<libc::pid_t> {
+        forked += 1;
         // SAFETY: called from a single-threaded process (see `serve`); the
         // child only runs Rust code of this crate and then _exits.
         match unsafe { libc::fork() } {
             -1 => Err(EngineError::Io(std::io::Error::last_os_error())),
-            0 => child(&listener),
+            0 => child(&listener, forked),
             pid => Ok(pid),
         }
     };

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::db::Db;
 use super::http::{Body, Response};
+use super::site::Site;
 use super::work::Work;
 
 pub const MAX_STATIC_BYTES: usize = 16 * 1024 * 1024;
@@ -67,13 +69,20 @@ fn number(params: &[(&str, &str)], key: &str, default: u64, max: u64) -> Result<
 
 pub struct Router {
     pub work: Work,
+    pub site: Option<Site>,
 }
 
 impl Router {
-    pub fn respond(&self, target: &str) -> Response {
+    pub fn respond(&self, target: &str, db: &mut Option<Db>) -> Response {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if let Some((status, bytes)) = self.site.as_ref().and_then(|s| s.get(target)) {
+            if path != "/health" {
+                return logged_page(status, bytes);
+            }
+        }
         let result = match path {
             "/health" => Ok(Response::text(200, "ok")),
+            "/db" => db_page(query, db),
             "/dynamic" => self.dynamic(query),
             "/sleep" => sleep(query),
             _ => match path.strip_prefix("/static/") {
@@ -90,6 +99,24 @@ impl Router {
         let seed = self.work.run_us(work_us);
         Ok(Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(render(work_us, seed)), delay: None })
     }
+}
+
+fn db_page(query: &str, db: &mut Option<Db>) -> Result<Response, Response> {
+    let p = params(query, &["article"])?;
+    let db = db.as_mut().ok_or_else(|| Response::text(503, "no database: start the server with --db-articles N"))?;
+    let id = match number(&p, "article", 0, db.articles())? {
+        0 => db.random_article(),
+        id => id,
+    };
+    let body = db.page(id).map_err(|e| Response::text(500, format!("database: {e}")))?;
+    Ok(Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(body), delay: None })
+}
+
+/// A page as the access log recorded it: its status, and a body of its size
+/// (none for the statuses that have none, RFC 9110 §6.4.1).
+fn logged_page(status: u16, bytes: u64) -> Response {
+    let len = if matches!(status, 100..=199 | 204 | 304) { 0 } else { (bytes as usize).min(MAX_STATIC_BYTES) };
+    Response { status, content_type: "text/html", body: Body::Static(&static_bytes()[..len]), delay: None }
 }
 
 fn sleep(query: &str) -> Result<Response, Response> {
@@ -157,7 +184,13 @@ mod tests {
     use super::*;
 
     fn router() -> Router {
-        Router { work: Work::calibrate() }
+        Router { work: Work::calibrate(), site: None }
+    }
+
+    impl Router {
+        fn respond_(&self, target: &str) -> Response {
+            self.respond(target, &mut None)
+        }
     }
 
     #[test]
@@ -174,21 +207,21 @@ mod tests {
     #[test]
     fn pages() {
         let r = router();
-        assert_eq!(r.respond("/static/2k").body.bytes().len(), 2048);
-        assert_eq!(r.respond("/health").status, 200);
-        let d = r.respond("/dynamic?work_us=10");
+        assert_eq!(r.respond_("/static/2k").body.bytes().len(), 2048);
+        assert_eq!(r.respond_("/health").status, 200);
+        let d = r.respond_("/dynamic?work_us=10");
         assert!(std::str::from_utf8(d.body.bytes()).unwrap().contains("Rendered at"));
-        assert_eq!(r.respond("/sleep?ms=5").delay, Some(Duration::from_millis(5)));
-        let a = r.respond("/some/page.php?id=3");
-        assert_eq!(a.body.bytes(), r.respond("/some/page.php?id=3").body.bytes());
-        assert!(std::str::from_utf8(r.respond("/<script>").body.bytes()).unwrap().contains("&lt;script&gt;"));
+        assert_eq!(r.respond_("/sleep?ms=5").delay, Some(Duration::from_millis(5)));
+        let a = r.respond_("/some/page.php?id=3");
+        assert_eq!(a.body.bytes(), r.respond_("/some/page.php?id=3").body.bytes());
+        assert!(std::str::from_utf8(r.respond_("/<script>").body.bytes()).unwrap().contains("&lt;script&gt;"));
     }
 
     #[test]
     fn absurd_or_unknown_parameters_are_400() {
         let r = router();
         for target in ["/static/99g", "/static/17m", "/dynamic?work_us=99999999", "/dynamic?work=1", "/sleep?ms=-1", "/static/2k?x=1"] {
-            let resp = r.respond(target);
+            let resp = r.respond_(target);
             assert_eq!(resp.status, 400, "{target}");
             assert!(!resp.body.bytes().is_empty());
         }
