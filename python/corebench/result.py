@@ -48,6 +48,8 @@ class Latencies(_Model):
     waiting: LatencySummary
     processing: LatencySummary
     total: LatencySummary
+    # Open loop only: measured from the actual send, not the intended one.
+    uncorrected: Optional[LatencySummary] = None
 
 
 class ErrorCounts(_Model):
@@ -71,6 +73,62 @@ class TimelineSecond(_Model):
     errors: int
     p50_us: int
     p99_us: int
+
+
+class ScheduleSummary(_Model):
+    target_rps: float
+    window_s: float
+    sent: int
+    late: int
+    dropped: int
+    send_lag_p50_us: int
+    send_lag_p99_us: int
+    send_lag_max_us: int
+    kept: bool
+
+
+class UrlSummary(_Model):
+    method: str
+    target: str
+    responses: int
+    errors: int
+    mean_us: float
+    p50_us: int
+    p90_us: int
+    p99_us: int
+    max_us: int
+    status_seen: dict[int, int]
+    status_logged: dict[int, int]
+    status_mismatches: int
+
+
+class SkipCount(_Model):
+    reason: str
+    count: int
+
+
+class SkippedLine(_Model):
+    line: int
+    reason: str
+    text: str
+
+
+class ReplaySource(_Model):
+    path: str
+    log_format: str
+    lines: int
+    replayed: int
+    skipped: list[SkipCount]
+    skipped_examples: list[SkippedLine]
+    stopped_at_limit: bool
+    out_of_order: int
+    span_s: float
+
+
+class RateConfig(_Model):
+    rps: float
+    end_rps: Optional[float] = None
+    ramp_s: Optional[float] = None
 
 
 class CpuTimes(_Model):
@@ -113,6 +171,13 @@ class LoadResult(_Model):
     timeline: list[TimelineSecond]
     cpu: CpuTimes
     busy_poll_us: int
+    rate: Optional[RateConfig] = None
+    think_s: Optional[tuple[float, float]] = None
+    random_order: bool = False
+    seed: int = 1
+    schedule: Optional[ScheduleSummary] = None
+    urls: list[UrlSummary] = []
+    replay: Optional[ReplaySource] = None
 
     @property
     def generator_cpu_s(self) -> float:

@@ -37,6 +37,17 @@ def refused_url() -> str:
         (["http://192.0.2.1/"], "loopback"),
         (["--busy-poll", "1s", "http://127.0.0.1/"], "--busy-poll"),
         (["--busy-poll", "fast", "http://127.0.0.1/"], "--busy-poll"),
+        (["--rate", "fast", "-t", "1s", "http://127.0.0.1/"], "--rate"),
+        (["--rate", "0", "-t", "1s", "http://127.0.0.1/"], "--rate"),
+        (["--rate", "10..100", "-t", "1s", "http://127.0.0.1/"], "--ramp"),
+        (["--rate", "100", "--ramp", "5s", "-t", "1s", "http://127.0.0.1/"], "--ramp"),
+        (["--rate", "100", "http://127.0.0.1/"], "need a duration or a request count"),
+        (["--think", "1s", "-t", "1s", "http://127.0.0.1/"], "--users"),
+        (["--users", "2", "--think", "2s..1s", "-t", "1s", "http://127.0.0.1/"], "think time"),
+        (["--users", "2", "-c", "3", "-t", "1s", "http://127.0.0.1/"], "disagree"),
+        (["--rate", "100", "--users", "2", "--think", "1s", "-t", "1s", "http://127.0.0.1/"], "think"),
+        (["--urls", "/nonexistent/urls.txt"], "urls.txt"),
+        ([], "URL"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
@@ -111,3 +122,39 @@ def test_post_body_and_headers(nginx, tmp_path):
     p = run_cli("load", "-n", "3", "-p", str(body), "-T", "application/json", "-H", "X-Test: 1", nginx.url)
     assert p.returncode == 0, p.stderr
     assert "Non-2xx responses:      3" in p.stdout and "Total body sent:" in p.stdout
+
+
+def test_users_with_think_time_print_siege_summary(nginx):
+    p = run_cli("load", "--users", "3", "--think", "20ms..40ms", "-t", "1s", "-k", nginx.url)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for label in ("siege summary", "Transactions:", "Availability:", "Elapsed time:", "Data transferred:",
+                  "Response time:", "Transaction rate:", "Throughput:", "Concurrency:",
+                  "Successful transactions:", "Failed transactions:", "Longest transaction:", "Shortest transaction:"):
+        assert label in out, label
+    hits = int(out.split("Transactions:")[1].split()[0])
+    # 3 users pausing 20-40 ms for 1 s: at most 3 * (1 / 0.02 + 1) requests.
+    assert 3 <= hits <= 153, hits
+
+
+def test_rate_reports_its_schedule(nginx):
+    p = run_cli("load", "--rate", "200", "-t", "1s", "-k", nginx.url, "--json", "-")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["model"] == "rate" and r["schedule"]["sent"] == 200 and r["schedule"]["kept"]
+    assert r["latency_us"]["uncorrected"]["count"] == 200
+
+
+def test_url_file_in_siege_format(nginx, tmp_path):
+    body = tmp_path / "body.txt"
+    body.write_text("a=1")
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"# pages\n{nginx.url}\n/page.html?x=1\n\n/page.html POST <{body.name}\n")
+    p = run_cli("load", "--urls", str(urls), nginx.url, "-n", "30", "-c", "3", "-k", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert sorted((u["method"], u["target"], u["responses"] + u["errors"]) for u in r["urls"]) == [
+        ("GET", "/page.html", 10), ("GET", "/page.html?x=1", 10), ("POST", "/page.html", 10)]
+    # nginx does not take POST on a static file: 405, counted per URL.
+    post = next(u for u in r["urls"] if u["method"] == "POST")
+    assert list(post["status_seen"]) == ["405"]

@@ -49,6 +49,62 @@ pub struct LoadConfig {
     /// busy polling removes that cost at the price of a generator core that
     /// looks fully busy, so use it only with the generator on cores of its own.
     pub busy_poll_us: u64,
+    /// Open loop: requests per second, scheduled whatever the responses do.
+    pub rate: Option<RateConfig>,
+    /// Closed loop with think time: after each response a connection (a
+    /// user) waits a random time, uniform in [min, max] seconds (siege -d).
+    pub think_s: Option<(f64, f64)>,
+    /// Several URLs on the target's origin, cycled in order (or at random
+    /// with `random_order`); empty means `url` alone.
+    pub urls: Vec<UrlSpec>,
+    pub random_order: bool,
+    /// Seeds the random URL order and think times, so a run can be repeated.
+    pub seed: u64,
+    /// Replays an access log instead of `url`/`urls`.
+    pub replay: Option<ReplayConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateConfig {
+    pub rps: f64,
+    /// With `ramp_s`: the rate rises (or falls) linearly from `rps` to this.
+    pub end_rps: Option<f64>,
+    pub ramp_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UrlSpec {
+    pub url: String,
+    #[serde(default = "get")]
+    pub method: String,
+    /// The request body, base64 (bodies may be binary).
+    #[serde(default)]
+    pub body_base64: String,
+}
+
+fn get() -> String {
+    "GET".into()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayConfig {
+    pub path: String,
+    /// An Apache `LogFormat` string; `None` reads Common or Combined.
+    pub log_format: Option<String>,
+    /// Replay methods other than GET and HEAD.
+    #[serde(default)]
+    pub allow_unsafe: bool,
+    /// Use at most this many of the log's requests.
+    pub limit: Option<u64>,
+    /// Start over at the end of the log (until the duration or count ends).
+    #[serde(default)]
+    pub looped: bool,
+    /// Send each request at its time in the log, this many times faster;
+    /// `None` sends as fast as `concurrency` allows.
+    pub speed: Option<f64>,
 }
 
 impl Default for LoadConfig {
@@ -70,12 +126,20 @@ impl Default for LoadConfig {
             allow_remote: false,
             user_agent: concat!("corebench/", env!("CARGO_PKG_VERSION")).into(),
             busy_poll_us: 0,
+            rate: None,
+            think_s: None,
+            urls: Vec::new(),
+            random_order: false,
+            seed: 1,
+            replay: None,
         }
     }
 }
 
 /// Longer spins only burn CPU: the next response is due within microseconds.
 pub const MAX_BUSY_POLL_US: u64 = 10_000;
+/// A bound on every schedule: no loop on this machine could send faster.
+pub const MAX_RATE_RPS: f64 = 10_000_000.0;
 
 fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
     EngineError::BadConfig { key, reason: reason.into() }
@@ -86,10 +150,12 @@ impl LoadConfig {
         if self.concurrency == 0 {
             return Err(bad("concurrency", "must be at least 1"));
         }
+        // A replay that does not loop is bounded by its log.
+        let bounded_by_log = self.replay.as_ref().is_some_and(|r| !r.looped);
         match (self.requests, self.duration_s) {
-            (None, None) => return Err(bad("requests", "give a request count or a duration")),
+            (None, None) if !bounded_by_log => return Err(bad("requests", "give a request count or a duration")),
             (Some(0), _) => return Err(bad("requests", "must be at least 1")),
-            (Some(n), None) if u64::from(self.concurrency) > n => {
+            (Some(n), None) if u64::from(self.concurrency) > n && !self.open_loop() && self.replay.is_none() => {
                 return Err(bad(
                     "concurrency",
                     format!("{} is greater than the {} requests to make", self.concurrency, n),
@@ -108,6 +174,7 @@ impl LoadConfig {
         if self.busy_poll_us > MAX_BUSY_POLL_US {
             return Err(bad("busy_poll_us", format!("{} is more than {MAX_BUSY_POLL_US} µs", self.busy_poll_us)));
         }
+        self.validate_model()?;
         let token = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         if !token(&self.method) {
             return Err(bad("method", format!("{:?} is not an HTTP method token", self.method)));
@@ -118,6 +185,64 @@ impl LoadConfig {
             }
         }
         Ok(())
+    }
+
+    fn validate_model(&self) -> Result<()> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let open = self.rate.is_some() || self.replay.as_ref().is_some_and(|r| r.speed.is_some());
+        if open && self.think_s.is_some() {
+            return Err(bad("think_s", "think time belongs to closed-loop users; an open-loop schedule has none"));
+        }
+        if self.rate.is_some() && self.replay.as_ref().is_some_and(|r| r.speed.is_some()) {
+            return Err(bad("rate", "a replay at the log's own speed has its own schedule: give rate or speed, not both"));
+        }
+        if let Some(r) = &self.rate {
+            let end = r.end_rps.unwrap_or(r.rps);
+            if !(r.rps.is_finite() && r.rps >= 0.0 && positive(end)) || (r.end_rps.is_none() && !positive(r.rps)) {
+                return Err(bad("rate", "rates must be positive requests per second"));
+            }
+            if r.rps > MAX_RATE_RPS || end > MAX_RATE_RPS {
+                return Err(bad("rate", format!("more than {MAX_RATE_RPS} requests per second")));
+            }
+            match (r.end_rps.is_some(), r.ramp_s) {
+                (true, Some(d)) if positive(d) => {}
+                (false, None) => {}
+                (true, _) => return Err(bad("ramp_s", "a rate range needs a positive ramp duration")),
+                (false, Some(_)) => return Err(bad("ramp_s", "a ramp needs a rate range START..END")),
+            }
+        }
+        if let Some((lo, hi)) = self.think_s {
+            if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= 3600.0) {
+                return Err(bad("think_s", format!("{lo}..{hi} is not a range of seconds MIN..MAX within an hour")));
+            }
+        }
+        if let Some(r) = &self.replay {
+            if !self.urls.is_empty() {
+                return Err(bad("urls", "a replay takes its URLs from the log"));
+            }
+            if r.speed.is_some_and(|s| !positive(s)) {
+                return Err(bad("speed", "must be a positive factor (1 = the log's own pace)"));
+            }
+            if r.limit == Some(0) {
+                return Err(bad("limit", "must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// True when requests follow a schedule rather than the responses.
+    pub fn open_loop(&self) -> bool {
+        self.rate.is_some() || self.replay.as_ref().is_some_and(|r| r.speed.is_some())
+    }
+
+    /// The name of the load model, as results and reports call it.
+    pub fn model(&self) -> &'static str {
+        match (&self.replay, &self.rate, self.think_s) {
+            (Some(_), _, _) => "replay",
+            (None, Some(_), _) => "rate",
+            (None, None, Some(_)) => "users",
+            (None, None, None) => "closed",
+        }
     }
 
     pub fn worker_threads(&self) -> u32 {

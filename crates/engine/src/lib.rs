@@ -12,6 +12,7 @@ pub mod load;
 pub mod measure;
 pub mod result;
 pub mod serve;
+pub mod workload;
 
 pub use config::{HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};

@@ -4,9 +4,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::config::RateConfig;
+use crate::load::pacing::{Schedule, Shape};
 use crate::measure::cpu::CpuTimes;
-use crate::measure::stats::{ErrorCounts, Stats};
+use crate::measure::stats::{ErrorCounts, Stats, StatusList, UrlStats};
 use crate::measure::summary::{summarize, LatencySummary};
+use crate::workload::replay::ReplaySource;
+use crate::workload::Workload;
 
 pub const SCHEMA: &str = "corebench.load/1";
 
@@ -25,6 +29,46 @@ pub struct Latencies {
     pub waiting: LatencySummary,
     pub processing: LatencySummary,
     pub total: LatencySummary,
+    /// Open loop only: from the actual send rather than the intended one,
+    /// as a closed-loop tool would report (coordinated omission uncorrected).
+    pub uncorrected: Option<LatencySummary>,
+}
+
+/// How an open-loop schedule was kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleSummary {
+    /// The mean rate the schedule asked for over `window_s`.
+    pub target_rps: f64,
+    pub window_s: f64,
+    pub sent: u64,
+    /// Sent after waiting for a free connection (all `concurrency` busy).
+    pub late: u64,
+    /// Due within the window but never sent: no connection became free.
+    pub dropped: u64,
+    /// How long after its intended time each request left.
+    pub send_lag_p50_us: u64,
+    pub send_lag_p99_us: u64,
+    pub send_lag_max_us: u64,
+    /// Nothing dropped, at most 1% late, not interrupted.
+    pub kept: bool,
+}
+
+/// The figures of one distinct request of a URL list or a log.
+#[derive(Debug, Clone, Serialize)]
+pub struct UrlSummary {
+    pub method: String,
+    pub target: String,
+    pub responses: u64,
+    pub errors: u64,
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    pub status_seen: BTreeMap<u16, u64>,
+    /// What the access log recorded for the same requests (replay only).
+    pub status_logged: BTreeMap<u16, u64>,
+    pub status_mismatches: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -40,7 +84,6 @@ pub struct TimelineSecond {
 pub struct LoadResult {
     pub schema: &'static str,
     pub engine_version: &'static str,
-    pub model: &'static str,
     #[serde(flatten)]
     pub run: RunFacts,
     /// Requests that ended, with a response or an error.
@@ -62,6 +105,10 @@ pub struct LoadResult {
     pub transfer_rate_bytes_s: f64,
     pub latency_us: Latencies,
     pub timeline: Vec<TimelineSecond>,
+    pub schedule: Option<ScheduleSummary>,
+    /// Per distinct request, in the order first requested.
+    pub urls: Vec<UrlSummary>,
+    pub replay: Option<ReplaySource>,
 }
 
 /// What the run was and how long it took, as opposed to what it measured.
@@ -72,6 +119,9 @@ pub struct RunFacts {
     pub port: u16,
     pub path: String,
     pub address: String,
+    /// closed, users, rate or replay.
+    pub model: &'static str,
+    /// Closed loop: connections; open loop: the most connections in use.
     pub concurrency: u32,
     pub threads: u32,
     pub keep_alive: bool,
@@ -85,10 +135,14 @@ pub struct RunFacts {
     /// Non-zero when the workers busy-polled: their CPU then reads as fully
     /// used whether or not they were the limit.
     pub busy_poll_us: u64,
+    pub rate: Option<RateConfig>,
+    pub think_s: Option<(f64, f64)>,
+    pub random_order: bool,
+    pub seed: u64,
 }
 
 impl LoadResult {
-    pub fn build(f: RunFacts, s: Stats) -> LoadResult {
+    pub fn build(f: RunFacts, s: Stats, w: &Workload, schedule: Option<&Schedule>) -> LoadResult {
         let status_counts: BTreeMap<u16, u64> =
             s.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
         let non_2xx = status_counts.iter().filter(|(c, _)| !(200..300).contains(*c)).map(|(_, n)| n).sum();
@@ -112,7 +166,6 @@ impl LoadResult {
         LoadResult {
             schema: SCHEMA,
             engine_version: env!("CARGO_PKG_VERSION"),
-            model: "closed",
             // A length mismatch by ab's rule still had a response; other errors did not.
             requests: s.responses + failed - s.mismatched_responses,
             responses: s.responses,
@@ -133,9 +186,75 @@ impl LoadResult {
                 waiting: summarize(&s.waiting_us),
                 processing: summarize(&s.processing_us),
                 total: summarize(&s.total_us),
+                uncorrected: schedule.map(|_| summarize(&s.uncorrected_us)),
             },
             timeline,
+            schedule: schedule.map(|sch| schedule_summary(sch, &s, f.interrupted)),
+            urls: url_summaries(&s.urls, w),
+            replay: w.source.clone(),
             run: f,
         }
     }
+}
+
+fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSummary {
+    let c = &s.schedule;
+    let scheduled = c.sent + c.dropped;
+    // The window: the run's end, or (bounded by a count) the last due time
+    // and one mean interval after it.
+    let window_s = match (sch.end, sch.limit) {
+        (Some(end), _) => end.as_secs_f64(),
+        (None, _) if scheduled > 1 => {
+            let last = sch.due(scheduled - 1).map_or(0.0, |d| d.as_secs_f64());
+            last * scheduled as f64 / (scheduled - 1) as f64
+        }
+        _ => 0.0,
+    };
+    let target_rps = match sch.shape {
+        Shape::Rate { .. } => sch.mean_rps(window_s),
+        Shape::Log { .. } if window_s > 0.0 => scheduled as f64 / window_s,
+        Shape::Log { .. } => 0.0,
+    };
+    let lag = &s.send_lag_us;
+    let at = |q: f64| if lag.is_empty() { 0 } else { lag.value_at_quantile(q) };
+    ScheduleSummary {
+        target_rps,
+        window_s,
+        sent: c.sent,
+        late: c.late,
+        dropped: c.dropped,
+        send_lag_p50_us: at(0.5),
+        send_lag_p99_us: at(0.99),
+        send_lag_max_us: if lag.is_empty() { 0 } else { lag.max() },
+        kept: !interrupted && c.dropped == 0 && c.late * 100 <= c.sent,
+    }
+}
+
+fn statuses(l: &StatusList) -> BTreeMap<u16, u64> {
+    l.0.iter().copied().collect()
+}
+
+fn url_summaries(urls: &[UrlStats], w: &Workload) -> Vec<UrlSummary> {
+    urls.iter()
+        .zip(&w.requests)
+        .filter(|(u, _)| u.responses + u.errors > 0)
+        .map(|(u, r)| {
+            let h = &u.total_us;
+            let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+            UrlSummary {
+                method: r.method.clone(),
+                target: r.target.clone(),
+                responses: u.responses,
+                errors: u.errors,
+                mean_us: if h.is_empty() { 0.0 } else { h.mean() },
+                p50_us: at(0.5),
+                p90_us: at(0.9),
+                p99_us: at(0.99),
+                max_us: if h.is_empty() { 0 } else { h.max() },
+                status_seen: statuses(&u.status_seen),
+                status_logged: statuses(&u.status_logged),
+                status_mismatches: u.status_mismatches,
+            }
+        })
+        .collect()
 }

@@ -1,40 +1,17 @@
-"""`corebench load URL`: one load test, with ab's flags and ab's report."""
+"""`corebench load URL`: one load test, with ab's flags and ab's report; or
+an open-loop rate (wrk2), users with think time and URL lists (siege)."""
 
 from __future__ import annotations
 
-import sys
+import base64
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from corebench.cli import app
+from corebench.cli import app, common
 from corebench.cli.validate import build
 from corebench.errors import UsageError
-from corebench.units import parse_duration_s
-
-# Config field -> the flag that sets it, so validation errors name the flag.
-_FLAGS = {
-    "url": "URL",
-    "concurrency": "-c/--concurrency",
-    "requests": "-n/--requests",
-    "duration_s": "-t/--duration",
-    "method": "-m/--method",
-    "timeout_s": "-s/--timeout",
-    "threads": "--threads",
-    "headers": "-H/--header",
-    "busy_poll_us": "--busy-poll",
-}
-
-
-def _headers(raw: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for h in raw:
-        name, sep, value = h.partition(":")
-        if not sep or not name.strip():
-            raise UsageError(f"-H {h!r}: a header is 'Name: value'")
-        out.append((name.strip(), value.strip()))
-    return out
 
 
 def _body(path: Optional[Path]) -> bytes:
@@ -46,78 +23,86 @@ def _body(path: Optional[Path]) -> bytes:
         raise UsageError(f"-p {path}: cannot read the body file ({e.strerror or e}); give a readable file") from None
 
 
-def _duration(text: Optional[str], flag: str) -> Optional[float]:
+def _think(text: Optional[str], users: Optional[int]) -> Optional[tuple[float, float]]:
+    """`--think 2s` is siege's -d: uniform in 0..2s; `--think 0.5s..2s` a range."""
     if text is None:
-        return None
-    try:
-        return parse_duration_s(text)
-    except ValueError as e:
-        raise UsageError(f"{flag}: {e}") from None
+        return None if users is None else (0.0, 0.0)
+    if users is None:
+        raise UsageError("--think: think time belongs to users: give --users N")
+    lo, sep, hi = text.partition("..")
+    if not sep:
+        lo, hi = "0", lo
+    return (common.duration(lo, "--think") or 0.0, common.duration(hi, "--think") or 0.0)
+
+
+def _urls(path: Optional[Path], url: Optional[str]) -> tuple[str, list[dict[str, Any]]]:
+    if path is None:
+        if url is None:
+            raise UsageError("URL: give the URL to load, or a file of URLs with --urls FILE")
+        return url, []
+    from corebench.config.urls import read_url_file
+
+    entries = read_url_file(path, base=url)
+    specs = [{"url": e.url, "method": e.method, "body_base64": base64.b64encode(e.body).decode()} for e in entries]
+    return url or entries[0].url, specs
 
 
 @app.command("load")
 def load(
-    url: str = typer.Argument(..., help="http:// or https:// URL on a loopback address"),
-    concurrency: int = typer.Option(1, "-c", "--concurrency", help="Concurrent connections (requests in flight)."),
-    requests: Optional[int] = typer.Option(None, "-n", "--requests", help="Total requests (default 1, like ab)."),
-    duration: Optional[str] = typer.Option(None, "-t", "-d", "--duration", help="Run length: 10s, 2m, 500ms; in-flight requests then finish."),
-    keep_alive: bool = typer.Option(False, "-k", "--keep-alive", help="Reuse connections (HTTP keep-alive)."),
-    http10: bool = typer.Option(False, "--http1.0", help="Send HTTP/1.0 requests."),
+    url: Optional[str] = typer.Argument(None, help="http:// or https:// URL on a loopback address (with --urls: the base for bare paths)"),
+    concurrency: Optional[int] = common.CONCURRENCY,
+    requests: Optional[int] = common.REQUESTS,
+    duration: Optional[str] = common.DURATION,
+    keep_alive: bool = common.KEEP_ALIVE,
+    http10: bool = common.HTTP10,
     method: str = typer.Option("GET", "-m", "--method", help="Request method."),
     head: bool = typer.Option(False, "-i", "--head", help="Send HEAD requests."),
-    header: list[str] = typer.Option([], "-H", "--header", help="Extra header 'Name: value' (repeatable)."),
+    header: list[str] = common.HEADER,
     body_file: Optional[Path] = typer.Option(None, "-p", "--body-file", help="Send this file as the request body (POST unless -m)."),
     content_type: Optional[str] = typer.Option(None, "-T", "--content-type", help="Content-Type of the body."),
-    timeout: str = typer.Option("30s", "-s", "--timeout", help="Per-request timeout (ab's -s; default 30s)."),
-    threads: int = typer.Option(0, "--threads", help="Worker threads (default: one per available CPU)."),
+    timeout: str = common.TIMEOUT,
+    threads: int = common.THREADS,
     variable_length: bool = typer.Option(False, "-l", "--variable-length", help="Accept varying document lengths (ab's -l)."),
-    allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow a target that is not on a loopback address."),
-    busy_poll: str = typer.Option("0", "--busy-poll", help="Keep polling this long (e.g. 20us) after each batch instead of sleeping; only with the generator on cores of its own."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON result to FILE ('-' for stdout, replacing the text report)."),
-    hgrm: Optional[Path] = typer.Option(None, "--hgrm", help="Write the total-latency percentile distribution (.hgrm) to FILE."),
+    allow_remote: bool = common.ALLOW_REMOTE,
+    busy_poll: str = common.BUSY_POLL,
+    rate: Optional[str] = common.RATE,
+    ramp: Optional[str] = common.RAMP,
+    users: Optional[int] = typer.Option(None, "--users", help="Users (siege -c): each requests, thinks, and requests again; adds siege's summary."),
+    think: Optional[str] = typer.Option(None, "--think", help="Think time of each user: 2s means uniform in 0..2s (siege -d), or MIN..MAX; 0 is siege's benchmark mode."),
+    urls: Optional[Path] = typer.Option(None, "--urls", help="A file of URLs in siege's format (URL, or URL POST body), taken in order."),
+    random_order: bool = typer.Option(False, "--random", help="Take --urls at random (siege -i)."),
+    seed: int = typer.Option(1, "--seed", help="Seed of the random URL order and think times."),
+    json_out: Optional[str] = common.JSON_OUT,
+    hgrm: Optional[Path] = common.HGRM,
 ) -> None:
     """Load a URL like ab or wrk: closed loop, -c connections, -n requests or -t seconds."""
-    from corebench import engine, output
     from corebench.config.load import LoadConfig
 
+    if users is not None and concurrency is not None and users != concurrency:
+        raise UsageError(f"--users {users} and -c {concurrency} disagree: users are the connections, give one")
     body = _body(body_file)
     if body and method == "GET":
         method = "POST"
+    url, url_specs = _urls(urls, url)
+    rate_cfg = common.rate(rate, ramp)
     config = build(
         LoadConfig,
-        _FLAGS,
+        common.FLAGS,
         url=url,
-        concurrency=concurrency,
-        requests=requests,
-        duration_s=_duration(duration, "-t/--duration"),
-        keep_alive=keep_alive,
-        http_version="1.0" if http10 else "1.1",
         method="HEAD" if head else method,
-        headers=_headers(header),
         body=body,
         content_type=content_type,
-        timeout_s=_duration(timeout, "-s/--timeout"),
-        threads=threads,
-        variable_length=variable_length,
-        allow_remote=allow_remote,
-        busy_poll_us=round(_duration(busy_poll, "--busy-poll") * 1e6),
+        # Different URLs have different lengths: ab's length rule means nothing there.
+        variable_length=variable_length or bool(url_specs),
+        rate=rate_cfg,
+        think_s=_think(think, users),
+        urls=url_specs,
+        random_order=random_order,
+        seed=seed,
+        **common.common_settings(
+            concurrency=users if users is not None else concurrency, open_loop=rate_cfg is not None,
+            requests=requests, duration_text=duration, keep_alive=keep_alive, http10=http10, header=header,
+            timeout=timeout, threads=threads, allow_remote=allow_remote, busy_poll=busy_poll,
+        ),
     )
-    result = engine.run(config)
-    if json_out != "-":
-        sys.stdout.write(output.get("text").render(result, config))
-    if json_out:
-        _write(json_out, output.get("json").render(result, config), "--json")
-    if hgrm:
-        _write(str(hgrm), output.get("hgrm").render(result, config), "--hgrm")
-    if result.interrupted:
-        raise typer.Exit(130)
-
-
-def _write(dest: str, text: str, flag: str) -> None:
-    if dest == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        Path(dest).write_text(text)
-    except OSError as e:
-        raise UsageError(f"{flag} {dest}: cannot write ({e.strerror or e})") from None
+    common.run_and_report(config, json_out, hgrm)

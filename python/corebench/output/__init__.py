@@ -17,7 +17,7 @@ class Format(Protocol):
 
 
 def get(name: str) -> Format:
-    from corebench.output import hgrm, json, text
+    from corebench.output import hgrm, json, siege, text
 
-    formats = {f.name: f for f in (text.AbText(), json.Json(), hgrm.Hgrm())}
+    formats = {f.name: f for f in (text.AbText(), json.Json(), hgrm.Hgrm(), siege.SiegeText())}
     return formats[name]

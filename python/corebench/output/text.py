@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from corebench import __version__
 from corebench.config.load import LoadConfig
+from corebench.output import sections
 from corebench.result import LatencySummary, LoadResult
 
 # ab.c's CONF_FMT_STRING: "%5" " %4" " %5.1f" " %6" " %7"
@@ -136,4 +137,5 @@ class AbText:
     name = "text"
 
     def render(self, result: LoadResult, config: LoadConfig) -> str:
-        return "\n".join(_ab_block(result, config) + _corebench_block(result)) + "\n"
+        blocks = _ab_block(result, config) + _corebench_block(result) + sections.model_sections(result)
+        return "\n".join(blocks) + "\n"

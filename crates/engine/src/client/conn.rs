@@ -11,6 +11,7 @@ use mio::{Interest, Registry, Token};
 use super::response::{Progress, ResponseParser};
 use super::transport::{TlsContext, Transport};
 use crate::measure::stats::ErrorKind;
+use crate::workload::Entry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -37,6 +38,9 @@ pub enum Step {
 pub struct Times {
     /// When the request was due: the start of its latency.
     pub start: Instant,
+    /// When it was actually begun: later than `start` when an open-loop
+    /// schedule slipped.
+    pub begun: Instant,
     pub connected: Instant,
     pub sent: Instant,
     pub first_byte: Option<Instant>,
@@ -51,6 +55,9 @@ pub struct Conn {
     pub deadline: Instant,
     /// Responses completed on the current connection.
     pub served: u32,
+    /// The number of the request in flight, and what it asks for.
+    pub k: u64,
+    pub entry: Entry,
     written: usize,
 }
 
@@ -64,10 +71,12 @@ impl Conn {
             token,
             transport: None,
             phase: Phase::Idle,
-            times: Times { start: now, connected: now, sent: now, first_byte: None },
+            times: Times { start: now, begun: now, connected: now, sent: now, first_byte: None },
             parser: ResponseParser::default(),
             deadline: now,
             served: 0,
+            k: 0,
+            entry: Entry::default(),
             written: 0,
         }
     }
@@ -78,17 +87,20 @@ impl Conn {
         self.served = 0;
     }
 
-    /// Begins a request due at `start`, opening a connection when there is none.
+    /// Begins, at `now`, a request due at `start`, opening a connection
+    /// when there is none.
+    #[allow(clippy::too_many_arguments)]
     pub fn begin(
         &mut self,
         start: Instant,
+        now: Instant,
         deadline: Instant,
         addr: SocketAddr,
         tls: Option<&TlsContext>,
         registry: &Registry,
         request: &[u8],
     ) -> Step {
-        self.times = Times { start, connected: start, sent: start, first_byte: None };
+        self.times = Times { start, begun: now, connected: now, sent: now, first_byte: None };
         self.deadline = deadline;
         self.parser.reset();
         self.written = 0;

@@ -1,5 +1,5 @@
-//! Where the load goes: the parsed URL, the resolved address, and the request
-//! bytes, built once and written unchanged for every request.
+//! Where the load goes: the parsed URL and the resolved address; and the
+//! request bytes, built once per URL and written unchanged for every request.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
@@ -13,9 +13,8 @@ pub struct Target {
     pub path: String,
     pub tls: bool,
     pub addr: SocketAddr,
-    pub request: Vec<u8>,
-    /// HEAD responses carry no body whatever their headers say (RFC 9110 §9.3.2).
-    pub head: bool,
+    /// The Host header: the URL's host, and its port when the URL names one.
+    pub host_header: String,
 }
 
 pub fn parse_url(raw: &str) -> Result<url::Url> {
@@ -24,7 +23,7 @@ pub fn parse_url(raw: &str) -> Result<url::Url> {
         "http" | "https" => {}
         s => return Err(EngineError::BadScheme { url: raw.into(), scheme: s.into() }),
     }
-    if u.host_str().map_or(true, str::is_empty) {
+    if u.host_str().is_none_or(str::is_empty) {
         return Err(EngineError::BadUrl { url: raw.into(), reason: "no host".into() });
     }
     Ok(u)
@@ -59,11 +58,7 @@ impl Target {
         let tls = u.scheme() == "https";
         let host = u.host_str().unwrap_or_default().to_string();
         let port = u.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
-        let mut path = u.path().to_string();
-        if let Some(q) = u.query() {
-            path.push('?');
-            path.push_str(q);
-        }
+        let path = request_target(&u);
         let addr = resolve(&host, port)?;
         if !cfg.allow_remote && !is_loopback(addr.ip()) {
             return Err(EngineError::NotLoopback { host, addr: addr.ip() });
@@ -72,18 +67,36 @@ impl Target {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
-        let request = build_request(cfg, &path, &host_header);
-        Ok(Target { host, port, path, tls, addr, request, head: cfg.method.eq_ignore_ascii_case("HEAD") })
+        Ok(Target { host, port, path, tls, addr, host_header })
+    }
+
+    /// True when `u` names this target's scheme, host and port.
+    pub fn same_origin(&self, u: &url::Url) -> bool {
+        (u.scheme() == "https") == self.tls
+            && u.host_str() == Some(self.host.as_str())
+            && u.port_or_known_default() == Some(self.port)
     }
 }
 
-fn build_request(cfg: &LoadConfig, path: &str, host_header: &str) -> Vec<u8> {
+/// The path and query of a URL, as a request target.
+pub fn request_target(u: &url::Url) -> String {
+    let mut path = u.path().to_string();
+    if let Some(q) = u.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    path
+}
+
+/// The bytes of one request: the config's headers and defaults with this
+/// method, target and body.
+pub fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_header: &str, body: &[u8]) -> Vec<u8> {
     let version = match cfg.http_version {
         HttpVersion::Http10 => "HTTP/1.0",
         HttpVersion::Http11 => "HTTP/1.1",
     };
     let has = |name: &str| cfg.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let mut r = format!("{} {} {}\r\n", cfg.method, path, version);
+    let mut r = format!("{method} {path} {version}\r\n");
     let mut add = |name: &str, value: &str| {
         if !has(name) {
             r.push_str(&format!("{name}: {value}\r\n"));
@@ -97,16 +110,20 @@ fn build_request(cfg: &LoadConfig, path: &str, host_header: &str) -> Vec<u8> {
         (false, HttpVersion::Http11) => add("Connection", "close"),
         _ => {}
     }
-    if !cfg.body.is_empty() || cfg.content_type.is_some() {
+    if !body.is_empty() || cfg.content_type.is_some() {
         add("Content-Type", cfg.content_type.as_deref().unwrap_or("text/plain"));
-        add("Content-Length", &cfg.body.len().to_string());
+        add("Content-Length", &body.len().to_string());
+    } else if !matches!(method, "GET" | "HEAD" | "DELETE" | "OPTIONS" | "TRACE" | "CONNECT") {
+        // RFC 9110 §8.6: a POST or PUT without a body says so, or the
+        // server waits for one.
+        add("Content-Length", "0");
     }
     for (n, v) in &cfg.headers {
         r.push_str(&format!("{n}: {v}\r\n"));
     }
     r.push_str("\r\n");
     let mut bytes = r.into_bytes();
-    bytes.extend_from_slice(&cfg.body);
+    bytes.extend_from_slice(body);
     bytes
 }
 
@@ -118,10 +135,14 @@ mod tests {
         LoadConfig { url: url.into(), ..Default::default() }
     }
 
+    fn request(c: &LoadConfig) -> String {
+        let t = Target::from_config(c).unwrap();
+        String::from_utf8(build_request(c, &c.method, &t.path, &t.host_header, &c.body)).unwrap()
+    }
+
     #[test]
     fn builds_ab_like_request() {
-        let t = Target::from_config(&cfg("http://127.0.0.1:8080/a?b=1")).unwrap();
-        let text = String::from_utf8(t.request).unwrap();
+        let text = request(&cfg("http://127.0.0.1:8080/a?b=1"));
         assert!(text.starts_with("GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
         assert!(text.contains("Connection: close\r\n"));
         assert!(text.ends_with("\r\n\r\n"));
@@ -132,7 +153,7 @@ mod tests {
         let mut c = cfg("http://localhost/");
         c.headers.push(("Host".into(), "example.test".into()));
         c.keep_alive = true;
-        let text = String::from_utf8(Target::from_config(&c).unwrap().request).unwrap();
+        let text = request(&c);
         assert_eq!(text.matches("Host:").count(), 1);
         assert!(text.contains("Host: example.test\r\n"));
         assert!(!text.contains("Connection:"));
@@ -144,7 +165,7 @@ mod tests {
         c.method = "POST".into();
         c.body = b"x=1".to_vec();
         c.content_type = Some("application/x-www-form-urlencoded".into());
-        let text = String::from_utf8(Target::from_config(&c).unwrap().request).unwrap();
+        let text = request(&c);
         assert!(text.contains("Content-Length: 3\r\n") && text.ends_with("\r\n\r\nx=1"));
     }
 

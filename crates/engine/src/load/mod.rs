@@ -1,8 +1,9 @@
 //! Running a load: split the connections over worker threads, run them
 //! together, merge their measurements once at the end.
 
-pub mod budget;
 pub mod control;
+pub mod pacing;
+pub mod timer;
 pub mod worker;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -14,12 +15,18 @@ use crate::error::{EngineError, Result};
 use crate::measure::cpu::process_cpu;
 use crate::measure::stats::Stats;
 use crate::result::{LoadResult, RunFacts};
-use budget::{split, Budget};
+use crate::workload::Workload;
 use control::Control;
-use worker::{run_worker, WorkerSpec};
+use pacing::{Schedule, Shape, Tickets};
+use worker::{run_worker, PacingSpec, WorkerSpec};
 
 pub fn run(config: &LoadConfig) -> Result<LoadResult> {
     run_with(config, &Control::default())
+}
+
+/// Splits `total` into `parts` shares that differ by at most one.
+pub fn split(total: u64, parts: u64, index: u64) -> u64 {
+    total / parts + u64::from(index < total % parts)
 }
 
 /// Runs the load described by `config`; `control` lets another thread stop
@@ -27,6 +34,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadResult> {
 pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
     config.validate()?;
     let target = Target::from_config(config)?;
+    let workload = Workload::build(config, &target)?;
     let tls = match target.tls {
         true => Some(tls_context(&target.host).map_err(EngineError::Tls)?),
         false => None,
@@ -34,30 +42,43 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
     let threads = config.worker_threads();
     let timeout = Duration::from_secs_f64(config.timeout_s);
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
+    let limit = match (config.requests, workload.limit()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let end = config.duration_s.map(Duration::from_secs_f64);
+    let schedule = schedule(config, &workload, limit, end);
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let cpu_before = process_cpu();
     let start = Instant::now();
-    let deadline = config.duration_s.map(|d| start + Duration::from_secs_f64(d));
+    let tickets = Tickets::new(limit, end.map(|d| start + d));
+    let think = config.think_s.map(|(lo, hi)| (Duration::from_secs_f64(lo), Duration::from_secs_f64(hi)));
     let conc = u64::from(config.concurrency);
+    let specs: Vec<WorkerSpec> = (0..u64::from(threads))
+        .map(|i| WorkerSpec {
+            target: &target,
+            workload: &workload,
+            pacing: match &schedule {
+                Some(s) => PacingSpec::Open { schedule: s, first: i, step: u64::from(threads) },
+                None => PacingSpec::Closed { tickets: &tickets, think },
+            },
+            tls: tls.as_ref(),
+            connections: split(conc, u64::from(threads), i) as usize,
+            timeout,
+            run_start: start,
+            variable_length: config.variable_length,
+            control,
+            expected_seconds,
+            want_server: i == 0,
+            busy_poll: Duration::from_micros(config.busy_poll_us),
+            seed: config.seed.wrapping_add(i),
+        })
+        .collect();
     let outcomes: Vec<std::thread::Result<std::io::Result<Stats>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..u64::from(threads))
-            .map(|i| {
-                let connections = split(conc, u64::from(threads), i);
-                // Requests follow connections, so no thread idles while another queues.
-                let requests = config.requests.map(|n| n * connections / conc + u64::from(i < (n * connections) % conc));
-                let spec = WorkerSpec {
-                    target: &target,
-                    tls: tls.as_ref(),
-                    connections: connections as usize,
-                    budget: Budget::new(requests, deadline),
-                    timeout,
-                    run_start: start,
-                    variable_length: config.variable_length,
-                    control,
-                    expected_seconds,
-                    want_server: i == 0,
-                    busy_poll: Duration::from_micros(config.busy_poll_us),
-                };
+        let handles: Vec<_> = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| {
                 std::thread::Builder::new()
                     .name(format!("corebench-load-{i}"))
                     .spawn_scoped(scope, move || run_worker(spec))
@@ -84,6 +105,7 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
         port: target.port,
         path: target.path.clone(),
         address: target.addr.to_string(),
+        model: config.model(),
         concurrency: config.concurrency,
         threads,
         keep_alive: config.keep_alive,
@@ -92,8 +114,25 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
         interrupted: control.stopped(),
         cpu,
         busy_poll_us: config.busy_poll_us,
+        rate: config.rate.clone(),
+        think_s: config.think_s,
+        random_order: workload.random,
+        seed: config.seed,
     };
-    Ok(LoadResult::build(facts, merged.expect("at least one worker")))
+    Ok(LoadResult::build(facts, merged.expect("at least one worker"), &workload, schedule.as_ref()))
+}
+
+/// The open-loop schedule, when the config asks for one.
+fn schedule<'a>(config: &LoadConfig, w: &'a Workload, limit: Option<u64>, end: Option<Duration>) -> Option<Schedule<'a>> {
+    let shape = if let Some(r) = &config.rate {
+        let end_rps = r.end_rps.unwrap_or(r.rps);
+        Shape::Rate { start_rps: r.rps, end_rps, ramp_s: r.ramp_s.unwrap_or(0.0) }
+    } else if config.open_loop() {
+        Shape::Log { offsets_us: &w.offsets_us, period_us: w.period_us, cycle: w.cycle }
+    } else {
+        return None;
+    };
+    Some(Schedule { shape, limit, end })
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -1,27 +1,41 @@
 //! One worker thread: an edge-triggered event loop (mio) over a fixed set of
-//! connection slots. Closed loop: a slot starts its next request as soon as
-//! its previous one ends, while the budget lasts.
+//! connection slots. The pacing decides when a free slot sends again: at
+//! once (closed loop), after a think time (users), or when the schedule
+//! says (open loop); everything else is the same loop.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
-use super::budget::Budget;
 use super::control::Control;
+use super::pacing::{Schedule, TicketBook, Tickets};
+use super::timer::Timer;
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
 use crate::client::transport::TlsContext;
-use crate::measure::stats::{micros, ErrorKind, Stats};
+use crate::measure::stats::{micros, record_small, ErrorKind, Stats};
+use crate::workload::{Entry, Workload};
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// How often timeouts are checked and progress published.
 const TICK: Duration = Duration::from_millis(10);
+const TIMER: Token = Token(usize::MAX);
+
+pub enum PacingSpec<'a> {
+    Closed { tickets: &'a Tickets, think: Option<(Duration, Duration)> },
+    Open { schedule: &'a Schedule<'a>, first: u64, step: u64 },
+}
 
 pub struct WorkerSpec<'a> {
     pub target: &'a Target,
+    pub workload: &'a Workload,
+    pub pacing: PacingSpec<'a>,
     pub tls: Option<&'a TlsContext>,
     pub connections: usize,
-    pub budget: Budget,
     pub timeout: Duration,
     pub run_start: Instant,
     pub variable_length: bool,
@@ -29,6 +43,7 @@ pub struct WorkerSpec<'a> {
     pub expected_seconds: usize,
     pub want_server: bool,
     pub busy_poll: Duration,
+    pub seed: u64,
 }
 
 enum After {
@@ -37,32 +52,74 @@ enum After {
     Retry,
 }
 
+/// The pacing's state in one worker.
+enum Pace<'a> {
+    Closed(TicketBook<'a>),
+    Think { book: TicketBook<'a>, min: Duration, span: Duration, wakeups: BinaryHeap<Reverse<(Instant, usize)>> },
+    Open(OpenPace<'a>),
+}
+
+struct OpenPace<'a> {
+    schedule: &'a Schedule<'a>,
+    next: u64,
+    step: u64,
+    /// Free slots: those with an open connection are used first.
+    free_open: Vec<usize>,
+    free_idle: Vec<usize>,
+    /// The last due request found no free slot: it and those after it,
+    /// until the schedule is caught up, are late.
+    behind: bool,
+}
+
 struct Worker<'a> {
-    spec: WorkerSpec<'a>,
+    spec: &'a WorkerSpec<'a>,
+    pace: Pace<'a>,
     poll: Poll,
+    timer: Timer,
     conns: Vec<Conn>,
     buf: Vec<u8>,
     stats: Stats,
+    rng: SmallRng,
     in_flight: usize,
     unpublished: u64,
-    /// Slots whose next request waits for the end of the event batch.
+    /// Slots whose next step waits for the end of the event batch.
     deferred: Vec<(usize, bool)>,
 }
 
 pub fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
     let now = Instant::now();
+    let n = spec.connections;
+    let pace = match spec.pacing {
+        PacingSpec::Closed { tickets, think: None } => Pace::Closed(tickets.book()),
+        PacingSpec::Closed { tickets, think: Some((min, max)) } => {
+            Pace::Think { book: tickets.book(), min, span: max - min, wakeups: BinaryHeap::with_capacity(n) }
+        }
+        PacingSpec::Open { schedule, first, step } => Pace::Open(OpenPace {
+            schedule,
+            next: first,
+            step,
+            free_open: Vec::with_capacity(n),
+            free_idle: (0..n).rev().collect(),
+            behind: false,
+        }),
+    };
+    let poll = Poll::new()?;
+    let timer = Timer::new(poll.registry(), TIMER)?;
     let mut w = Worker {
-        poll: Poll::new()?,
-        conns: (0..spec.connections).map(|i| Conn::new(Token(i), now)).collect(),
+        pace,
+        poll,
+        timer,
+        conns: (0..n).map(|i| Conn::new(Token(i), now)).collect(),
         buf: vec![0; READ_BUFFER_BYTES],
-        stats: Stats::new(spec.expected_seconds),
+        stats: Stats::new(spec.expected_seconds, spec.workload.requests.len()),
+        rng: SmallRng::seed_from_u64(spec.seed),
         in_flight: 0,
         unpublished: 0,
-        deferred: Vec::with_capacity(spec.connections),
-        spec,
+        deferred: Vec::with_capacity(n),
+        spec: &spec,
     };
     if let Some(c) = w.conns.first_mut() {
-        c.parser.want_server = w.spec.want_server;
+        c.parser.want_server = spec.want_server;
     }
     w.run();
     Ok(w.stats)
@@ -71,17 +128,32 @@ pub fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
 impl Worker<'_> {
     fn run(&mut self) {
         let mut events = Events::with_capacity(1024);
-        for i in 0..self.conns.len() {
-            self.start_next(i, Instant::now(), false);
+        let now = Instant::now();
+        if matches!(self.pace, Pace::Open(_)) {
+            self.dispatch(now);
+        } else {
+            for i in 0..self.conns.len() {
+                self.start_next(i, now);
+            }
         }
-        let mut next_tick = Instant::now() + TICK;
+        let mut next_tick = now + TICK;
         // Busy polling: after a batch, poll without sleeping for a while, so
         // the server does not pay for waking this thread (see LoadConfig).
         let spin = self.spec.busy_poll;
-        let mut spin_until = Instant::now();
-        while self.in_flight > 0 && !self.spec.control.stopped() {
+        let mut spin_until = now;
+        while !self.finished(Instant::now()) && !self.spec.control.stopped() {
             let now = Instant::now();
-            let wait = if now < spin_until { Duration::ZERO } else { next_tick.saturating_duration_since(now) };
+            let mut wait = next_tick.saturating_duration_since(now);
+            if let Some(at) = self.next_wake() {
+                if at <= now {
+                    wait = Duration::ZERO;
+                } else if at < next_tick {
+                    self.timer.arm(at, now);
+                }
+            }
+            if now < spin_until {
+                wait = Duration::ZERO;
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     self.abort_all(&format!("event loop: {e}"));
@@ -89,6 +161,10 @@ impl Worker<'_> {
                 }
             }
             for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.fired();
+                    continue;
+                }
                 self.drive(ev.token().0, Instant::now(), ev.is_read_closed() || ev.is_error());
             }
             let now = Instant::now();
@@ -101,49 +177,170 @@ impl Worker<'_> {
                 next_tick = now + TICK;
             }
             self.start_deferred();
+            self.wake_due(Instant::now());
         }
         self.spec.control.publish(self.unpublished);
     }
 
-    /// Starts requests on slot `i` until one is in flight or the budget is
-    /// spent. A loop, not recursion: failures that come back at once (a
-    /// refused connect) must not grow the stack.
-    fn start_next(&mut self, i: usize, now: Instant, mut retry: bool) {
+    fn finished(&self, now: Instant) -> bool {
+        self.in_flight == 0
+            && match &self.pace {
+                Pace::Closed(_) => true,
+                Pace::Think { book, wakeups, .. } => wakeups.is_empty() || book.exhausted(now),
+                Pace::Open(o) => o.schedule.due(o.next).is_none(),
+            }
+    }
+
+    /// When the pacing next needs the loop awake.
+    fn next_wake(&self) -> Option<Instant> {
+        match &self.pace {
+            Pace::Closed(_) => None,
+            Pace::Think { wakeups, .. } => wakeups.peek().map(|Reverse((at, _))| *at),
+            // Behind schedule, a free slot (an I/O event) is what matters.
+            Pace::Open(o) if o.behind => None,
+            Pace::Open(o) => o.schedule.due(o.next).map(|d| self.spec.run_start + d),
+        }
+    }
+
+    fn wake_due(&mut self, now: Instant) {
+        if let Pace::Open(_) = self.pace {
+            return self.dispatch(now);
+        }
+        while let Pace::Think { wakeups, .. } = &mut self.pace {
+            match wakeups.peek() {
+                Some(&Reverse((at, i))) if at <= now => {
+                    wakeups.pop();
+                    self.start_next(i, now);
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Closed loop: starts requests on slot `i` until one is in flight, the
+    /// slot thinks, or the run has no request left. A loop, not recursion:
+    /// failures that come back at once (a refused connect) must not grow
+    /// the stack.
+    fn start_next(&mut self, i: usize, now: Instant) {
         loop {
-            if !retry && !self.spec.budget.take(now) {
+            let k = match &mut self.pace {
+                Pace::Closed(book) | Pace::Think { book, .. } => book.take(now),
+                Pace::Open(_) => unreachable!("open-loop slots are started by dispatch"),
+            };
+            let Some(k) = k else {
                 self.conns[i].close();
                 return;
+            };
+            let entry = self.spec.workload.entry(k, &mut self.rng);
+            if !self.launch(i, k, entry, now, now) {
+                return;
             }
+            if let Pace::Think { .. } = self.pace {
+                self.think(i, now);
+                return;
+            }
+        }
+    }
+
+    /// Open loop: sends every request that is due by `now` on a free slot.
+    fn dispatch(&mut self, now: Instant) {
+        let start = self.spec.run_start;
+        loop {
+            let Pace::Open(o) = &mut self.pace else { return };
+            let Some(due) = o.schedule.due(o.next).map(|d| start + d) else { return };
+            if due > now {
+                o.behind = false;
+                return;
+            }
+            let Some(i) = o.free_open.pop().or_else(|| o.free_idle.pop()) else {
+                o.behind = true;
+                self.drop_past_end(now);
+                return;
+            };
+            let k = o.next;
+            o.next += o.step;
+            let late = o.behind;
+            let s = &mut self.stats;
+            s.schedule.sent += 1;
+            s.schedule.late += u64::from(late);
+            s.send_lag_us.saturating_record(micros(now - due));
+            let entry = self.spec.workload.entry(k, &mut self.rng);
+            if self.launch(i, k, entry, due, now) {
+                self.release(i);
+            }
+        }
+    }
+
+    /// At the end of an open-loop run that is behind, the requests still due
+    /// will never find a connection in time: count them as dropped.
+    fn drop_past_end(&mut self, now: Instant) {
+        let Pace::Open(o) = &mut self.pace else { return };
+        let Some(end) = o.schedule.end else { return };
+        if now < self.spec.run_start + end {
+            return;
+        }
+        while o.schedule.due(o.next).is_some() {
+            self.stats.schedule.dropped += 1;
+            o.next += o.step;
+        }
+    }
+
+    /// Makes an open-loop slot available again.
+    fn release(&mut self, i: usize) {
+        if let Pace::Open(o) = &mut self.pace {
+            match self.conns[i].transport.is_some() {
+                true => o.free_open.push(i),
+                false => o.free_idle.push(i),
+            }
+        }
+    }
+
+    fn think(&mut self, i: usize, now: Instant) {
+        if let Pace::Think { min, span, wakeups, .. } = &mut self.pace {
+            let pause = *min + span.mul_f64(self.rng.random::<f64>());
+            wakeups.push(Reverse((now + pause, i)));
+        }
+    }
+
+    /// Begins request `k`, due at `due`, on slot `i`. True when the slot is
+    /// free again at once (the request ended, or failed, immediately).
+    fn launch(&mut self, i: usize, k: u64, entry: Entry, due: Instant, now: Instant) -> bool {
+        let mut retry = true;
+        while retry {
             let t = self.spec.target;
+            let req = &self.spec.workload.requests[entry.request as usize];
             let c = &mut self.conns[i];
+            c.k = k;
+            c.entry = entry;
             let reused = c.transport.is_some();
-            let step = c.begin(now, now + self.spec.timeout, t.addr, self.spec.tls, self.poll.registry(), &t.request);
+            let step = c.begin(due, now, now + self.spec.timeout, t.addr, self.spec.tls, self.poll.registry(), &req.bytes);
             if !reused && c.transport.is_some() {
                 self.stats.connections_opened += 1;
             }
             self.in_flight += 1;
             match self.settle(i, step, now) {
-                After::Busy => return,
+                After::Busy => return false,
                 After::Free => retry = false,
-                After::Retry => retry = true,
+                // The retried request is the same one, on a new connection.
+                After::Retry => {}
             }
         }
+        true
     }
 
     fn drive(&mut self, i: usize, now: Instant, peer_closed: bool) {
-        let t = self.spec.target;
-        let step = self.conns[i].ready(now, &mut self.buf, &t.request, t.head, peer_closed);
+        let req = &self.spec.workload.requests[self.conns[i].entry.request as usize];
+        let step = self.conns[i].ready(now, &mut self.buf, &req.bytes, req.head, peer_closed);
         self.follow(i, step, now);
     }
 
-    /// A freed slot sends its next request after the whole batch of events
-    /// is handled, as wrk's event loop does (its write handler runs on the
-    /// next loop turn), so the server receives one batch's requests together.
+    /// A freed slot moves on after the whole batch of events is handled, as
+    /// wrk's event loop does (its write handler runs on the next loop turn),
+    /// so the server receives one batch's requests together.
     fn follow(&mut self, i: usize, step: Step, now: Instant) {
         match self.settle(i, step, now) {
             After::Busy => {}
             After::Free => self.deferred.push((i, false)),
-            // The retried request is the same one: it takes no more budget.
             After::Retry => self.deferred.push((i, true)),
         }
     }
@@ -152,10 +349,27 @@ impl Worker<'_> {
         let now = Instant::now();
         let mut slots = std::mem::take(&mut self.deferred);
         for &(i, retry) in &slots {
-            self.start_next(i, now, retry);
+            let c = &self.conns[i];
+            if retry {
+                let (k, entry, due) = (c.k, c.entry, c.times.start);
+                if self.launch(i, k, entry, due, now) {
+                    self.freed(i, now);
+                }
+            } else {
+                self.freed(i, now);
+            }
         }
         slots.clear();
         self.deferred = slots;
+    }
+
+    /// What a slot does once its request has ended.
+    fn freed(&mut self, i: usize, now: Instant) {
+        match self.pace {
+            Pace::Closed(_) => self.start_next(i, now),
+            Pace::Think { .. } => self.think(i, now),
+            Pace::Open(_) => self.release(i),
+        }
     }
 
     /// Records the outcome of an I/O step and says what the slot does next.
@@ -174,6 +388,7 @@ impl Worker<'_> {
             Step::Failed(kind, why) => {
                 let second = self.second(now);
                 self.stats.error(kind, second, || why);
+                self.stats.urls[self.conns[i].entry.request as usize].errors += 1;
                 self.conns[i].close();
                 self.unpublished += 1;
                 After::Free
@@ -189,27 +404,40 @@ impl Worker<'_> {
 
     fn record_response(&mut self, i: usize, now: Instant) {
         let second = self.second(now);
+        let open = matches!(self.pace, Pace::Open(_));
         let c = &mut self.conns[i];
         let t = &c.times;
         let first = t.first_byte.unwrap_or(now);
         let s = &mut self.stats;
-        s.connect_us.saturating_record(micros(t.connected - t.start));
+        s.connect_us.saturating_record(micros(t.connected - t.begun));
         s.waiting_us.saturating_record(micros(first.saturating_duration_since(t.sent)));
         s.processing_us.saturating_record(micros(now - t.connected));
         let total = micros(now - t.start);
         s.total_us.saturating_record(total);
+        if open {
+            s.uncorrected_us.saturating_record(micros(now - t.begun));
+        }
         let sec = s.second(second);
         sec.completed += 1;
-        sec.total_us.saturating_record(total);
+        record_small(&mut sec.total_us, total);
         s.responses += 1;
         // ab's "Keep-Alive requests": responses that kept the connection open.
         if c.parser.reusable {
             s.keep_alive_requests += 1;
         }
-        s.status_count(c.parser.status);
+        let status = c.parser.status;
+        s.status_count(status);
+        let url = &mut s.urls[c.entry.request as usize];
+        url.responses += 1;
+        record_small(&mut url.total_us, total);
+        url.status_seen.add(status, 1);
+        if c.entry.status != 0 {
+            url.status_logged.add(c.entry.status, 1);
+            url.status_mismatches += u64::from(c.entry.status != status);
+        }
         s.header_bytes += c.parser.header_bytes;
         s.body_bytes += c.parser.body_bytes;
-        s.sent_bytes += self.spec.target.request.len() as u64;
+        s.sent_bytes += self.spec.workload.requests[c.entry.request as usize].bytes.len() as u64;
         if c.parser.want_server {
             s.server_software = c.parser.server.take();
             c.parser.want_server = false;

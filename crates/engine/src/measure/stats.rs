@@ -18,6 +18,22 @@ pub fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).clamp(1, LATENCY_MAX_US)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_histograms_grow_to_any_latency() {
+        let mut h = small_histogram();
+        for v in [2, 5_000, LATENCY_MAX_US] {
+            record_small(&mut h, v);
+        }
+        assert_eq!(h.len(), 3);
+        assert!(h.max() >= LATENCY_MAX_US - LATENCY_MAX_US / 100, "{}", h.max());
+        assert!((4_950..=5_050).contains(&h.value_at_quantile(0.5)), "{}", h.value_at_quantile(0.5));
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The TCP connection (or TLS handshake) could not be established.
@@ -66,19 +82,101 @@ impl Second {
     fn new() -> Second {
         // Auto-resizing, 2 digits: a per-second p50/p99 needs no more, and a
         // long run must not hold a full-size histogram for every second.
-        let mut h = Histogram::new(2).expect("static histogram precision");
-        h.auto(true);
-        Second { completed: 0, errors: 0, total_us: h }
+        Second { completed: 0, errors: 0, total_us: small_histogram() }
     }
 }
 
 pub const ERROR_SAMPLES: usize = 5;
+
+/// An auto-resizing histogram, 2 digits: for figures kept per second or per
+/// URL, where a full-size histogram each would cost too much memory.
+fn small_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new(2).expect("static histogram precision");
+    h.auto(true);
+    h
+}
+
+/// Records into a `small_histogram`. Not `saturating_record`: that clamps
+/// to the range allocated so far instead of growing it.
+pub fn record_small(h: &mut Histogram<u64>, value_us: u64) {
+    h.record(value_us).expect("an auto-resizing histogram takes any latency");
+}
+
+/// Status codes and their counts, in order of first appearance: a URL sees
+/// one or two codes, so a short list beats a map.
+#[derive(Debug, Clone, Default)]
+pub struct StatusList(pub Vec<(u16, u64)>);
+
+impl StatusList {
+    pub fn add(&mut self, status: u16, n: u64) {
+        match self.0.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, c)) => *c += n,
+            None => self.0.push((status, n)),
+        }
+    }
+}
+
+/// The figures of one distinct request (a URL of a list or a log).
+pub struct UrlStats {
+    pub responses: u64,
+    pub errors: u64,
+    pub total_us: Histogram<u64>,
+    pub status_seen: StatusList,
+    /// The statuses the access log recorded for the requests made.
+    pub status_logged: StatusList,
+    /// Responses whose status differs from the one their log line recorded.
+    pub status_mismatches: u64,
+}
+
+impl UrlStats {
+    fn new() -> UrlStats {
+        UrlStats {
+            responses: 0,
+            errors: 0,
+            total_us: small_histogram(),
+            status_seen: StatusList::default(),
+            status_logged: StatusList::default(),
+            status_mismatches: 0,
+        }
+    }
+
+    fn merge(&mut self, o: &UrlStats) {
+        self.responses += o.responses;
+        self.errors += o.errors;
+        self.total_us.add(&o.total_us).expect("auto-resizing histogram");
+        for &(s, n) in &o.status_seen.0 {
+            self.status_seen.add(s, n);
+        }
+        for &(s, n) in &o.status_logged.0 {
+            self.status_logged.add(s, n);
+        }
+        self.status_mismatches += o.status_mismatches;
+    }
+}
+
+/// How an open-loop schedule was kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleCounts {
+    pub sent: u64,
+    /// Sent after waiting for a free connection.
+    pub late: u64,
+    /// Due before the end of the run but never sent: no connection was free.
+    pub dropped: u64,
+}
 
 pub struct Stats {
     pub connect_us: Histogram<u64>,
     pub waiting_us: Histogram<u64>,
     pub processing_us: Histogram<u64>,
     pub total_us: Histogram<u64>,
+    /// Open loop: latency from the actual send, as if the schedule had not
+    /// slipped (what a closed-loop tool reports); `total_us` counts from the
+    /// intended send time.
+    pub uncorrected_us: Histogram<u64>,
+    /// Open loop: how long after its intended time each request was sent.
+    pub send_lag_us: Histogram<u64>,
+    pub schedule: ScheduleCounts,
+    pub urls: Vec<UrlStats>,
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
     pub error_samples: Vec<String>,
@@ -96,12 +194,16 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn new(expected_seconds: usize) -> Stats {
+    pub fn new(expected_seconds: usize, urls: usize) -> Stats {
         Stats {
             connect_us: latency_histogram(),
             waiting_us: latency_histogram(),
             processing_us: latency_histogram(),
             total_us: latency_histogram(),
+            uncorrected_us: latency_histogram(),
+            send_lag_us: latency_histogram(),
+            schedule: ScheduleCounts::default(),
+            urls: (0..urls).map(|_| UrlStats::new()).collect(),
             status: vec![0; 600],
             errors: ErrorCounts::default(),
             error_samples: Vec::with_capacity(ERROR_SAMPLES),
@@ -152,6 +254,8 @@ impl Stats {
             (&mut self.waiting_us, &o.waiting_us),
             (&mut self.processing_us, &o.processing_us),
             (&mut self.total_us, &o.total_us),
+            (&mut self.uncorrected_us, &o.uncorrected_us),
+            (&mut self.send_lag_us, &o.send_lag_us),
         ] {
             a.add(b).expect("histograms share bounds");
         }
@@ -159,6 +263,12 @@ impl Stats {
             *a += b;
         }
         self.errors.add(&o.errors);
+        self.schedule.sent += o.schedule.sent;
+        self.schedule.late += o.schedule.late;
+        self.schedule.dropped += o.schedule.dropped;
+        for (a, b) in self.urls.iter_mut().zip(&o.urls) {
+            a.merge(b);
+        }
         for s in o.error_samples {
             if self.error_samples.len() < ERROR_SAMPLES {
                 self.error_samples.push(s);

@@ -113,7 +113,7 @@ impl Db {
         let rows = stmt.query_map([id as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
         for row in rows {
             let (author, text) = row?;
-            let _ = write!(html, "<div class=\"comment\"><b>{author}</b> {text}</div>\n");
+            let _ = writeln!(html, "<div class=\"comment\"><b>{author}</b> {text}</div>");
         }
         html.push_str("</section></body></html>\n");
         Ok(html.into_bytes())

@@ -147,7 +147,7 @@ fn run_threads(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &At
 }
 
 /// Accepts until `stop`, waking at least every 100 ms to look at it.
-fn accept_loop(listener: &TcpListener, stop: &AtomicBool, mut each: impl FnMut(std::net::TcpStream) -> ()) {
+fn accept_loop(listener: &TcpListener, stop: &AtomicBool, mut each: impl FnMut(std::net::TcpStream)) {
     let mut fds = [libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(listener), events: libc::POLLIN, revents: 0 }];
     let _ = listener.set_nonblocking(true);
     while !stop.load(Ordering::Relaxed) {

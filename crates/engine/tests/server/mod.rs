@@ -4,13 +4,16 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 pub struct TestServer {
     pub url: String,
     pub requests: Arc<AtomicU64>,
+    /// The request line of every request received, in arrival order.
+    #[allow(dead_code)] // each test binary compiles this module; not all read it
+    pub lines: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -29,22 +32,24 @@ pub enum Reply {
     Silent,
 }
 
-fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>, stop: &AtomicBool) -> bool {
+/// Reads one request head; returns its request line.
+fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>, stop: &AtomicBool) -> Option<String> {
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            buf.drain(..end + 4);
-            return true;
+            let head: Vec<u8> = buf.drain(..end + 4).collect();
+            let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+            return Some(String::from_utf8_lossy(line).into_owned());
         }
         match s.read(&mut chunk) {
-            Ok(0) => return false,
+            Ok(0) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
                 if stop.load(Ordering::SeqCst) {
-                    return false;
+                    return None;
                 }
             }
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
 }
@@ -54,20 +59,22 @@ pub fn start(reply: Reply) -> TestServer {
     let url = format!("http://{}/", listener.local_addr().unwrap());
     listener.set_nonblocking(true).unwrap();
     let requests = Arc::new(AtomicU64::new(0));
+    let lines = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
-    let (r, st) = (requests.clone(), stop.clone());
+    let (r, st, seen) = (requests.clone(), stop.clone(), lines.clone());
     thread::spawn(move || {
         while !st.load(Ordering::SeqCst) {
             let Ok((mut s, _)) = listener.accept() else {
                 thread::sleep(Duration::from_millis(1));
                 continue;
             };
-            let (r, st) = (r.clone(), st.clone());
+            let (r, st, seen) = (r.clone(), st.clone(), seen.clone());
             thread::spawn(move || {
                 s.set_nonblocking(false).unwrap();
                 s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
                 let mut buf = Vec::new();
-                while read_head(&mut s, &mut buf, &st) {
+                while let Some(line) = read_head(&mut s, &mut buf, &st) {
+                    seen.lock().unwrap().push(line);
                     r.fetch_add(1, Ordering::SeqCst);
                     match reply {
                         Reply::Bytes(bytes, keep) => {
@@ -86,10 +93,11 @@ pub fn start(reply: Reply) -> TestServer {
             });
         }
     });
-    TestServer { url, requests, stop }
+    TestServer { url, requests, lines, stop }
 }
 
 /// A port with nothing listening on it.
+#[allow(dead_code)] // each test binary compiles this module; not all use it
 pub fn refused_url() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();

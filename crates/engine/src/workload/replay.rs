@@ -1,0 +1,203 @@
+//! Reading an access log for replay: every line is either a request to send
+//! or a skip with its reason, so a report can account for the whole log.
+
+use std::fs::File;
+use std::io::BufReader;
+
+use serde::Serialize;
+
+use crate::accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, MAX_LINE_BYTES};
+use crate::config::ReplayConfig;
+use crate::error::{EngineError, Result};
+
+const EXAMPLES: usize = 5;
+const EXAMPLE_CHARS: usize = 120;
+pub const COMMON_OR_COMBINED: &str = "Common or Combined Log Format";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkipCount {
+    pub reason: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedLine {
+    pub line: u64,
+    pub reason: String,
+    /// The start of the line, with control and non-ASCII characters escaped.
+    pub text: String,
+}
+
+/// Where a replay's requests came from, and what was left out and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplaySource {
+    pub path: String,
+    pub log_format: String,
+    /// Lines read (all of them, unless `stopped_at_limit`).
+    pub lines: u64,
+    /// Lines turned into requests: `lines` = `replayed` + the skipped counts.
+    pub replayed: u64,
+    pub skipped: Vec<SkipCount>,
+    pub skipped_examples: Vec<SkippedLine>,
+    pub stopped_at_limit: bool,
+    /// Lines stamped earlier than a line before them (logs are written when
+    /// requests end, not when they start); a timed replay sends them right
+    /// after their predecessor.
+    pub out_of_order: u64,
+    /// Log time from the first replayed request to the last.
+    pub span_s: f64,
+}
+
+pub struct ReplayLog {
+    /// Send offsets for a timed replay (µs from the first request, already
+    /// divided by the speed); empty when not timed.
+    pub offsets_us: Vec<u64>,
+    /// A looped timed replay starts over this long after its first request:
+    /// the log's span and one second more, at the replay's speed.
+    pub period_us: u64,
+    pub source: ReplaySource,
+}
+
+fn bad(key: &'static str, reason: String) -> EngineError {
+    EngineError::BadConfig { key, reason }
+}
+
+/// Reads the log, calling `on_request(method, target, status)` for every
+/// line to replay, in the log's order.
+pub fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> Result<ReplayLog> {
+    let format = match &cfg.log_format {
+        Some(spec) => Some(LogFormat::parse(spec).map_err(|e| bad("log_format", e))?),
+        None => None,
+    };
+    let file = File::open(&cfg.path).map_err(|e| bad("replay", format!("cannot read {}: {e}", cfg.path)))?;
+    let mut src = ReplaySource {
+        path: cfg.path.clone(),
+        log_format: cfg.log_format.clone().unwrap_or_else(|| COMMON_OR_COMBINED.into()),
+        lines: 0,
+        replayed: 0,
+        skipped: Vec::new(),
+        skipped_examples: Vec::new(),
+        stopped_at_limit: false,
+        out_of_order: 0,
+        span_s: 0.0,
+    };
+    let timed = cfg.speed.is_some();
+    let mut times: Vec<f64> = Vec::new();
+    let mut untimed = false;
+    let limit = cfg.limit.unwrap_or(u64::MAX);
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let outcome = read_lines(&mut reader, MAX_LINE_BYTES, |no, line| {
+        if src.replayed >= limit {
+            src.stopped_at_limit = true;
+            return;
+        }
+        src.lines = no;
+        let parsed = line.and_then(|l| match &format {
+            Some(f) => f.parse_line(l),
+            None => parse_line(l),
+        });
+        match parsed.map_err(Skip::reason).and_then(|e| replayable(e, cfg.allow_unsafe)) {
+            Ok(e) => {
+                src.replayed += 1;
+                match e.time_s {
+                    Some(t) => times.push(t),
+                    None => untimed = true,
+                }
+                on_request(e.method, e.target, e.status);
+            }
+            Err(why) => skip(&mut src, no, why, line.unwrap_or_default()),
+        }
+    });
+    outcome.map_err(|e| bad("replay", format!("cannot read {}: {e}", cfg.path)))?;
+    if src.replayed == 0 {
+        let why: Vec<String> = src.skipped.iter().map(|s| format!("{} {}", s.count, s.reason)).collect();
+        return Err(bad(
+            "replay",
+            format!("{}: none of its {} lines is a request to replay ({})", cfg.path, src.lines, why.join(", ")),
+        ));
+    }
+    if timed && untimed {
+        return Err(bad("speed", format!("{} has no request times (%t): replay it without a speed", src.log_format)));
+    }
+    let (offsets, out_of_order, span_s) = match (timed, cfg.speed) {
+        (true, Some(speed)) => schedule(&times, speed),
+        _ => (Vec::new(), 0, 0.0),
+    };
+    src.out_of_order = out_of_order;
+    src.span_s = span_s;
+    let period_us = ((span_s + 1.0) / cfg.speed.unwrap_or(1.0) * 1e6).round() as u64;
+    Ok(ReplayLog { offsets_us: offsets, period_us, source: src })
+}
+
+fn replayable(e: LogEntry<'_>, allow_unsafe: bool) -> std::result::Result<LogEntry<'_>, &'static str> {
+    if !allow_unsafe && !matches!(e.method, "GET" | "HEAD") {
+        return Err("method other than GET or HEAD (replayed only with --allow-unsafe)");
+    }
+    Ok(e)
+}
+
+fn skip(src: &mut ReplaySource, line: u64, reason: &str, text: &str) {
+    match src.skipped.iter_mut().find(|s| s.reason == reason) {
+        Some(s) => s.count += 1,
+        None => src.skipped.push(SkipCount { reason: reason.into(), count: 1 }),
+    }
+    if src.skipped_examples.len() < EXAMPLES {
+        // Printable as it is; control bytes and non-ASCII escaped, so junk
+        // cannot garble a terminal.
+        let text: String = text
+            .chars()
+            .take(EXAMPLE_CHARS)
+            .flat_map(|c| match c {
+                ' '..='~' => vec![c],
+                _ => c.escape_default().collect(),
+            })
+            .collect();
+        src.skipped_examples.push(SkippedLine { line, reason: reason.into(), text });
+    }
+}
+
+/// Send offsets from log times. A line stamped earlier than the latest time
+/// seen is sent at that latest time (the log's order is kept). Logs record
+/// whole seconds, so the lines sharing one stamp are spread evenly over the
+/// gap to the next stamp, at most a second, instead of leaving in one burst.
+fn schedule(times: &[f64], speed: f64) -> (Vec<u64>, u64, f64) {
+    let mut clamped = Vec::with_capacity(times.len());
+    let mut latest = f64::NEG_INFINITY;
+    let mut out_of_order = 0;
+    for &t in times {
+        if t < latest {
+            out_of_order += 1;
+        }
+        latest = latest.max(t);
+        clamped.push(latest);
+    }
+    let first = clamped[0];
+    let mut offsets = Vec::with_capacity(clamped.len());
+    let mut i = 0;
+    while i < clamped.len() {
+        let t = clamped[i];
+        let run = clamped[i..].iter().take_while(|&&x| x == t).count();
+        let gap = clamped.get(i + run).map_or(1.0, |next| (next - t).min(1.0));
+        for j in 0..run {
+            let at = t - first + gap * j as f64 / run as f64;
+            offsets.push((at / speed * 1e6).round() as u64);
+        }
+        i += run;
+    }
+    (offsets, out_of_order, latest - first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_order_lines_keep_their_place_and_ties_spread() {
+        let (offsets, late, span) = schedule(&[10.0, 10.0, 9.0, 12.0, 12.5], 1.0);
+        // 10, 10, (9 -> 10): three in one second, spread a third apart.
+        assert_eq!(offsets, vec![0, 333_333, 666_667, 2_000_000, 2_500_000]);
+        assert_eq!((late, span), (1, 2.5));
+        let (fast, _, _) = schedule(&[0.0, 100.0], 100.0);
+        assert_eq!(fast, vec![0, 1_000_000]);
+    }
+}

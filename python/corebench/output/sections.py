@@ -1,0 +1,97 @@
+"""The parts of the text report that ab has no place for: how an open-loop
+schedule was kept (with latency corrected for coordinated omission beside
+the uncorrected figures), siege's summary for users, the slowest URLs of a
+list or a log, and what a replay skipped."""
+
+from __future__ import annotations
+
+from corebench.result import LoadResult, UrlSummary
+
+SLOWEST = 10
+_TAIL = (50.0, 90.0, 99.0, 99.9, 100.0)
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.3f}"
+
+
+def schedule(r: LoadResult) -> list[str]:
+    s = r.schedule
+    if s is None:
+        return []
+    out = [
+        "",
+        "Open-loop schedule",
+        f"  Target rate:          {s.target_rps:.2f} [#/sec] over {s.window_s:.3f} s",
+        f"  Achieved rate:        {r.throughput_rps:.2f} [#/sec] (responses over the run)",
+        f"  Sent on schedule:     {s.sent - s.late} of {s.sent + s.dropped}; late {s.late}, dropped {s.dropped}",
+        f"  Send lag (ms):        p50 {_ms(s.send_lag_p50_us)}, p99 {_ms(s.send_lag_p99_us)}, max {_ms(s.send_lag_max_us)}",
+    ]
+    if not s.kept and not r.interrupted:
+        out.append(
+            f"  WARNING: the rate was not kept: {s.dropped} sends dropped and {s.late} late because all "
+            f"{r.concurrency} connections were busy. Raise -c, or the server cannot take this rate."
+        )
+    corrected, raw = r.latency_us.total, r.latency_us.uncorrected
+    if raw is not None and corrected.count:
+        out += ["", "Latency (ms)     from intended send   from actual send (uncorrected)"]
+        for p in _TAIL:
+            label = "max" if p == 100.0 else f"p{p:g}"
+            out.append(f"  {label:<8}{_ms(corrected.at(p)):>20}{_ms(raw.at(p)):>33}")
+    return out
+
+
+def _statuses(u: UrlSummary) -> str:
+    seen = ",".join(f"{c}" for c in u.status_seen)
+    if not u.status_logged:
+        return seen
+    logged = ",".join(f"{c}" for c in u.status_logged)
+    return f"{seen} (log {logged})" if u.status_mismatches else seen
+
+
+def urls(r: LoadResult) -> list[str]:
+    if len(r.urls) < 2 and r.replay is None:
+        return []
+    # By mean: a URL requested once would top a ranking by p99 on one sample.
+    slowest = sorted(r.urls, key=lambda u: u.mean_us, reverse=True)[:SLOWEST]
+    out = ["", f"Slowest URLs (of {len(r.urls)}, by mean; ms)", "   count   errors     mean      p50      p99      max  status      URL"]
+    for u in slowest:
+        out.append(
+            f"{u.responses + u.errors:8d} {u.errors:8d} {_ms(u.mean_us):>8} {_ms(u.p50_us):>8} {_ms(u.p99_us):>8} "
+            f"{_ms(u.max_us):>8}  {_statuses(u):<10}  {u.method} {u.target[:80]}"
+        )
+    mismatched = sum(u.status_mismatches for u in r.urls)
+    if r.replay is not None:
+        out.append(f"Status differs from the log: {mismatched} responses (e.g. a logged 304 needs the client's cache)")
+    return out
+
+
+def replay(r: LoadResult) -> list[str]:
+    src = r.replay
+    if src is None:
+        return []
+    skipped = sum(s.count for s in src.skipped)
+    out = [
+        "",
+        f"Replayed log:           {src.path} ({src.log_format})",
+        f"  Lines read:           {src.lines}" + (" (stopped at --limit)" if src.stopped_at_limit else ""),
+        f"  Replayed:             {src.replayed}",
+        f"  Skipped:              {skipped}",
+    ]
+    out += [f"    {s.count:8d}  {s.reason}" for s in src.skipped]
+    out += [f"    line {e.line}: {e.reason}" + (f": {e.text}" if e.text else "") for e in src.skipped_examples]
+    if r.schedule is not None:
+        out.append(f"  Log span:             {src.span_s:.0f} s; {src.out_of_order} lines stamped earlier than a line before them")
+    return out
+
+
+def siege(r: LoadResult) -> list[str]:
+    if r.model != "users":
+        return []
+    from corebench.output.siege import SiegeText
+
+    return ["", "siege summary"] + SiegeText().render(r, None).rstrip("\n").split("\n")  # type: ignore[arg-type]
+
+
+def model_sections(r: LoadResult) -> list[str]:
+    return schedule(r) + siege(r) + urls(r) + replay(r)
