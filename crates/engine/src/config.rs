@@ -32,7 +32,9 @@ pub struct LoadConfig {
     #[serde(skip)]
     pub body: Vec<u8>,
     pub content_type: Option<String>,
-    /// Per-request timeout, from the moment the request was due to its last byte.
+    /// Per-request timeout, from the moment the request is begun to its last
+    /// byte (in an open loop, a request that waited for a connection has
+    /// its whole timeout once sent).
     pub timeout_s: f64,
     /// Worker threads, each with its own event loop; 0 = one per available CPU.
     pub threads: u32,
@@ -140,6 +142,9 @@ impl Default for LoadConfig {
 pub const MAX_BUSY_POLL_US: u64 = 10_000;
 /// A bound on every schedule: no loop on this machine could send faster.
 pub const MAX_RATE_RPS: f64 = 10_000_000.0;
+/// One request every 1,000 s: slower is a typo, and its due times would
+/// run past any clock.
+pub const MIN_RATE_RPS: f64 = 0.001;
 
 fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
     EngineError::BadConfig { key, reason: reason.into() }
@@ -198,8 +203,8 @@ impl LoadConfig {
         }
         if let Some(r) = &self.rate {
             let end = r.end_rps.unwrap_or(r.rps);
-            if !(r.rps.is_finite() && r.rps >= 0.0 && positive(end)) || (r.end_rps.is_none() && !positive(r.rps)) {
-                return Err(bad("rate", "rates must be positive requests per second"));
+            if !(r.rps.is_finite() && r.rps >= 0.0 && end >= MIN_RATE_RPS) || (r.end_rps.is_none() && r.rps < MIN_RATE_RPS) {
+                return Err(bad("rate", format!("rates must be at least {MIN_RATE_RPS} requests per second")));
             }
             if r.rps > MAX_RATE_RPS || end > MAX_RATE_RPS {
                 return Err(bad("rate", format!("more than {MAX_RATE_RPS} requests per second")));

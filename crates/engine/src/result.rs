@@ -200,15 +200,18 @@ impl LoadResult {
 fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSummary {
     let c = &s.schedule;
     let scheduled = c.sent + c.dropped;
-    // The window: the run's end, or (bounded by a count) the last due time
-    // and one mean interval after it.
-    let window_s = match (sch.end, sch.limit) {
-        (Some(end), _) => end.as_secs_f64(),
-        (None, _) if scheduled > 1 => {
-            let last = sch.due(scheduled - 1).map_or(0.0, |d| d.as_secs_f64());
-            last * scheduled as f64 / (scheduled - 1) as f64
-        }
-        _ => 0.0,
+    // The window: the run's end or, when a count or the log ran out first,
+    // the last due time and one mean interval after it.
+    let unbounded = Schedule { end: None, ..sch.clone() };
+    let ran_out = unbounded.due(scheduled).is_none();
+    let by_count = match scheduled {
+        0 | 1 => 0.0,
+        n => unbounded.due(n - 1).map_or(0.0, |d| d.as_secs_f64()) * n as f64 / (n - 1) as f64,
+    };
+    let window_s = match sch.end {
+        Some(end) if ran_out => by_count.min(end.as_secs_f64()),
+        Some(end) => end.as_secs_f64(),
+        None => by_count,
     };
     let target_rps = match sch.shape {
         Shape::Rate { .. } => sch.mean_rps(window_s),

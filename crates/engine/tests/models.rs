@@ -210,3 +210,30 @@ fn a_log_without_a_usable_line_is_an_error() {
     let err = run(&LoadConfig { replay: Some(replay), ..keep_alive("http://127.0.0.1:9/", 1) }).unwrap_err();
     assert!(err.to_string().contains("none of its 2 lines"), "{err}");
 }
+
+#[test]
+fn idle_keep_alive_connections_are_not_in_flight() {
+    // Users think, and an open loop waits, longer than the timeout: their
+    // idle connections must neither time out nor be counted twice.
+    let srv = start(Reply::Bytes(OK, true));
+    let think = LoadConfig { think_s: Some((0.3, 0.3)), timeout_s: 0.1, duration_s: Some(0.7), threads: 1, ..keep_alive(&srv.url, 2) };
+    let r = run(&think).unwrap();
+    assert_eq!(r.failed, 0, "{:?}", r.error_samples);
+    assert!((2..=6).contains(&r.responses), "{}", r.responses);
+    let open = LoadConfig { rate: rate(5.0), timeout_s: 0.1, duration_s: Some(1.0), threads: 1, ..keep_alive(&srv.url, 2) };
+    let r = run(&open).unwrap();
+    assert_eq!((r.responses, r.failed), (5, 0), "{:?}", r.error_samples);
+    // A server that closes each connection after answering, without saying
+    // so: the idle connection's close is no error, the next request retries.
+    let closing = start(Reply::Bytes(OK, false));
+    let r = run(&LoadConfig { rate: rate(10.0), duration_s: Some(1.0), threads: 1, ..keep_alive(&closing.url, 2) }).unwrap();
+    assert_eq!((r.responses, r.failed), (10, 0), "{:?}", r.error_samples);
+}
+
+#[test]
+fn a_replay_too_fast_to_schedule_is_refused() {
+    let log = log_file(HOSTILE);
+    let replay = ReplayConfig { path: log.0.clone(), log_format: None, allow_unsafe: false, limit: None, looped: true, speed: Some(1e12) };
+    let err = run(&LoadConfig { replay: Some(replay), duration_s: Some(0.3), ..keep_alive("http://127.0.0.1:9/", 1) }).unwrap_err();
+    assert!(matches!(err, EngineError::BadConfig { key: "speed", .. }), "{err}");
+}

@@ -51,7 +51,7 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let cpu_before = process_cpu();
     let start = Instant::now();
-    let tickets = Tickets::new(limit, end.map(|d| start + d));
+    let tickets = Tickets::new(limit, end.map(|d| start + d), u64::from(threads));
     let think = config.think_s.map(|(lo, hi)| (Duration::from_secs_f64(lo), Duration::from_secs_f64(hi)));
     let conc = u64::from(config.concurrency);
     let specs: Vec<WorkerSpec> = (0..u64::from(threads))
@@ -66,7 +66,8 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
             connections: split(conc, u64::from(threads), i) as usize,
             timeout,
             run_start: start,
-            variable_length: config.variable_length,
+            // ab's length rule compares one URL's responses; a list's differ.
+            variable_length: config.variable_length || workload.requests.len() > 1,
             control,
             expected_seconds,
             want_server: i == 0,

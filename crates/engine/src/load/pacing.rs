@@ -14,20 +14,35 @@ pub struct Tickets {
     next: AtomicU64,
     limit: Option<u64>,
     deadline: Option<Instant>,
+    workers: u64,
 }
 
 const BLOCK: u64 = 8;
 
 impl Tickets {
-    pub fn new(limit: Option<u64>, deadline: Option<Instant>) -> Tickets {
+    pub fn new(limit: Option<u64>, deadline: Option<Instant>, workers: u64) -> Tickets {
         debug_assert!(limit.is_some() || deadline.is_some(), "unbounded load loop");
-        Tickets { next: AtomicU64::new(0), limit, deadline }
+        Tickets { next: AtomicU64::new(0), limit, deadline, workers: workers.max(1) }
     }
 
     fn claim(&self) -> Range<u64> {
-        let limit = self.limit.unwrap_or(u64::MAX);
-        let start = self.next.fetch_add(BLOCK, Ordering::Relaxed).min(limit);
-        start..(start + BLOCK).min(limit)
+        let Some(limit) = self.limit else {
+            let start = self.next.fetch_add(BLOCK, Ordering::Relaxed);
+            return start..start + BLOCK;
+        };
+        // Near the limit the blocks shrink, so the last requests are shared
+        // out and every worker's connections get one.
+        let mut start = self.next.load(Ordering::Relaxed);
+        loop {
+            if start >= limit {
+                return limit..limit;
+            }
+            let size = ((limit - start) / self.workers).clamp(1, BLOCK);
+            match self.next.compare_exchange_weak(start, start + size, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return start..start + size,
+                Err(now) => start = now,
+            }
+        }
     }
 
     pub fn book(&self) -> TicketBook<'_> {
@@ -98,6 +113,33 @@ impl Schedule<'_> {
         self.end.map_or(Some(at), |end| (at < end).then_some(at))
     }
 
+    /// How many of the requests `first`, `first + step`, ... are still due:
+    /// due times only grow with k, so an exponential then a binary search
+    /// finds the end without stepping through every request.
+    pub fn remaining(&self, first: u64, step: u64) -> u64 {
+        let due = |j: u64| first.checked_add(j.saturating_mul(step)).and_then(|k| self.due(k)).is_some();
+        if !due(0) {
+            return 0;
+        }
+        let mut hi = 1u64;
+        while due(hi) {
+            hi = hi.saturating_mul(2);
+            if hi == u64::MAX {
+                return u64::MAX;
+            }
+        }
+        let mut lo = hi / 2; // due(lo), not due(hi)
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if due(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    }
+
     /// The mean rate the schedule asks for over its window, for reports.
     pub fn mean_rps(&self, window_s: f64) -> f64 {
         match self.shape {
@@ -125,7 +167,9 @@ fn rate_due_s(k: u64, start: f64, end: f64, ramp_s: f64) -> f64 {
     }
     let in_ramp = (start + end) / 2.0 * ramp_s;
     if k < in_ramp {
-        (-start + (start * start + 2.0 * a * k).max(0.0).sqrt()) / a
+        // The root as 2k / (start + √(start² + 2ak)): the textbook form
+        // (−start + √…)/a cancels digits when a is small.
+        2.0 * k / (start + (start * start + 2.0 * a * k).max(0.0).sqrt())
     } else {
         ramp_s + (k - in_ramp) / end
     }
@@ -170,7 +214,7 @@ mod tests {
 
     #[test]
     fn tickets_are_shared_and_bounded() {
-        let t = Tickets::new(Some(10), None);
+        let t = Tickets::new(Some(10), None, 2);
         let now = Instant::now();
         let (mut a, mut b) = (t.book(), t.book());
         let mut got: Vec<u64> = std::iter::from_fn(|| a.take(now)).take(3).collect();
@@ -179,5 +223,33 @@ mod tests {
         got.sort();
         assert_eq!(got, (0..10).collect::<Vec<_>>());
         assert!(a.exhausted(now) && b.exhausted(now));
+    }
+
+    #[test]
+    fn the_last_tickets_are_shared_out() {
+        // -n 10 on 2 workers: each gets 5 at once, so 5 connections each start.
+        let t = Tickets::new(Some(10), None, 2);
+        let now = Instant::now();
+        let (mut a, mut b) = (t.book(), t.book());
+        let first: Vec<u64> = std::iter::from_fn(|| a.take(now)).take(5).collect();
+        assert_eq!(first, vec![0, 1, 2, 3, 4]);
+        assert_eq!(std::iter::from_fn(|| b.take(now)).count(), 5);
+    }
+
+    #[test]
+    fn remaining_counts_what_is_still_due() {
+        let s = Schedule { shape: Shape::Rate { start_rps: 1000.0, end_rps: 1000.0, ramp_s: 0.0 }, limit: None, end: Some(Duration::from_secs(1)) };
+        assert_eq!(s.remaining(0, 1), 1000);
+        assert_eq!(s.remaining(1, 2), 500, "1, 3, ..., 999");
+        assert_eq!(s.remaining(990, 3), 4, "990, 993, 996, 999");
+        assert_eq!(s.remaining(1000, 1), 0);
+        let tiny = Schedule { shape: Shape::Rate { start_rps: 1e7, end_rps: 1e7, ramp_s: 0.0 }, limit: None, end: Some(Duration::from_secs(3600)) };
+        assert_eq!(tiny.remaining(0, 1), 36_000_000_000);
+    }
+
+    #[test]
+    fn a_fast_ramp_keeps_microsecond_precision() {
+        let s = Schedule { shape: Shape::Rate { start_rps: 1e7, end_rps: 1.0001e7, ramp_s: 1.0 }, limit: None, end: None };
+        assert_eq!(s.due(1).unwrap().as_nanos(), 100);
     }
 }

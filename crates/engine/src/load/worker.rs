@@ -252,9 +252,13 @@ impl Worker<'_> {
                 o.behind = false;
                 return;
             }
+            // Behind at the end of the window: what is still due would leave
+            // after the run, so it is dropped, not sent late.
+            if o.behind && o.schedule.end.is_some_and(|end| now >= start + end) {
+                return self.drop_past_end();
+            }
             let Some(i) = o.free_open.pop().or_else(|| o.free_idle.pop()) else {
                 o.behind = true;
-                self.drop_past_end(now);
                 return;
             };
             let k = o.next;
@@ -271,18 +275,12 @@ impl Worker<'_> {
         }
     }
 
-    /// At the end of an open-loop run that is behind, the requests still due
-    /// will never find a connection in time: count them as dropped.
-    fn drop_past_end(&mut self, now: Instant) {
+    /// Counts this worker's requests still due in the window as dropped.
+    fn drop_past_end(&mut self) {
         let Pace::Open(o) = &mut self.pace else { return };
-        let Some(end) = o.schedule.end else { return };
-        if now < self.spec.run_start + end {
-            return;
-        }
-        while o.schedule.due(o.next).is_some() {
-            self.stats.schedule.dropped += 1;
-            o.next += o.step;
-        }
+        let left = o.schedule.remaining(o.next, o.step);
+        self.stats.schedule.dropped += left;
+        o.next += left * o.step;
     }
 
     /// Makes an open-loop slot available again.
@@ -374,6 +372,7 @@ impl Worker<'_> {
 
     /// Records the outcome of an I/O step and says what the slot does next.
     fn settle(&mut self, i: usize, step: Step, now: Instant) -> After {
+        debug_assert!(self.in_flight > 0 || matches!(step, Step::Pending), "settling a slot not in flight");
         let after = match step {
             Step::Pending => return After::Busy,
             Step::Stale => {
@@ -449,7 +448,13 @@ impl Worker<'_> {
             s.error(ErrorKind::Length, second, || format!("document length {len} differs from the first, {doc} (ab's rule; -l accepts variable lengths)"));
         }
         c.served += 1;
-        if !c.parser.reusable {
+        if c.parser.reusable {
+            // Idle until its next request: while a user thinks or the slot
+            // waits in the free list, events on it (the server closing an idle
+            // connection) and the old deadline mean nothing; a dead
+            // connection shows as Stale when it is next used.
+            c.phase = Phase::Idle;
+        } else {
             c.close();
         }
     }

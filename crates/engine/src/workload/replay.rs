@@ -7,7 +7,7 @@ use std::io::BufReader;
 use serde::Serialize;
 
 use crate::accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, MAX_LINE_BYTES};
-use crate::config::ReplayConfig;
+use crate::config::{ReplayConfig, MAX_RATE_RPS};
 use crate::error::{EngineError, Result};
 
 const EXAMPLES: usize = 5;
@@ -126,6 +126,13 @@ pub fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> 
     src.out_of_order = out_of_order;
     src.span_s = span_s;
     let period_us = ((span_s + 1.0) / cfg.speed.unwrap_or(1.0) * 1e6).round() as u64;
+    if timed && (period_us == 0 || src.replayed as f64 / (period_us as f64 / 1e6) > MAX_RATE_RPS) {
+        let speed = cfg.speed.unwrap_or(1.0);
+        return Err(bad(
+            "speed",
+            format!("at {speed}x the log's {} requests would come faster than {MAX_RATE_RPS} per second: lower the speed", src.replayed),
+        ));
+    }
     Ok(ReplayLog { offsets_us: offsets, period_us, source: src })
 }
 
