@@ -81,7 +81,7 @@ def replay(r: LoadResult) -> list[str]:
     out += [f"    {s.count:8d}  {s.reason}" for s in src.skipped]
     out += [f"    line {e.line}: {e.reason}" + (f": {e.text}" if e.text else "") for e in src.skipped_examples]
     if r.schedule is not None:
-        out.append(f"  Log span:             {src.span_s:.0f} s; {src.out_of_order} lines stamped earlier than a line before them")
+        out.append(f"  Log span:             {src.span_s:.0f} s; {src.out_of_order} lines stamped earlier than a line before them, sent at their own time")
     return out
 
 

@@ -64,7 +64,10 @@ impl Workload {
                 let request = w.intern(&mut known, cfg, target, method, &format!("{prefix}{path}"), &[]);
                 entries.push(Entry { request, status });
             })?;
-            w.entries = entries;
+            w.entries = match log.order.is_empty() {
+                true => entries,
+                false => log.order.iter().map(|&i| entries[i as usize]).collect(),
+            };
             w.offsets_us = log.offsets_us;
             w.period_us = log.period_us;
             w.cycle = r.looped;

@@ -40,17 +40,19 @@ pub struct ReplaySource {
     pub skipped: Vec<SkipCount>,
     pub skipped_examples: Vec<SkippedLine>,
     pub stopped_at_limit: bool,
-    /// Lines stamped earlier than a line before them (logs are written when
-    /// requests end, not when they start); a timed replay sends them right
-    /// after their predecessor.
+    /// Lines stamped earlier than a line before them (Apache stamps a
+    /// request's start but writes its line at the end); a timed replay sends
+    /// every line at its own time, so these go out before lines above them.
     pub out_of_order: u64,
     /// Log time from the first replayed request to the last.
     pub span_s: f64,
 }
 
 pub struct ReplayLog {
-    /// Send offsets for a timed replay (µs from the first request, already
-    /// divided by the speed); empty when not timed.
+    /// A timed replay's send order (indices of the replayed lines, sorted by
+    /// time) and offsets (µs from the first request, already divided by the
+    /// speed); both empty when not timed.
+    pub order: Vec<u32>,
     pub offsets_us: Vec<u64>,
     /// A looped timed replay starts over this long after its first request:
     /// the log's span and one second more, at the replay's speed.
@@ -119,9 +121,9 @@ pub fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> 
     if timed && untimed {
         return Err(bad("speed", format!("{} has no request times (%t): replay it without a speed", src.log_format)));
     }
-    let (offsets, out_of_order, span_s) = match (timed, cfg.speed) {
+    let (order, offsets, out_of_order, span_s) = match (timed, cfg.speed) {
         (true, Some(speed)) => schedule(&times, speed),
-        _ => (Vec::new(), 0, 0.0),
+        _ => (Vec::new(), Vec::new(), 0, 0.0),
     };
     src.out_of_order = out_of_order;
     src.span_s = span_s;
@@ -133,7 +135,7 @@ pub fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> 
             format!("at {speed}x the log's {} requests would come faster than {MAX_RATE_RPS} per second: lower the speed", src.replayed),
         ));
     }
-    Ok(ReplayLog { offsets_us: offsets, period_us, source: src })
+    Ok(ReplayLog { order, offsets_us: offsets, period_us, source: src })
 }
 
 fn replayable(e: LogEntry<'_>, allow_unsafe: bool) -> std::result::Result<LogEntry<'_>, &'static str> {
@@ -163,35 +165,39 @@ fn skip(src: &mut ReplaySource, line: u64, reason: &str, text: &str) {
     }
 }
 
-/// Send offsets from log times. A line stamped earlier than the latest time
-/// seen is sent at that latest time (the log's order is kept). Logs record
-/// whole seconds, so the lines sharing one stamp are spread evenly over the
-/// gap to the next stamp, at most a second, instead of leaving in one burst.
-fn schedule(times: &[f64], speed: f64) -> (Vec<u64>, u64, f64) {
-    let mut clamped = Vec::with_capacity(times.len());
+/// The send schedule of a timed replay: each line at its own time. Log
+/// lines are not in time order (Apache stamps a request when it starts but
+/// writes the line when it ends; some logs are shuffled within the minute),
+/// so the lines are sorted by time, stably: equal stamps keep the log's
+/// order. Logs record whole seconds, so the lines sharing one stamp are
+/// spread evenly over the gap to the next stamp, at most a second, instead
+/// of leaving in one burst. Returns the send order (indices into the log's
+/// lines), the offsets in µs at `speed`, the number of lines stamped
+/// earlier than a line before them, and the span in seconds.
+fn schedule(times: &[f64], speed: f64) -> (Vec<u32>, Vec<u64>, u64, f64) {
     let mut latest = f64::NEG_INFINITY;
     let mut out_of_order = 0;
     for &t in times {
-        if t < latest {
-            out_of_order += 1;
-        }
+        out_of_order += u64::from(t < latest);
         latest = latest.max(t);
-        clamped.push(latest);
     }
-    let first = clamped[0];
-    let mut offsets = Vec::with_capacity(clamped.len());
+    let mut order: Vec<u32> = (0..times.len() as u32).collect();
+    order.sort_by(|&a, &b| times[a as usize].total_cmp(&times[b as usize]));
+    let sorted: Vec<f64> = order.iter().map(|&i| times[i as usize]).collect();
+    let first = sorted[0];
+    let mut offsets = Vec::with_capacity(sorted.len());
     let mut i = 0;
-    while i < clamped.len() {
-        let t = clamped[i];
-        let run = clamped[i..].iter().take_while(|&&x| x == t).count();
-        let gap = clamped.get(i + run).map_or(1.0, |next| (next - t).min(1.0));
+    while i < sorted.len() {
+        let t = sorted[i];
+        let run = sorted[i..].iter().take_while(|&&x| x == t).count();
+        let gap = sorted.get(i + run).map_or(1.0, |next| (next - t).min(1.0));
         for j in 0..run {
             let at = t - first + gap * j as f64 / run as f64;
             offsets.push((at / speed * 1e6).round() as u64);
         }
         i += run;
     }
-    (offsets, out_of_order, latest - first)
+    (order, offsets, out_of_order, sorted[sorted.len() - 1] - first)
 }
 
 #[cfg(test)]
@@ -199,12 +205,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn out_of_order_lines_keep_their_place_and_ties_spread() {
-        let (offsets, late, span) = schedule(&[10.0, 10.0, 9.0, 12.0, 12.5], 1.0);
-        // 10, 10, (9 -> 10): three in one second, spread a third apart.
-        assert_eq!(offsets, vec![0, 333_333, 666_667, 2_000_000, 2_500_000]);
-        assert_eq!((late, span), (1, 2.5));
-        let (fast, _, _) = schedule(&[0.0, 100.0], 100.0);
+    fn lines_go_out_at_their_own_time_and_ties_spread() {
+        let (order, offsets, late, span) = schedule(&[10.0, 10.0, 9.0, 12.0, 12.5], 1.0);
+        // 9 first; then the two 10s, in the log's order, half a second apart.
+        assert_eq!(order, vec![2, 0, 1, 3, 4]);
+        assert_eq!(offsets, vec![0, 1_000_000, 1_500_000, 3_000_000, 3_500_000]);
+        assert_eq!((late, span), (1, 3.5));
+        let (_, fast, _, _) = schedule(&[0.0, 100.0], 100.0);
         assert_eq!(fast, vec![0, 1_000_000]);
     }
 }
