@@ -12,3 +12,20 @@ def parse_duration_s(text: str) -> float:
     if not m:
         raise ValueError(f"{text!r} is not a duration: use a number with s, m, h, ms or us, like 10s or 2m")
     return float(m.group(1)) * _SCALE_S[m.group(2)]
+
+
+def parse_span_s(text: str) -> tuple[float, float]:
+    """A think time: `2s` is 0..2 s (siege's -d), `0.5s..2s` a range."""
+    lo, sep, hi = str(text).partition("..")
+    if not sep:
+        lo, hi = "0", lo
+    return parse_duration_s(lo), parse_duration_s(hi)
+
+
+def parse_rate(text: str) -> tuple[float, float | None]:
+    """`5000` (requests per second) or a ramp's `100..5000`."""
+    start, sep, end = str(text).partition("..")
+    try:
+        return float(start), (float(end) if sep else None)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a rate: use requests per second, like 5000, or START..END") from None

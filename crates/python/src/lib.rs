@@ -25,9 +25,11 @@ fn to_py(e: EngineError) -> PyErr {
 /// Runs one load. The GIL is released while the engine works; Ctrl-C (or any
 /// pending signal) stops the run, which then returns what it measured with
 /// `"interrupted": true`.
+/// `progress`, when given, is called about four times a second with the
+/// number of requests finished so far (for live displays).
 #[pyfunction]
-#[pyo3(signature = (config_json, body=None))]
-fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>) -> PyResult<String> {
+#[pyo3(signature = (config_json, body=None, progress=None))]
+fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
     let mut config: LoadConfig =
         serde_json::from_str(config_json).map_err(|e| UsageError::new_err(format!("load config: {e}")))?;
     config.body = body.unwrap_or_default();
@@ -40,12 +42,18 @@ fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>) -> PyResult<Str
         scope.spawn(move || {
             let _ = tx.send(run_with(cfg, ctl));
         });
+        let mut ticks = 0u32;
         loop {
             match py.detach(|| rx.lock().expect("single user").recv_timeout(Duration::from_millis(50))) {
                 Ok(outcome) => return outcome,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if py.check_signals().is_err() {
                         control.stop();
+                    }
+                    ticks += 1;
+                    if let (Some(cb), 0) = (&progress, ticks % 5) {
+                        // A failing display must not end the run.
+                        let _ = cb.call1((control.finished(),));
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {

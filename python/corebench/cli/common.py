@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 
 from corebench.errors import UsageError
-from corebench.units import parse_duration_s
+from corebench.units import parse_duration_s, parse_rate
 
 # Config field -> the flag that sets it, so validation errors name the flag.
 FLAGS = {
@@ -64,27 +64,23 @@ def duration(text: Optional[str], flag: str) -> Optional[float]:
         raise UsageError(f"{flag}: {e}") from None
 
 
-def _number(text: str, flag: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{flag}: {text!r} is not a number") from None
-
-
 def rate(text: Optional[str], ramp: Optional[str]) -> Optional[dict[str, Any]]:
     """`--rate 5000` or `--rate 100..5000 --ramp 60s`."""
     if text is None:
         if ramp is not None:
             raise UsageError("--ramp: a ramp needs --rate START..END")
         return None
-    start, sep, end = text.partition("..")
-    if not sep:
+    try:
+        start, end = parse_rate(text)
+    except ValueError as e:
+        raise UsageError(f"--rate: {e}") from None
+    if end is None:
         if ramp is not None:
             raise UsageError("--ramp: give the rate as a range START..END, like --rate 100..5000")
-        return {"rps": _number(start, "--rate")}
+        return {"rps": start}
     if ramp is None:
         raise UsageError(f"--rate {text}: a range needs --ramp DURATION, like --ramp 60s")
-    return {"rps": _number(start, "--rate"), "end_rps": _number(end, "--rate"), "ramp_s": duration(ramp, "--ramp")}
+    return {"rps": start, "end_rps": end, "ramp_s": duration(ramp, "--ramp")}
 
 
 def common_settings(

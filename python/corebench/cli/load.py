@@ -12,6 +12,7 @@ import typer
 from corebench.cli import app, common
 from corebench.cli.validate import build
 from corebench.errors import UsageError
+from corebench.units import parse_span_s
 
 
 def _body(path: Optional[Path]) -> bytes:
@@ -29,10 +30,10 @@ def _think(text: Optional[str], users: Optional[int]) -> Optional[tuple[float, f
         return None if users is None else (0.0, 0.0)
     if users is None:
         raise UsageError("--think: think time belongs to users: give --users N")
-    lo, sep, hi = text.partition("..")
-    if not sep:
-        lo, hi = "0", lo
-    return (common.duration(lo, "--think") or 0.0, common.duration(hi, "--think") or 0.0)
+    try:
+        return parse_span_s(text)
+    except ValueError as e:
+        raise UsageError(f"--think: {e}") from None
 
 
 def _urls(path: Optional[Path], url: Optional[str]) -> tuple[str, list[dict[str, Any]]]:

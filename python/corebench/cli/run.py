@@ -1,0 +1,130 @@
+"""`corebench run plan.toml`: an experiment across cores and configurations,
+every run stored as it ends; and `corebench sweep URL -c 1,5,10`, a
+concurrency sweep against a running server without a plan."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from corebench.cli import app
+from corebench.errors import UsageError
+
+STORE = typer.Option(None, "--store", help="SQLite store (default: PLAN's name with .sqlite, in the current folder).")
+RESUME = typer.Option(False, "--resume", help="Continue the latest experiment of this exact plan in the store: run only what is missing.")
+DRY_RUN = typer.Option(False, "--dry-run", help="Print the runs in their order and exit.")
+QUIET = typer.Option(False, "--quiet", "-q", help="No live progress line.")
+
+
+def _open_store(path: Path):
+    from corebench.store import Store
+
+    try:
+        return Store(path)
+    except ValueError as e:
+        raise UsageError(f"--store {e}") from None
+
+
+def _execute(exp, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
+    from corebench import runner
+    from corebench.runner import schedule
+
+    runner.validate(exp)
+    runs = schedule.runs(exp)
+    if dry_run:
+        reps = exp.plan.experiment.repetitions
+        for r in runs:
+            print(f"{r.seq:4d}  {r.label(reps)}")
+        print(f"{len(runs)} runs")
+        return
+    store = _open_store(store_path)
+    try:
+        out = runner.run_experiment(exp, store, resume=resume, quiet=quiet)
+    finally:
+        store.close()
+    stored = out.ok + out.failed
+    print(f"corebench: experiment {out.experiment_id} in {store_path}: {stored} runs stored ({out.ok} ok, {out.failed} failed)"
+          + (f", {out.skipped} already there" if out.skipped else "")
+          + f"; measured {out.measured_s:.1f} s in {out.wall_s:.1f} s of wall time ({out.starts} target starts, {out.starts_s:.1f} s)")
+    if out.interrupted:
+        print(f"corebench: interrupted; the run in progress was discarded. Continue with: corebench run {exp.path} --store {store_path} --resume")
+        raise typer.Exit(130)
+    if out.failed:
+        raise typer.Exit(1)
+
+
+@app.command("run")
+def run(
+    plan: Path = typer.Argument(..., help="The experiment's plan (TOML)."),
+    store: Optional[Path] = STORE,
+    resume: bool = RESUME,
+    dry_run: bool = DRY_RUN,
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the run order (overrides the plan's)."),
+    quiet: bool = QUIET,
+) -> None:
+    """Run an experiment: every point of the plan's factors, repeated, on the CPUs asked for, monitored and stored."""
+    from corebench.plan import load_plan
+
+    exp = load_plan(plan, {"seed": seed} if seed is not None else None)
+    _execute(exp, store or Path(plan.stem + ".sqlite"), resume, dry_run, quiet)
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"-c {text!r}: give concurrency levels as numbers, like 1,5,10,20,50") from None
+    if not levels or min(levels) < 1:
+        raise UsageError(f"-c {text!r}: give concurrency levels of at least 1, like 1,5,10,20,50")
+    return levels
+
+
+@app.command("sweep")
+def sweep(
+    url: str = typer.Argument(..., help="A running server's URL (loopback)."),
+    concurrency: str = typer.Option(..., "-c", "--concurrency", help="Concurrency levels: 1,5,10,20,50."),
+    duration: str = typer.Option("10s", "-t", "--duration", help="Length of each run."),
+    repetitions: int = typer.Option(3, "--repetitions", "-r", help="Runs per level."),
+    warmup: int = typer.Option(1, "--warmup", help="Of those, warm-up runs (stored, not in the statistics)."),
+    keep_alive: bool = typer.Option(True, "--keep-alive/--no-keep-alive", "-k", help="Reuse connections."),
+    store: Optional[Path] = STORE,
+    dry_run: bool = DRY_RUN,
+    quiet: bool = QUIET,
+) -> None:
+    """Sweep the concurrency against a running server: the last field report's experiment in one command."""
+    from corebench.plan import build
+
+    levels = _levels(concurrency)
+    text = (f"[experiment]\nname = \"sweep\"\nrepetitions = {repetitions}\nwarmup = {warmup}\nduration = {json.dumps(duration)}\n\n"
+            f"[factors]\nconcurrency = {json.dumps(levels)}\n\n[target]\nurl = {json.dumps(url)}\n\n"
+            f"[load]\nurl = {json.dumps(url)}\nconcurrency = \"{{concurrency}}\"\nkeep_alive = {str(keep_alive).lower()}\n")
+    exp = build(Path("sweep.toml"), text, tomllib.loads(text), {})
+    store_path = store or Path("sweep.sqlite")
+    _execute(exp, store_path, False, dry_run, quiet)
+    if not dry_run:
+        _table(store_path)
+
+
+def _table(store_path: Path) -> None:
+    """Per level, over the measured runs: median throughput and latency."""
+    import statistics
+
+    s = _open_store(store_path)
+    try:
+        exp_id = s.db.execute("SELECT max(id) FROM experiments").fetchone()[0]
+        rows = [r for r in s.runs(exp_id) if r["status"] == "ok" and not r["warmup"]]
+    finally:
+        s.close()
+    by: dict[int, list[dict]] = {}
+    for r in rows:
+        by.setdefault(json.loads(r["point_json"])["concurrency"], []).append(r)
+    print(f"{'concurrency':>11} {'runs':>4} {'req/s (median)':>15} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
+    for c in sorted(by):
+        rs = by[c]
+        print(f"{c:11d} {len(rs):4d} {statistics.median(r['throughput_rps'] for r in rs):15,.0f} "
+              f"{statistics.median(r['p50_us'] for r in rs) / 1000:8.3f} {statistics.median(r['p99_us'] for r in rs) / 1000:8.3f} "
+              f"{sum(r['failed_requests'] for r in rs):7d}")

@@ -1,0 +1,124 @@
+"""The monitor stage: per-core utilisation of the machine, the target's CPU
+and memory (its whole process tree), the generator's own CPU and the
+context switches, sampled several times a second during a run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+INTERVAL_S = 0.2
+# A generator using this share of its cores' time was the limit (client-bound).
+CLIENT_BOUND_SHARE = 0.9
+_CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle")
+
+
+def _tree_times(pid: int | None) -> tuple[float, float, int, int]:
+    """(user s, system s, rss bytes, context switches) of a process and its children."""
+    if pid is None:
+        return 0.0, 0.0, 0, 0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0, 0.0, 0, 0
+    user = system = 0.0
+    rss = ctx = 0
+    for p in procs:
+        try:
+            with p.oneshot():
+                t = p.cpu_times()
+                user += t.user + t.children_user
+                system += t.system + t.children_system
+                rss += p.memory_info().rss
+                c = p.num_ctx_switches()
+                ctx += c.voluntary + c.involuntary
+        except psutil.Error:
+            continue  # a worker that exited between listing and reading
+    return user, system, rss, ctx
+
+
+@dataclass
+class Sample:
+    t_s: float
+    # Per core: shares of the interval in user, system, iowait, softirq, idle.
+    cores: list[dict[str, float]]
+    target_cpu: float  # cores' worth used by the target over the interval
+    target_rss_bytes: int
+    generator_cpu: float
+    ctx_switches_per_s: float
+
+    def to_json(self) -> dict:
+        return self.__dict__
+
+
+@dataclass
+class Monitor:
+    target_pid: int | None
+    generator_cores: int
+    samples: list[Sample] = field(default_factory=list)
+
+    def __enter__(self) -> "Monitor":
+        self._stop = threading.Event()
+        self._me = psutil.Process()
+        self._thread = threading.Thread(target=self._loop, name="corebench-monitor", daemon=True)
+        self._start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _read(self):
+        me = self._me.cpu_times()
+        return (time.monotonic(), psutil.cpu_times(percpu=True), _tree_times(self.target_pid),
+                me.user + me.system, psutil.cpu_stats().ctx_switches)
+
+    def _loop(self) -> None:
+        prev = self._read()
+        while not self._stop.wait(INTERVAL_S):
+            cur = self._read()
+            self.samples.append(self._sample(prev, cur))
+            prev = cur
+
+    def _sample(self, a, b) -> Sample:
+        dt = max(b[0] - a[0], 1e-6)
+        cores = []
+        for x, y in zip(a[1], b[1]):
+            total = max(sum(y) - sum(x), 1e-9)
+            cores.append({f: max(0.0, getattr(y, f, 0.0) - getattr(x, f, 0.0)) / total for f in _CORE_FIELDS})
+        (tu0, ts0, _, _), (tu1, ts1, rss, _) = a[2], b[2]
+        return Sample(
+            t_s=round(b[0] - self._start, 3),
+            cores=cores,
+            target_cpu=max(0.0, (tu1 + ts1) - (tu0 + ts0)) / dt,
+            target_rss_bytes=rss,
+            generator_cpu=max(0.0, b[3] - a[3]) / dt,
+            ctx_switches_per_s=(b[4] - a[4]) / dt,
+        )
+
+    def summary(self, busy_poll: bool = False) -> dict:
+        """Means over the run's samples; `client_bound` when the generator
+        used nearly all of its cores (not when it busy-polled: then it always does)."""
+        s = self.samples
+        if not s:
+            return {"samples": 0, "client_bound": False}
+        n = len(s)
+        mean = lambda f: sum(f(x) for x in s) / n  # noqa: E731
+        cores = [{f: mean(lambda x, i=i, f=f: x.cores[i][f]) for f in _CORE_FIELDS} for i in range(len(s[0].cores))]
+        generator = mean(lambda x: x.generator_cpu)
+        return {
+            "samples": n,
+            "interval_s": INTERVAL_S,
+            "cores": cores,
+            "target_cpu": mean(lambda x: x.target_cpu),
+            "target_rss_max_bytes": max(x.target_rss_bytes for x in s),
+            "generator_cpu": generator,
+            "generator_cores": self.generator_cores,
+            "ctx_switches_per_s": mean(lambda x: x.ctx_switches_per_s),
+            "client_bound": not busy_poll and generator >= CLIENT_BOUND_SHARE * self.generator_cores,
+        }

@@ -1,0 +1,120 @@
+"""`plan.toml`: what an experiment runs. Parse → validate every point →
+a `Plan` the runner executes; every error names the file, line and key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from corebench.errors import UsageError
+from corebench.plan import factors as fx
+from corebench.plan.model import Load, Plan, Target
+from corebench.plan.source import where
+
+BUILTIN_NAMES = {"port", "dir"}  # filled in per target start, not factors
+
+
+@dataclass(frozen=True)
+class Point:
+    levels: dict[str, Any]
+    target: Target
+    load: Load
+
+    @property
+    def key(self) -> str:
+        return json.dumps(self.levels, sort_keys=True)
+
+    def target_key(self, target_factors: set[str]) -> str:
+        return json.dumps({k: v for k, v in self.levels.items() if k in target_factors}, sort_keys=True)
+
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.levels.items()) or "(one point)"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    path: Path
+    text: str
+    plan: Plan
+    factors: dict[str, list[fx.Level]]
+    points: list[Point]
+    # Factors that change the target: a new level restarts it.
+    target_factors: set[str]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+
+def _fail(path: Path, text: str, loc: tuple, msg: str) -> UsageError:
+    return UsageError(f"{where(path, text, loc)}: {msg}")
+
+
+def _pydantic(path: Path, text: str, prefix: tuple, e: pydantic.ValidationError, point: str = "") -> UsageError:
+    err = e.errors()[0]
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key (a typo?)"
+    return _fail(path, text, prefix + tuple(err["loc"]), msg + point)
+
+
+def load_plan(path: Path, overrides: dict[str, Any] | None = None) -> Experiment:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read the plan ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    return build(path, text, raw, overrides or {})
+
+
+def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any]) -> Experiment:
+    for key, value in overrides.items():
+        raw.setdefault("experiment", {})[key] = value
+    try:
+        plan = Plan.model_validate(raw)
+    except pydantic.ValidationError as e:
+        raise _pydantic(path, text, (), e) from None
+    levels: dict[str, list[fx.Level]] = {}
+    for name, spec in plan.factors.items():
+        if name in BUILTIN_NAMES:
+            raise _fail(path, text, ("factors", name), f"{name!r} is filled in by corebench; name the factor otherwise")
+        try:
+            levels[name] = fx.levels(name, spec)
+        except ValueError as e:
+            raise _fail(path, text, ("factors", name), str(e)) from None
+    target_raw = dict(plan.target)
+    if "cpus" in levels and "cpus" not in target_raw and "url" not in target_raw:
+        target_raw["cpus"] = "{cpus}"  # a cpus factor limits the target unless said otherwise
+    known = set(levels) | BUILTIN_NAMES
+    for section, body in (("target", target_raw), ("load", plan.load)):
+        for key, value in body.items():
+            unknown = fx.names_used(value) - known
+            if unknown:
+                name = sorted(unknown)[0]
+                raise _fail(path, text, (section, key), f"{{{name}}} is not a factor: the factors are {sorted(levels) or 'none'}")
+    points = [_point(path, text, target_raw, plan.load, lv) for lv in fx.factorial(levels)]
+    return Experiment(path, text, plan, levels, points, fx.names_used(target_raw) & set(levels))
+
+
+def _point(path: Path, text: str, target_raw: dict, load_raw: dict, levels: dict[str, Any]) -> Point:
+    # {port} and {dir} stay as text until the target starts.
+    values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES}}
+    at = " (at " + " ".join(f"{k}={v}" for k, v in levels.items()) + ")" if levels else ""
+    try:
+        target = Target.model_validate(fx.substitute(target_raw, values))
+    except pydantic.ValidationError as e:
+        raise _pydantic(path, text, ("target",), e, at) from None
+    try:
+        load = Load.model_validate(fx.substitute(load_raw, values))
+    except pydantic.ValidationError as e:
+        raise _pydantic(path, text, ("load",), e, at) from None
+    return Point(levels, target, load)

@@ -1,0 +1,72 @@
+"""Factors: named lists or ranges of levels, their full factorial, and the
+`{name}` placeholders of a plan's target and load sections."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Iterator
+
+Level = int | float | str | bool
+_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?)\s*(?::\s*(\d+(?:\.\d+)?))?\s*$")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MAX_LEVELS = 10_000
+
+
+def _number(text: str) -> int | float:
+    return float(text) if "." in text else int(text)
+
+
+def levels(name: str, spec: Any) -> list[Level]:
+    """`[1, 2]`, a single value, or a range `"25..175:25"` (start..end:step,
+    both ends included; step 1 when left out)."""
+    if isinstance(spec, list):
+        if not spec:
+            raise ValueError(f"factor {name!r} has no levels")
+        if not all(isinstance(v, (int, float, str, bool)) for v in spec):
+            raise ValueError(f"factor {name!r}: levels must be numbers, strings or booleans")
+        return list(spec)
+    if isinstance(spec, str) and (m := _RANGE.match(spec)):
+        start, end = _number(m.group(1)), _number(m.group(2))
+        step = _number(m.group(3)) if m.group(3) else 1
+        if step <= 0 or end < start:
+            raise ValueError(f"factor {name!r}: range {spec!r} must rise by a positive step, like 25..175:25")
+        count = int((end - start) / step + 1e-9) + 1
+        if count > MAX_LEVELS:
+            raise ValueError(f"factor {name!r}: range {spec!r} has more than {MAX_LEVELS} levels")
+        return [round(start + i * step, 9) if isinstance(start + step, float) else start + i * step for i in range(count)]
+    if isinstance(spec, (int, float, str, bool)):
+        return [spec]
+    raise ValueError(f"factor {name!r}: give a list of levels or a range like \"25..175:25\"")
+
+
+def factorial(factors: dict[str, list[Level]]) -> Iterator[dict[str, Level]]:
+    names = list(factors)
+    for combo in itertools.product(*(factors[n] for n in names)):
+        yield dict(zip(names, combo))
+
+
+def names_used(value: Any) -> set[str]:
+    """The placeholder names in a (nested) section."""
+    if isinstance(value, str):
+        return set(_PLACEHOLDER.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(names_used(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(names_used(v) for v in value)) if value else set()
+    return set()
+
+
+def substitute(value: Any, values: dict[str, Any]) -> Any:
+    """Replaces `{name}` placeholders. A string that is one placeholder takes
+    the level itself (a number stays a number); inside text it is formatted."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole:
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), value)
+    if isinstance(value, dict):
+        return {k: substitute(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, values) for v in value]
+    return value

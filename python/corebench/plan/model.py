@@ -1,0 +1,160 @@
+"""The plan's sections, validated with pydantic. `target` and `load` are
+checked once per point, after its factor levels are put in."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from corebench.units import parse_duration_s
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _duration(v: Any) -> float:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        return parse_duration_s(v)
+    raise ValueError("give a duration like \"10s\", \"2m\" or a number of seconds")
+
+
+class Experiment(_Section):
+    name: str = "experiment"
+    # Runs per point, the first `warmup` of them stored but left out of the statistics.
+    repetitions: int = Field(3, ge=1, le=1000)
+    warmup: int = Field(0, ge=0)
+    duration_s: Optional[float] = Field(None, gt=0, alias="duration")
+    requests: Optional[int] = Field(None, ge=1)
+    cooldown_s: float = Field(0.0, ge=0, alias="cooldown")
+    # Randomized run order (the default) keeps drift from looking like an effect.
+    randomize: bool = True
+    seed: int = Field(1, ge=0)
+
+    _durations = field_validator("duration_s", "cooldown_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
+
+    @model_validator(mode="after")
+    def _check(self) -> "Experiment":
+        if self.warmup >= self.repetitions:
+            raise ValueError(f"warmup ({self.warmup}) must be fewer than repetitions ({self.repetitions})")
+        return self
+
+
+class Machine(_Section):
+    """Facts the analysis uses: the clock, and the price per hour of each
+    level of a factor (e.g. `price_per_hour = { cpus = { "1" = 0.04, "2" = 0.08 } }`)."""
+
+    clock_ghz: Optional[float] = Field(None, gt=0)
+    price_per_hour: dict[str, dict[str, float]] = {}
+
+
+class Builtin(_Section):
+    model: Literal["prefork", "threads", "async"] = "async"
+    workers: Optional[int] = Field(None, ge=1, le=4096)
+    # More `corebench serve` flags, e.g. ["--site-from-log", "access.log"].
+    args: list[str] = []
+
+
+class File(_Section):
+    """A configuration file rendered for each start of the target (jinja2),
+    from `template` (a file, relative to the plan) or inline `content`."""
+
+    path: str
+    template: Optional[str] = None
+    content: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "File":
+        if (self.template is None) == (self.content is None):
+            raise ValueError("give a file either a template or a content")
+        return self
+
+
+class Target(_Section):
+    # Exactly one of: the built-in server, a command, or a server already running.
+    builtin: Optional[Builtin] = None
+    command: Optional[list[str]] = None
+    url: Optional[str] = None
+    env: dict[str, str] = {}
+    cwd: Optional[str] = None
+    files: list[File] = []
+    # What is polled until it answers; default: the load's URL.
+    ready_url: Optional[str] = None
+    ready_timeout_s: float = Field(30.0, gt=0, alias="ready_timeout")
+    stop_signal: str = "SIGTERM"
+    stop_timeout_s: float = Field(10.0, gt=0, alias="stop_timeout")
+    # Prints the server's version, stored with the host facts.
+    version_command: Optional[list[str]] = None
+    cpus: Optional[float] = Field(None, gt=0, le=4096)
+
+    _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
+
+    @field_validator("stop_signal")
+    @classmethod
+    def _signal(cls, v: str) -> str:
+        if not hasattr(signal, v) or not v.startswith("SIG"):
+            raise ValueError(f"{v!r} is not a signal name like SIGTERM or SIGWINCH")
+        return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Target":
+        kinds = [k for k in ("builtin", "command", "url") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of builtin, command (an argument list) or url (a running server)")
+        if self.command is not None and not self.command:
+            raise ValueError("command is an empty argument list")
+        if self.url is not None and self.cpus is not None:
+            raise ValueError("cpus limits a target corebench starts; a running server (url) is not started here")
+        return self
+
+
+class Load(_Section):
+    model: Literal["closed", "rate", "users", "replay"] = "closed"
+    # Appended to the target's base URL (builtin, command); or a whole URL.
+    path: str = "/"
+    url: Optional[str] = None
+    concurrency: Optional[int] = Field(None, ge=1, le=1_000_000)
+    keep_alive: bool = True
+    http_version: Literal["1.0", "1.1"] = "1.1"
+    method: str = "GET"
+    headers: dict[str, str] = {}
+    timeout_s: float = Field(30.0, gt=0, alias="timeout")
+    threads: int = Field(0, ge=0, le=1024)
+    variable_length: bool = False
+    busy_poll_us: int = Field(0, ge=0, le=10_000)
+    rate: Optional[Union[float, str]] = None
+    ramp_s: Optional[float] = Field(None, gt=0, alias="ramp")
+    think: Optional[Union[float, str]] = None
+    urls: Optional[str] = None
+    random: bool = False
+    log: Optional[str] = None
+    speed: Optional[float] = Field(None, gt=0)
+    log_format: Optional[str] = None
+    allow_unsafe: bool = False
+    limit: Optional[int] = Field(None, ge=1)
+    loop: bool = False
+
+    _durations = field_validator("timeout_s", "ramp_s", mode="before")(classmethod(lambda cls, v: None if v is None else _duration(v)))
+
+    @model_validator(mode="after")
+    def _model_settings(self) -> "Load":
+        need = {"rate": "rate", "users": "think", "replay": "log"}
+        if self.model in need and getattr(self, need[self.model]) is None:
+            raise ValueError(f"the {self.model} model needs {need[self.model]}")
+        for key, model in (("rate", "rate"), ("think", "users"), ("log", "replay")):
+            if getattr(self, key) is not None and self.model != model:
+                raise ValueError(f"{key} belongs to the {model} model, not {self.model}")
+        return self
+
+
+class Plan(_Section):
+    experiment: Experiment = Experiment()
+    machine: Machine = Machine()
+    factors: dict[str, Any] = {}
+    # Validated per point (placeholders filled in) as Target and Load.
+    target: dict[str, Any]
+    load: dict[str, Any] = {}

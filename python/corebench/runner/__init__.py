@@ -1,0 +1,221 @@
+"""The runner stage: for each run of the plan, the target on its CPUs, the
+load on the other cores, the monitor beside it, and the run committed to
+the store the moment it ends. A failing target or engine fails that run,
+never the experiment; Ctrl-C or SIGTERM discards the run in progress, stops
+the target and keeps everything committed (`--resume` goes on from there)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import pydantic
+
+from corebench import engine
+from corebench.errors import EngineFailure, UsageError
+from corebench.monitor import Monitor
+from corebench.plan import Experiment, Point
+from corebench.plan.model import Target
+from corebench.plan.engine_config import load_config
+from corebench.plan.source import where
+from corebench.runner import host, schedule
+from corebench.runner.cpus import CpuControl, Layout, check, online_cpus
+from corebench.runner.progress import Progress
+from corebench.store import Store
+from corebench.target import process
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM: the run in progress was discarded."""
+
+
+@dataclass
+class Outcome:
+    experiment_id: int
+    ok: int = 0
+    failed: int = 0
+    starts: int = 0
+    skipped: int = 0
+    measured_s: float = 0.0
+    starts_s: float = 0.0
+    wall_s: float = 0.0
+    interrupted: bool = False
+
+
+@dataclass
+class _Running:
+    """The target as it runs for one configuration."""
+
+    key: str
+    target: Target
+    layout: Layout
+    started: Optional[process.Started] = None
+    error: Optional[str] = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def validate(exp: Experiment) -> None:
+    """Everything that can be checked before the first run."""
+    online = online_cpus()
+    for p in exp.points:
+        try:
+            check(p.target.cpus, online)
+        except ValueError as e:
+            raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: {e}") from None
+        try:
+            load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
+        except pydantic.ValidationError as e:
+            err = e.errors()[0]
+            loc = ("load",) + tuple(err["loc"])
+            msg = err["msg"].removeprefix("Value error, ")
+            raise UsageError(f"{where(exp.path, exp.text, loc)}: {msg} (at {p.label()})") from None
+
+
+def plan_json(exp: Experiment) -> dict:
+    return {"plan": exp.plan.model_dump(mode="json", by_alias=True), "factors": exp.factors}
+
+
+def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
+    validate(exp)
+    runs = schedule.runs(exp)
+    control = CpuControl()
+    if resume:
+        exp_id = store.latest_experiment(exp.digest)
+        if exp_id is None:
+            raise UsageError(f"{store.path}: no experiment of {exp.path} (this exact plan) to resume; run it without --resume")
+        done = store.done(exp_id)
+    else:
+        t = exp.points[0].target
+        server = host.server_version(t.version_command, t.builtin is not None)
+        exp_id = store.new_experiment(name=exp.plan.experiment.name, plan_path=str(exp.path), plan_toml=exp.text,
+                                      digest=exp.digest, plan_json=plan_json(exp), host=host.facts(control.method, server),
+                                      runs_planned=len(runs), version=host.__version__)
+        done = set()
+    todo = [r for r in runs if (r.point.key, r.repetition) not in done]
+    out = Outcome(exp_id, skipped=len(runs) - len(todo))
+    show = Progress(len(todo), quiet)
+    work_dir = Path(tempfile.mkdtemp(prefix="corebench-run-"))
+    affinity = os.sched_getaffinity(0)
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    running: Optional[_Running] = None
+    started = time.monotonic()
+    try:
+        for run in todo:
+            running = _ensure_target(exp, run.point, running, control, work_dir, out)
+            _one(exp, run, running, store, show, out)
+            if exp.plan.experiment.cooldown_s:
+                time.sleep(exp.plan.experiment.cooldown_s)
+    except (KeyboardInterrupt, Interrupted):
+        out.interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        _stop(exp, running)
+        os.sched_setaffinity(0, affinity)
+        show.close()
+        shutil.rmtree(work_dir, ignore_errors=True)
+        out.wall_s = time.monotonic() - started
+    return out
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], control: CpuControl,
+                   work_dir: Path, out: Outcome) -> _Running:
+    """Keeps the target when only load factors change; restarts it when a
+    target factor changes or it died."""
+    key = point.target_key(exp.target_factors)
+    alive = running is not None and running.started is not None and running.started.proc.poll() is None
+    # A target that failed to start is not retried within its configuration:
+    # its runs fail at once with the same reason.
+    if running is not None and running.key == key and (alive or point.target.url or running.error):
+        return running
+    _stop(exp, running)
+    t = point.target
+    layout = control.layout(t.cpus) if t.url is None else control.layout(None)
+    running = _Running(key, t, layout)
+    if t.url is not None:
+        running.info = {"kind": "url", "base_url": t.url}
+        return running
+    try:
+        began = time.monotonic()
+        run_dir = work_dir / f"target-{out.starts}"
+        out.starts += 1
+        running.started = process.start(t, point.levels, layout, exp.path.parent, run_dir, point.load.path)
+        out.starts_s += time.monotonic() - began
+        running.info = {"kind": "builtin" if t.builtin else "command", "pid": running.started.proc.pid,
+                        "argv": running.started.proc.args, "base_url": running.started.base_url,
+                        "ready_s": running.started.ready_s, "cpus_allowed": _cpus_allowed(running.started.proc.pid)}
+    except process.TargetError as e:
+        running.error = f"target not started: {e}"
+        Progress.note(running.error)
+    return running
+
+
+def _cpus_allowed(pid: int) -> str | None:
+    """What the kernel says the target may run on: the layout, verified."""
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _stop(exp: Experiment, running: Optional[_Running]) -> None:
+    if running is None:
+        return
+    if running.started is not None:
+        process.stop(running.started.proc, running.target)
+        running.started = None
+    CpuControl.release(running.layout)
+
+
+def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, show: Progress, out: Outcome) -> None:
+    e = exp.plan.experiment
+    show.begin(run.seq, run.label(e.repetitions))
+    began = time.time()
+    result, error = None, running.error
+    monitor = None
+    if error is None:
+        base_url = running.started.base_url if running.started else str(run.point.target.url)
+        cfg = load_config(run.point.load, base_url, e, exp.path.parent)
+        if running.layout.method != "none":
+            os.sched_setaffinity(0, running.layout.generator_cpus)
+        pid = running.started.proc.pid if running.started else None
+        with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
+            try:
+                result = engine.run(cfg, progress=show.tick)
+            except (UsageError, EngineFailure) as x:
+                error = f"engine: {x}"
+        if result is not None and result.interrupted:
+            raise Interrupted
+        if running.started is not None and running.started.proc.poll() is not None:
+            code = running.started.proc.returncode
+            error = f"the target exited with status {code} during the run; its output ends:\n{process.tail(running.started.log_path)}"
+            running.started = None  # restarted before the next run
+    ended = time.time()
+    summary = monitor.summary(busy_poll=run.point.load.busy_poll_us > 0) if monitor else None
+    store.add_run(out.experiment_id, seq=run.seq, point=run.point.levels, point_key=run.point.key,
+                  repetition=run.repetition, warmup=run.warmup, status="failed" if error else "ok", error=error,
+                  started=began, ended=ended, layout=running.layout.to_json(), target=running.info,
+                  monitor=summary, samples=[s.to_json() for s in (monitor.samples if monitor else [])],
+                  result=result.model_dump(mode="json", by_alias=True) if result else None)
+    if error:
+        out.failed += 1
+        show.end(f"FAILED: {error.splitlines()[0]}")
+        return
+    out.ok += 1
+    out.measured_s += result.duration_s
+    p99 = result.latency_us.total.at(99.0) / 1000
+    flag = " [client-bound]" if summary and summary.get("client_bound") else ""
+    shared = " [generator shares the target's cores]" if running.layout.shared and running.layout.method != "none" else ""
+    show.end(f"{result.throughput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed} failed{flag}{shared}")

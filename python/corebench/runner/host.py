@@ -1,0 +1,51 @@
+"""The host facts stored with an experiment: what the numbers were measured on."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+
+import psutil
+
+from corebench import __version__
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def server_version(command: list[str] | None, builtin: bool) -> str | None:
+    if builtin:
+        return f"corebench serve {__version__}"
+    if not command:
+        return None
+    try:
+        p = subprocess.run(command, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"unknown ({e})"
+    out = (p.stdout or p.stderr).strip().splitlines()
+    return out[0] if out else None
+
+
+def facts(cpu_method: str, server: str | None) -> dict:
+    freq = psutil.cpu_freq()
+    return {
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)),
+        "mhz": round(freq.current, 1) if freq else None,
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "corebench_version": __version__,
+        "cpu_control": cpu_method,
+        "server_version": server,
+        "memory_bytes": psutil.virtual_memory().total,
+    }

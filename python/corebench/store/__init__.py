@@ -1,0 +1,122 @@
+"""The store: SQLite in WAL mode, one row per run committed the moment the
+run ends, so nothing measured is lost; everything a report shows can be
+derived from it alone (DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS experiments (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan_path TEXT NOT NULL,
+    plan_toml TEXT NOT NULL,
+    plan_digest TEXT NOT NULL,
+    plan_json TEXT NOT NULL,
+    host_json TEXT NOT NULL,
+    runs_planned INTEGER NOT NULL,
+    created_unix REAL NOT NULL,
+    corebench_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    seq INTEGER NOT NULL,
+    point_key TEXT NOT NULL,
+    point_json TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    warmup INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    error TEXT,
+    started_unix REAL NOT NULL,
+    ended_unix REAL NOT NULL,
+    duration_s REAL,
+    throughput_rps REAL,
+    p50_us INTEGER,
+    p99_us INTEGER,
+    failed_requests INTEGER,
+    client_bound INTEGER,
+    layout_json TEXT,
+    target_json TEXT,
+    monitor_json TEXT,
+    result_json TEXT,
+    UNIQUE (experiment_id, point_key, repetition)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    t_s REAL NOT NULL,
+    sample_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
+"""
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"{path}: not a corebench store ({e})") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def new_experiment(self, *, name: str, plan_path: str, plan_toml: str, digest: str, plan_json: dict,
+                       host: dict, runs_planned: int, version: str) -> int:
+        cur = self.db.execute(
+            "INSERT INTO experiments (name, plan_path, plan_toml, plan_digest, plan_json, host_json, runs_planned,"
+            " created_unix, corebench_version) VALUES (?,?,?,?,?,?,?,?,?)",
+            (name, plan_path, plan_toml, digest, json.dumps(plan_json), json.dumps(host), runs_planned, time.time(), version))
+        return int(cur.lastrowid)
+
+    def latest_experiment(self, digest: str) -> Optional[int]:
+        row = self.db.execute("SELECT id FROM experiments WHERE plan_digest = ? ORDER BY id DESC LIMIT 1", (digest,)).fetchone()
+        return row[0] if row else None
+
+    def done(self, experiment_id: int) -> set[tuple[str, int]]:
+        rows = self.db.execute("SELECT point_key, repetition FROM runs WHERE experiment_id = ?", (experiment_id,))
+        return {(k, r) for k, r in rows}
+
+    def add_run(self, experiment_id: int, *, seq: int, point: dict, point_key: str, repetition: int, warmup: bool,
+                status: str, error: Optional[str], started: float, ended: float, layout: Optional[dict],
+                target: Optional[dict], monitor: Optional[dict], samples: list[dict], result: Optional[dict]) -> int:
+        """One transaction: the run and its samples are stored together or not at all."""
+        total = (result or {}).get("latency_us", {}).get("total", {})
+        pct = {p["percentile"]: p["value_us"] for p in total.get("percentiles", [])}
+        with self.db:
+            self.db.execute("BEGIN")
+            cur = self.db.execute(
+                "INSERT INTO runs (experiment_id, seq, point_key, point_json, repetition, warmup, status, error,"
+                " started_unix, ended_unix, duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound,"
+                " layout_json, target_json, monitor_json, result_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (experiment_id, seq, point_key, json.dumps(point), repetition, int(warmup), status, error, started, ended,
+                 (result or {}).get("duration_s"), (result or {}).get("throughput_rps"), pct.get(50.0), pct.get(99.0),
+                 (result or {}).get("failed"), int(bool((monitor or {}).get("client_bound"))),
+                 _json(layout), _json(target), _json(monitor), _json(result)))
+            run_id = int(cur.lastrowid)
+            self.db.executemany("INSERT INTO samples VALUES (?,?,?)", ((run_id, s["t_s"], json.dumps(s)) for s in samples))
+        return run_id
+
+    def runs(self, experiment_id: int) -> list[dict[str, Any]]:
+        self.db.row_factory = sqlite3.Row
+        try:
+            rows = self.db.execute("SELECT * FROM runs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)).fetchall()
+            return [dict(r) for r in rows]
+        finally:
+            self.db.row_factory = None
+
+
+def _json(value: Any) -> Optional[str]:
+    return None if value is None else json.dumps(value)

@@ -1,0 +1,124 @@
+"""A server under test in its own process group: configuration files
+rendered per start, placed on its CPUs before exec, polled until ready,
+stopped with its own signal, and its output kept for error messages."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from corebench.plan.factors import substitute
+from corebench.plan.model import Target
+from corebench.runner.cpus import CpuControl, Layout
+from corebench.target.nginx import free_port
+
+TAIL_BYTES = 2000
+
+
+class TargetError(Exception):
+    """The target could not be started, or did not become ready."""
+
+
+@dataclass
+class Started:
+    proc: subprocess.Popen
+    base_url: str
+    ready_s: float
+    log_path: Path
+
+
+def builtin_command(t: Target) -> list[str]:
+    b = t.builtin
+    assert b is not None
+    workers = b.workers or (max(1, round(t.cpus)) if t.cpus else os.cpu_count() or 1)
+    return [sys.executable, "-m", "corebench", "serve", "--port", "{port}", "--model", b.model,
+            "--workers", str(workers), *b.args]
+
+
+def tail(path: Path) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - TAIL_BYTES))
+            return f.read().decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _render(t: Target, values: dict, plan_dir: Path, run_dir: Path) -> None:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(plan_dir)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    for f in t.files:
+        try:
+            tmpl = env.get_template(f.template) if f.template else env.from_string(f.content or "")
+            text = tmpl.render(**values)
+        except jinja2.TemplateError as e:
+            raise TargetError(f"target file {f.path}: {e}") from None
+        dest = run_dir / substitute(f.path, values)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True  # any HTTP answer means it is up
+    except (OSError, ValueError):
+        return False
+
+
+def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
+    port = free_port()
+    values = {**levels, "port": port, "dir": str(run_dir)}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _render(t, values, plan_dir, run_dir)
+    argv = substitute(builtin_command(t) if t.builtin else list(t.command or []), values)
+    base_url = f"http://127.0.0.1:{port}/"
+    ready_url = substitute(t.ready_url, values) if t.ready_url else base_url.rstrip("/") + "/" + load_path.lstrip("/")
+    log_path = run_dir / "target.log"
+    env = {**os.environ, **substitute(t.env, values)}
+    cwd = plan_dir / substitute(t.cwd, values) if t.cwd else run_dir
+    started = time.monotonic()
+    with log_path.open("ab") as log:
+        try:
+            proc = subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    cwd=cwd, env=env, start_new_session=True, preexec_fn=lambda: CpuControl.enter(layout))
+        except (OSError, subprocess.SubprocessError) as e:
+            raise TargetError(f"cannot start {argv[0]}: {e}") from None
+    deadline = started + t.ready_timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise TargetError(f"the target exited with status {proc.returncode} before it was ready; its output ends:\n{tail(log_path)}")
+        if _answers(ready_url):
+            return Started(proc, base_url, time.monotonic() - started, log_path)
+        time.sleep(0.05)
+    stop(proc, t)
+    raise TargetError(f"the target did not answer {ready_url} within {t.ready_timeout_s:g} s; its output ends:\n{tail(log_path)}")
+
+
+def stop(proc: subprocess.Popen, t: Target) -> None:
+    """The stop signal to the whole process group, then SIGKILL after the timeout."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, getattr(signal, t.stop_signal))
+            proc.wait(timeout=t.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+        except ProcessLookupError:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()

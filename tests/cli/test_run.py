@@ -1,0 +1,115 @@
+"""`corebench run` and `corebench sweep` from the command line: bad plans,
+--dry-run, SIGINT then --resume, the sweep's table."""
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import CLI, run_cli
+
+PLAN = """\
+[experiment]
+repetitions = 2
+warmup = 1
+duration = "1s"
+
+[factors]
+concurrency = [1, 2, 4]
+
+[target]
+builtin = { model = "async", workers = 1 }
+
+[load]
+concurrency = "{concurrency}"
+"""
+
+
+def runs_in(store):
+    db = sqlite3.connect(store)
+    try:
+        return db.execute("SELECT experiment_id, point_key, repetition, status FROM runs ORDER BY seq").fetchall()
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        (("repetitions = 2", "repetitons = 2"), "plan.toml:2: experiment.repetitons: unknown key"),
+        (('duration = "1s"', "duration = true"), "plan.toml:4: experiment.duration"),
+        (('concurrency = "{concurrency}"', 'concurrency = "{conc}"'), "plan.toml:13: load.concurrency: {conc} is not a factor"),
+        (("workers = 1 }", "workers = 1 }\ncpus = 64"), "target.cpus: cpus = 64 is more than the"),
+    ],
+)
+def test_bad_plans_fail_before_any_run(tmp_path, change, fragment):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace(*change))
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"))
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and fragment in p.stderr, p.stderr
+    assert not (tmp_path / "s.sqlite").exists(), "nothing is created for a plan that cannot run"
+
+
+def test_dry_run_lists_the_runs(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    p = run_cli("run", str(plan), "--dry-run", "--store", str(tmp_path / "s.sqlite"))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert lines[-1] == "6 runs" and sum("(warm-up)" in line for line in lines) == 3
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_sigint_mid_run_then_resume(tmp_path):
+    plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
+    plan.write_text(PLAN)
+    proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not store.exists() or len(runs_in(store)) < 2):
+        time.sleep(0.1)
+    time.sleep(0.4)  # into the third run
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "--resume" in out
+    first = runs_in(store)
+    assert 2 <= len(first) < 6 and all(s == "ok" for *_, s in first), first
+    p = run_cli("run", str(plan), "--store", str(store), "--resume", "-q", timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"{len(first)} already there" in p.stdout
+    after = runs_in(store)
+    assert after[: len(first)] == first, "nothing committed is lost"
+    assert len(after) == 6 and len({(k, r) for _, k, r, _ in after}) == 6
+    assert {e for e, *_ in after} == {1}, "the same experiment goes on"
+    # No server is left behind.
+    assert "corebench serve" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+
+
+def test_resume_without_an_experiment_is_an_error(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "--resume")
+    assert p.returncode == 2 and "no experiment of" in p.stderr
+
+
+def test_sweep_against_a_running_server(nginx, tmp_path):
+    store = tmp_path / "sweep.sqlite"
+    p = run_cli("sweep", nginx.url, "-c", "1,4", "-t", "0.5s", "-r", "2", "--warmup", "1", "--store", str(store), "-q")
+    assert p.returncode == 0, p.stderr
+    table = p.stdout.strip().splitlines()[-3:]
+    assert table[0].split()[:2] == ["concurrency", "runs"]
+    assert [row.split()[:2] for row in table[1:]] == [["1", "1"], ["4", "1"]]
+    rows = runs_in(store)
+    assert len(rows) == 4 and all(s == "ok" for *_, s in rows)
+    layouts = sqlite3.connect(store).execute("SELECT layout_json FROM runs").fetchall()
+    assert all(json.loads(l)["method"] == "none" for (l,) in layouts), "a running server is not moved"
+
+
+def test_sweep_bad_levels():
+    p = run_cli("sweep", "http://127.0.0.1:9/", "-c", "1,x")
+    assert p.returncode == 2 and "-c '1,x'" in p.stderr

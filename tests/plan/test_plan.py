@@ -1,0 +1,79 @@
+"""Plans: factors, placeholders, and errors that name file, line and key."""
+
+import pytest
+
+from corebench.errors import UsageError
+from corebench.plan import load_plan
+from corebench.plan.factors import levels, substitute
+
+GOOD = """\
+[experiment]
+repetitions = 3
+warmup = 1
+duration = "2s"
+
+[factors]
+cpus = [1, 2]
+concurrency = "25..75:25"
+
+[target]
+builtin = { model = "prefork" }
+
+[load]
+path = "/dynamic?work_us=1000"
+concurrency = "{concurrency}"
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "plan.toml"
+    p.write_text(text)
+    return p
+
+
+def test_factorial_with_ranges_and_placeholders(tmp_path):
+    exp = load_plan(write(tmp_path, GOOD))
+    assert exp.factors == {"cpus": [1, 2], "concurrency": [25, 50, 75]}
+    assert len(exp.points) == 6
+    p = exp.points[-1]
+    assert (p.levels, p.load.concurrency, p.target.cpus) == ({"cpus": 2, "concurrency": 75}, 75, 2.0)
+    # cpus limits the target (implicitly), concurrency only the load.
+    assert exp.target_factors == {"cpus"}
+    assert exp.plan.experiment.duration_s == 2.0
+
+
+def test_levels_and_substitution():
+    assert levels("c", "1..2:0.5") == [1.0, 1.5, 2.0]
+    assert levels("c", "5..5") == [5]
+    assert levels("m", ["prefork", "worker"]) == ["prefork", "worker"]
+    for bad in ("10..1", "1..5:0", [], {"a": 1}):
+        with pytest.raises(ValueError):
+            levels("c", bad)
+    assert substitute({"a": "{n}", "b": "x{n}y", "c": ["{n}"]}, {"n": 3}) == {"a": 3, "b": "x3y", "c": [3]}
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (("repetitions = 3", "repetitons = 3"), "plan.toml:2: experiment.repetitons: unknown key (a typo?)"),
+        (("warmup = 1", "warmup = \"one\""), "plan.toml:3: experiment.warmup: Input should be a valid integer"),
+        (("warmup = 1", "warmup = 3"), "plan.toml:1: experiment: warmup (3) must be fewer than repetitions (3)"),
+        (('concurrency = "{concurrency}"', 'concurrency = "{concurency}"'),
+         "plan.toml:15: load.concurrency: {concurency} is not a factor"),
+        (('concurrency = "{concurrency}"', 'concurrency = "lots"'), "plan.toml:15: load.concurrency: Input should be a valid integer"),
+        (('path = "/dynamic?work_us=1000"', 'pth = "/"'), "plan.toml:14: load.pth: unknown key (a typo?) (at cpus=1 concurrency=25)"),
+        (('concurrency = "25..75:25"', 'concurrency = "75..25"'), "plan.toml:8: factors.concurrency: factor 'concurrency': range"),
+        (('builtin = { model = "prefork" }', 'builtin = { model = "forking" }'), "plan.toml:11: target.builtin.model: Input should be"),
+        (("[load]", "[load\n"), "plan.toml: not valid TOML"),
+    ],
+)
+def test_errors_name_file_line_and_key(tmp_path, change, expected):
+    path = write(tmp_path, GOOD.replace(*change))
+    with pytest.raises(UsageError) as e:
+        load_plan(path)
+    assert str(e.value).replace(str(tmp_path) + "/", "").startswith(expected), str(e.value)
+
+
+def test_a_missing_plan_is_one_clear_error(tmp_path):
+    with pytest.raises(UsageError, match="cannot read the plan"):
+        load_plan(tmp_path / "nope.toml")

@@ -1,0 +1,153 @@
+"""Experiments end to end against real targets: the store's content after
+normal runs, a target that dies mid-run, one that never becomes ready, and
+the CPU layout seen from /proc."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from corebench.plan import load_plan
+from corebench.runner import run_experiment
+from corebench.runner.cpus import online_cpus, plan_layout
+from corebench.store import Store
+
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+PY = sys.executable
+
+
+def experiment(tmp_path, text):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    store = Store(tmp_path / "store.sqlite")
+    out = run_experiment(load_plan(plan), store, quiet=True)
+    return out, store.runs(out.experiment_id), store
+
+
+def test_cores_by_concurrency_by_repetitions(tmp_path):
+    """The issue's plan: 2 cpus levels x 3 concurrency levels x 3 repetitions
+    (1 warm-up). The target writes the CPUs /proc gives it on every start."""
+    cpus_file = tmp_path / "cpus.txt"
+    text = f"""
+[experiment]
+repetitions = 3
+warmup = 1
+duration = "0.5s"
+
+[factors]
+cpus = [1, 2]
+concurrency = [2, 4, 8]
+
+[target]
+command = ["sh", "-c", "echo {{cpus}} $(grep Cpus_allowed_list /proc/self/status | cut -f2) >> {cpus_file}; exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"]
+
+[load]
+path = "/dynamic?work_us=100"
+concurrency = "{{concurrency}}"
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert (out.ok, out.failed, len(runs)) == (18, 0, 18)
+    assert sum(r["warmup"] for r in runs) == 6
+    assert {(json.loads(r["point_json"])["cpus"], json.loads(r["point_json"])["concurrency"]) for r in runs} == {
+        (c, n) for c in (1, 2) for n in (2, 4, 8)}
+    assert out.starts == 2, "the target restarts only when cpus changes"
+    online = online_cpus()
+    for line in cpus_file.read_text().splitlines():
+        cpus, allowed = line.split()
+        target, _, _ = plan_layout(float(cpus), online)
+        assert _expand(allowed) == target, line
+    for r in runs:
+        layout, monitor = json.loads(r["layout_json"]), json.loads(r["monitor_json"])
+        cpus = json.loads(r["point_json"])["cpus"]
+        assert len(layout["target_cpus"]) == cpus
+        assert _expand(json.loads(r["target_json"])["cpus_allowed"]) == layout["target_cpus"]
+        assert monitor["samples"] >= 1 and len(monitor["cores"]) == os.cpu_count()
+        assert monitor["target_cpu"] > 0 and r["throughput_rps"] > 0 and r["p99_us"] > 0
+        assert json.loads(r["result_json"])["responses"] > 0
+
+
+def _expand(cpulist: str) -> list[int]:
+    out = []
+    for part in cpulist.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def test_a_target_that_dies_mid_run_fails_that_run_and_is_restarted(tmp_path):
+    # The target exits after 150 requests; each run makes 100: every second
+    # run loses it, is stored failed, and the next run gets a new target.
+    text = f"""
+[experiment]
+repetitions = 4
+requests = 100
+randomize = false
+
+[target]
+command = ["{PY}", "{SUPPORT / 'dying_server.py'}", "{{port}}", "150"]
+
+[load]
+concurrency = 1
+keep_alive = true
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert [r["status"] for r in runs] == ["ok", "failed", "ok", "failed"]
+    assert (out.ok, out.failed, out.starts) == (2, 2, 2)
+    for r in runs[1::2]:
+        assert "the target exited with status 3 during the run" in r["error"]
+        assert "exits after 150 requests" in r["error"], "the error carries the tail of the target's output"
+        assert json.loads(r["result_json"])["errors"]["connect"] > 0
+
+
+def test_a_target_that_never_becomes_ready(tmp_path):
+    text = f"""
+[experiment]
+repetitions = 2
+duration = "1s"
+
+[factors]
+mode = ["silent", "crash"]
+
+[target]
+command = ["sh", "-c", "echo starting {{mode}}; if [ {{mode}} = crash ]; then exit 7; fi; exec sleep 30"]
+ready_timeout = "1s"
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert (out.ok, out.failed, len(runs)) == (0, 4, 4)
+    for r in runs:
+        mode = json.loads(r["point_json"])["mode"]
+        why = "did not answer" if mode == "silent" else "exited with status 7 before it was ready"
+        assert why in r["error"] and f"starting {mode}" in r["error"], r["error"]
+        assert r["result_json"] is None
+    assert out.starts == 2, "a target that failed to start is not retried within its configuration"
+
+
+@pytest.mark.skipif(len(online_cpus()) < 2, reason="needs a core for the generator")
+def test_fractional_cpus_get_a_quota(tmp_path):
+    proof = tmp_path / "cgroup.txt"
+    text = f"""
+[experiment]
+repetitions = 1
+duration = "0.5s"
+
+[target]
+command = ["sh", "-c", "cat /proc/self/cgroup > {proof}; exec {PY} -m corebench serve --port {{port}} --workers 1"]
+cpus = 0.5
+
+[load]
+path = "/dynamic?work_us=200"
+concurrency = 4
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    layout = json.loads(runs[0]["layout_json"])
+    assert out.ok == 1 and layout["quota_cpus"] == 0.5 and layout["target_cpus"] == [online_cpus()[0]]
+    if layout["method"] == "affinity":
+        pytest.skip("this machine's cgroups cannot be written")
+    # The target ran inside the group that carries the quota...
+    groups = proof.read_text()
+    assert any(Path(g).name in groups for g in layout["groups"]), groups
+    # ...and used about half a core at most (the quota), with work to spare.
+    monitor = json.loads(runs[0]["monitor_json"])
+    assert monitor["target_cpu"] < 0.75, monitor["target_cpu"]
