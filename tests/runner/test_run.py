@@ -151,3 +151,52 @@ concurrency = 4
     # ...and used about half a core at most (the quota), with work to spare.
     monitor = json.loads(runs[0]["monitor_json"])
     assert monitor["target_cpu"] < 0.75, monitor["target_cpu"]
+
+
+NGINX_CONF = """
+worker_processes {{ workers }};
+daemon off;
+pid {{ dir }}/nginx.pid;
+error_log {{ dir }}/error.log;
+events { worker_connections 256; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:{{ port }};
+    root {{ dir }};
+    location = /status { stub_status; }
+  }
+}
+"""
+
+
+def test_a_real_server_with_a_configuration_rendered_per_point(tmp_path, nginx):
+    # nginx (the fixture ensures it is installed), its configuration rendered
+    # from a template for each level of the workers factor.
+    (tmp_path / "nginx.conf.j2").write_text(NGINX_CONF)
+    text = """
+[experiment]
+repetitions = 1
+duration = "0.5s"
+
+[factors]
+workers = [1, 2]
+
+[target]
+command = ["nginx", "-c", "{dir}/nginx.conf", "-p", "{dir}"]
+files = [{ path = "nginx.conf", template = "nginx.conf.j2" }]
+ready_url = "http://127.0.0.1:{port}/status"
+stop_signal = "SIGQUIT"
+version_command = ["nginx", "-v"]
+
+[load]
+path = "/nginx.conf"
+concurrency = 2
+"""
+    out, runs, store = experiment(tmp_path, text)
+    assert (out.ok, out.starts) == (2, 2), [r["error"] for r in runs]
+    host = json.loads(store.db.execute("SELECT host_json FROM experiments").fetchone()[0])
+    assert host["server_version"].startswith("nginx version: nginx/")
+    for r in runs:
+        result = json.loads(r["result_json"])
+        assert result["server_software"].startswith("nginx") and result["failed"] == 0

@@ -4,6 +4,7 @@ a `Plan` the runner executes; every error names the file, line and key."""
 from __future__ import annotations
 
 import hashlib
+import re
 import json
 import tomllib
 from dataclasses import dataclass
@@ -95,22 +96,44 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     if "cpus" in levels and "cpus" not in target_raw and "url" not in target_raw:
         target_raw["cpus"] = "{cpus}"  # a cpus factor limits the target unless said otherwise
     known = set(levels) | BUILTIN_NAMES
+    # Files are jinja2 templates with the same values; their {{ }} are not placeholders.
+    files = target_raw.pop("files", [])
     for section, body in (("target", target_raw), ("load", plan.load)):
         for key, value in body.items():
             unknown = fx.names_used(value) - known
             if unknown:
                 name = sorted(unknown)[0]
                 raise _fail(path, text, (section, key), f"{{{name}}} is not a factor: the factors are {sorted(levels) or 'none'}")
+    target_factors = fx.names_used(target_raw) & set(levels)
+    if plan.target.get("restart") == "point":
+        target_factors = set(levels)
+    target_raw["files"] = files
     points = [_point(path, text, target_raw, plan.load, lv) for lv in fx.factorial(levels)]
-    return Experiment(path, text, plan, levels, points, fx.names_used(target_raw) & set(levels))
+    return Experiment(path, text, plan, levels, points, target_factors | _template_factors(files, levels, path.parent))
+
+
+def _template_factors(files: list, levels: dict, plan_dir: Path) -> set[str]:
+    """Factors a configuration file uses change the target too."""
+    text = ""
+    for f in files if isinstance(files, list) else []:
+        if not isinstance(f, dict):
+            continue
+        text += " ".join(str(v) for v in f.values())
+        if isinstance(f.get("template"), str):
+            try:
+                text += (plan_dir / f["template"]).read_text()
+            except (OSError, UnicodeDecodeError):
+                pass  # reported when the file is rendered
+    return {name for name in levels if re.search(rf"\b{re.escape(name)}\b", text)}
 
 
 def _point(path: Path, text: str, target_raw: dict, load_raw: dict, levels: dict[str, Any]) -> Point:
     # {port} and {dir} stay as text until the target starts.
     values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES}}
     at = " (at " + " ".join(f"{k}={v}" for k, v in levels.items()) + ")" if levels else ""
+    files = target_raw.get("files", [])
     try:
-        target = Target.model_validate(fx.substitute(target_raw, values))
+        target = Target.model_validate({**fx.substitute({k: v for k, v in target_raw.items() if k != "files"}, values), "files": files})
     except pydantic.ValidationError as e:
         raise _pydantic(path, text, ("target",), e, at) from None
     try:

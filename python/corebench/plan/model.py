@@ -90,6 +90,8 @@ class Target(_Section):
     # Prints the server's version, stored with the host facts.
     version_command: Optional[list[str]] = None
     cpus: Optional[float] = Field(None, gt=0, le=4096)
+    # "config": restart when a factor of the target changes; "point": for every point.
+    restart: Literal["config", "point"] = "config"
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
 
