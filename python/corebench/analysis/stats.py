@@ -1,0 +1,102 @@
+"""Statistics of repeated runs. Each method names its source."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as st
+
+# Fewer measured runs than this make a confidence interval meaningless.
+MIN_RUNS = 3
+# Iglewicz & Hoaglin (1993), "How to Detect and Handle Outliers": a modified
+# z-score above 3.5 marks an outlier; hyperfine uses the same rule.
+OUTLIER_Z = 3.5
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    sd: float
+    cv: float
+    median: float
+    ci_low: float
+    ci_high: float
+    # Indices (into the values given) of outliers: flagged, never dropped.
+    outliers: tuple[int, ...]
+    warning: str | None
+
+
+def modified_z(values: list[float]) -> list[float]:
+    """Iglewicz & Hoaglin (1993): M_i = 0.6745 (x_i − median) / MAD."""
+    x = np.asarray(values, dtype=float)
+    med = float(np.median(x))
+    mad = float(np.median(np.abs(x - med)))
+    if mad == 0:
+        return [0.0] * len(values)
+    return list(0.6745 * (x - med) / mad)
+
+
+def summarize(values: list[float]) -> Summary:
+    """Mean, sample standard deviation, coefficient of variation, median, and
+    the 95% confidence interval of the mean from Student's t distribution
+    (mean ± t(0.975, n−1) · s/√n; e.g. NIST/SEMATECH e-Handbook §7.2.2.1)."""
+    n = len(values)
+    if n == 0:
+        nan = math.nan
+        return Summary(0, nan, nan, nan, nan, nan, nan, (), "no measured runs")
+    x = np.asarray(values, dtype=float)
+    mean, median = float(x.mean()), float(np.median(x))
+    sd = float(x.std(ddof=1)) if n > 1 else 0.0
+    if n > 1:
+        half = float(st.t.ppf(1 - ALPHA / 2, n - 1)) * sd / math.sqrt(n)
+    else:
+        half = math.nan
+    outliers = tuple(i for i, z in enumerate(modified_z(values)) if abs(z) > OUTLIER_Z)
+    warning = None if n >= MIN_RUNS else f"only {n} measured run{'s' if n != 1 else ''}: the interval means little"
+    return Summary(n, mean, sd, sd / mean if mean else math.nan, median, mean - half, mean + half, outliers, warning)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against A: the relative difference of the means with its 95%
+    interval, and a significance test."""
+
+    relative: float
+    rel_low: float
+    rel_high: float
+    test: str
+    p_value: float
+    significant: bool
+
+    def words(self, what: str = "throughput") -> str:
+        if not self.significant:
+            return f"no significant difference in {what} ({self.test}, p = {self.p_value:.2g})"
+        way = "higher" if self.relative > 0 else "lower"
+        return (f"{what} {abs(self.relative) * 100:.1f}% {way} (95% CI {self.rel_low * 100:+.1f}% to "
+                f"{self.rel_high * 100:+.1f}%; {self.test}, p = {self.p_value:.2g})")
+
+
+def compare(a: list[float], b: list[float]) -> Comparison:
+    """Welch's t-test (unequal variances; Welch 1947) for the p-value, and
+    its interval for the difference of means, divided by A's mean. With
+    fewer than 2 runs a side no test is possible: reported as not significant."""
+    xa, xb = np.asarray(a, float), np.asarray(b, float)
+    ma, mb = float(xa.mean()), float(xb.mean())
+    rel = (mb - ma) / ma if ma else math.nan
+    if len(xa) < 2 or len(xb) < 2:
+        return Comparison(rel, math.nan, math.nan, "Welch's t-test", math.nan, False)
+    va, vb = xa.var(ddof=1) / len(xa), xb.var(ddof=1) / len(xb)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        same = mb == ma
+        return Comparison(rel, rel, rel, "Welch's t-test", 1.0 if same else 0.0, not same)
+    # Welch–Satterthwaite degrees of freedom.
+    df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
+    t = (mb - ma) / se
+    p = float(2 * st.t.sf(abs(t), df))
+    half = float(st.t.ppf(1 - ALPHA / 2, df)) * se
+    return Comparison(rel, (mb - ma - half) / ma, (mb - ma + half) / ma, "Welch's t-test", p, p < ALPHA)

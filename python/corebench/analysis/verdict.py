@@ -1,0 +1,102 @@
+"""Plain-language verdicts, each with its figures."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from corebench.analysis.points import PointStats
+from corebench.analysis.stats import compare
+
+_SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*<\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
+_SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
+
+
+@dataclass(frozen=True)
+class Slo:
+    percentile: float
+    limit_us: float
+
+    def __str__(self) -> str:
+        return f"p{self.percentile:g} < {self.limit_us / 1000:g} ms"
+
+
+def parse_slo(text: str) -> Slo:
+    m = _SLO.match(text)
+    if not m or float(m.group(1)) not in (50.0, 99.0):
+        raise ValueError(f"{text!r} is not a latency target: write p99<200ms or p50<20ms")
+    return Slo(float(m.group(1)), float(m.group(2)) * _SCALE_US[m.group(3)])
+
+
+def _tail(p: PointStats, percentile: float) -> float:
+    return (p.p99_us if percentile == 99.0 else p.p50_us).median
+
+
+def cost_per_million(p: PointStats, price_per_hour: float) -> float:
+    """Price of an hour over the requests an hour serves, per million."""
+    return price_per_hour / (p.throughput.mean * 3600) * 1e6
+
+
+def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None:
+    for factor, by_level in prices.items():
+        if factor in p.levels and str(p.levels[factor]) in by_level:
+            return by_level[str(p.levels[factor])]
+    return None
+
+
+def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | None = None, slo: Slo | None = None) -> list[str]:
+    ok = [p for p in points if p.measured and not math.isnan(p.throughput.mean)]
+    if not ok:
+        return ["No point has a successful measured run: nothing to conclude."]
+    out = _core_steps(ok)
+    fast = max(ok, key=lambda p: p.throughput.mean)
+    out.append(f"Best throughput: {fast.label()} at {fast.throughput.mean:,.0f} req/s "
+               f"(95% CI {fast.throughput.ci_low:,.0f}–{fast.throughput.ci_high:,.0f}).")
+    tail = min(ok, key=lambda p: p.p99_us.median)
+    out.append(f"Best tail latency: {tail.label()} with p99 {tail.p99_us.median / 1000:.2f} ms.")
+    steady = min(ok, key=lambda p: p.throughput.cv if not math.isnan(p.throughput.cv) else math.inf)
+    out.append(f"Least variable: {steady.label()} (coefficient of variation {steady.throughput.cv * 100:.1f}%).")
+    if steady is not fast and not math.isnan(steady.throughput.cv) and fast.throughput.cv > 0:
+        faster = (fast.throughput.mean / steady.throughput.mean - 1) * 100
+        calmer = (1 - steady.throughput.cv / fast.throughput.cv) * 100
+        out.append(f"Trade-off: {fast.label()} is {faster:.0f}% faster on average; {steady.label()} is {calmer:.0f}% less variable.")
+    out += _costs(ok, prices or {}, slo)
+    return out
+
+
+def _core_steps(points: list[PointStats]) -> list[str]:
+    """The gain of each step in CPUs, at each CPU level's best point."""
+    if not all("cpus" in p.levels for p in points):
+        return []
+    best: dict[float, PointStats] = {}
+    for p in points:
+        c = float(p.levels["cpus"])
+        if c not in best or p.throughput.mean > best[c].throughput.mean:
+            best[c] = p
+    levels = sorted(best)
+    out = []
+    for lo, hi in zip(levels, levels[1:]):
+        a, b = best[lo], best[hi]
+        cmp = compare([r["throughput_rps"] for r in a.measured], [r["throughput_rps"] for r in b.measured])
+        ideal = hi / lo
+        out.append(f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
+                   f"({a.throughput.mean:,.0f} → {b.throughput.mean:,.0f} req/s at their best points).")
+    return out
+
+
+def _costs(points: list[PointStats], prices: dict, slo: Slo | None) -> list[str]:
+    priced = [(p, price_of(p, prices)) for p in points]
+    priced = [(p, c) for p, c in priced if c is not None]
+    if not priced:
+        return []
+    cheapest = min(priced, key=lambda pc: cost_per_million(*pc))
+    out = [f"Cheapest per request: {cheapest[0].label()} at ${cost_per_million(*cheapest):.4f} per million requests."]
+    if slo is not None:
+        meeting = [(p, c) for p, c in priced if _tail(p, slo.percentile) < slo.limit_us]
+        if meeting:
+            p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
+            out.append(f"Cheapest meeting {slo}: {p.label()} at ${cost_per_million(p, c):.4f} per million requests.")
+        else:
+            out.append(f"No configuration meets {slo}.")
+    return out

@@ -1,0 +1,70 @@
+"""Scaling laws against published fits, and the first field report's table."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from corebench.analysis.scaling import fit, scaling_table
+from tests.conftest import run_cli
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "scaling"
+
+
+def table(name):
+    rows = list(csv.reader((DATA / f"{name}.csv").read_text().splitlines()))[1:]
+    return [float(a) for a, _ in rows], [float(b) for _, b in rows]
+
+
+def close(a, b, rel=0.001):
+    return a == b == 0 or abs(a - b) <= rel * abs(b)
+
+
+def test_usl_reproduces_specsdm91():
+    f = fit(*table("specsdm91"))
+    for k, published in {"lambda": 89.9952, "sigma": 0.0277285, "kappa": 0.000104365}.items():
+        assert close(f.params[k], published), (k, f.params[k], published)
+    assert close(f.peak_n, 96.5, rel=0.002)
+
+
+def test_usl_reproduces_raytracer():
+    f = fit(*table("raytracer"))
+    assert close(f.params["lambda"], 21.8488) and close(f.params["sigma"], 0.0578)
+    assert f.params["kappa"] == 0 and f.peak_n is None, "Amdahl-like: no finite peak"
+    lo, hi = f.intervals["sigma"]
+    assert lo < 0.0578 < hi
+
+
+def test_predictions_and_amdahl():
+    ns, xs = table("specsdm91")
+    f = fit(ns, xs, "usl", [300.0])
+    assert f.predictions[300.0] == pytest.approx(f.predict(300.0)) and f.predictions[300.0] < f.peak_x
+    a = fit(ns, xs, "amdahl")
+    assert set(a.params) == {"lambda", "sigma"} and a.r2 < f.r2
+
+
+def test_first_field_report_efficiency_table_and_speedup():
+    # "Are the Cores Worth It?": requests per second and clock rates.
+    e5310, x5130 = 332, 404
+    rows = scaling_table([("E5310 1 core", 1, 332, 1.6), ("E5310 4 cores", 4, 1128, 1.6), ("E5310 8 cores", 8, 2104, 1.6)], e5310)
+    rows += scaling_table([("5130 1 core", 1, 404, 2.0), ("5130 4 cores", 4, 1356, 2.0)], x5130)
+    per_ghz = {r.label: round(r.per_core_ghz) for r in rows}
+    assert per_ghz == {"E5310 1 core": 208, "E5310 4 cores": 176, "E5310 8 cores": 164, "5130 1 core": 202, "5130 4 cores": 170}
+    speed = {r.label: r.speedup for r in rows}
+    assert f"{speed['E5310 8 cores']:.1f}" == "6.3" and f"{speed['E5310 4 cores']:.1f}" == "3.4"
+    assert rows[2].efficiency == pytest.approx(2104 / (8 * 332))
+
+
+def test_fit_command(tmp_path):
+    p = run_cli("fit", str(DATA / "specsdm91.csv"), "--json")
+    assert p.returncode == 0, p.stderr
+    import json
+
+    usl, amdahl = json.loads(p.stdout)
+    assert close(usl["params"]["lambda"], 89.9952) and amdahl["law"] == "amdahl"
+    text = run_cli("fit", str(DATA / "raytracer.csv"), "--predict", "128").stdout
+    assert "peak    none" in text and "X(128) =" in text
+    bad = tmp_path / "bad.csv"
+    bad.write_text("n,x\n1,10\n2,abc\n")
+    p = run_cli("fit", str(bad))
+    assert p.returncode == 2 and "bad.csv:3:" in p.stderr

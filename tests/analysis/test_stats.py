@@ -1,0 +1,44 @@
+"""Statistics of repetitions, comparisons, knees, Little's law."""
+
+import math
+
+import pytest
+
+from corebench.analysis.knee import kneedle, little_ratio, saturation
+from corebench.analysis.stats import compare, summarize
+from corebench.analysis.verdict import parse_slo
+
+
+def test_summary_with_t_interval_and_outliers():
+    s = summarize([100, 102, 98, 101, 99, 100, 160])
+    assert s.n == 7 and s.median == 100 and s.outliers == (6,)
+    assert s.ci_low < s.mean < s.ci_high
+    t = summarize([10.0, 12.0, 14.0])
+    # mean 12, s = 2, t(0.975, 2) = 4.303: 12 ± 4.303 * 2 / sqrt(3)
+    assert t.ci_high == pytest.approx(12 + 4.302653 * 2 / math.sqrt(3), rel=1e-5)
+    assert t.cv == pytest.approx(2 / 12) and t.warning is None
+    assert summarize([5.0]).warning and summarize([]).n == 0
+
+
+def test_comparison_says_when_there_is_no_difference():
+    same = compare([100, 101, 99, 100], [100, 99, 101, 100])
+    assert not same.significant and "no significant difference" in same.words()
+    faster = compare([100, 101, 99, 100], [150, 151, 149, 150])
+    assert faster.significant and faster.relative == pytest.approx(0.5)
+    assert faster.rel_low < 0.5 < faster.rel_high and "Welch" in faster.words()
+
+
+def test_knee_saturation_little():
+    conc = [1, 2, 5, 10, 20, 50]
+    rps = [100, 200, 480, 800, 880, 900]
+    assert kneedle(conc, rps) == 10
+    assert kneedle([1, 2, 3], [1, 2, 3]) is None
+    assert saturation(conc, rps, 0.95) == 20
+    assert little_ratio(10, 1000, 0.01) == pytest.approx(1.0)
+
+
+def test_slo_parsing():
+    s = parse_slo("p99<200ms")
+    assert (s.percentile, s.limit_us) == (99.0, 200_000)
+    with pytest.raises(ValueError):
+        parse_slo("p97<1s")
