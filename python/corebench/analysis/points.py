@@ -25,6 +25,8 @@ class PointStats:
     generator_cpu: float | None
     client_bound: bool
     little: float | None  # X·R / N, closed loop only
+    # The generator ran on the target's cores: the target's figures are understated.
+    shared: bool = False
     cores: list[dict[str, float]] = field(default_factory=list)
 
     def label(self) -> str:
@@ -68,6 +70,8 @@ def point_stats(runs: list[dict]) -> list[PointStats]:
             generator_cpu=_mean([m["generator_cpu"] for m in monitors if "generator_cpu" in m]),
             client_bound=any(m.get("client_bound") for m in monitors),
             little=little,
+            shared=any(json.loads(r["layout_json"]).get("shared") and json.loads(r["layout_json"]).get("method") != "none"
+                       for r in measured if r["layout_json"]),
             cores=cores,
         ))
     return out

@@ -4,6 +4,7 @@ Scalability Law and Amdahl's law fitted by nonlinear least squares."""
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,6 +65,14 @@ METHOD = ("unweighted nonlinear least squares on (N, X), λ free, 0 ≤ σ, κ �
 ZERO = 1e-12
 
 
+def _curve_fit(law: str, n, x, lam0: float):
+    if law == "usl":
+        popt, pcov = optimize.curve_fit(usl, n, x, p0=[lam0, 0.01, 0.0001], bounds=([0, 0, 0], [np.inf, 1, 1]), max_nfev=20000)
+        return popt, pcov, ["lambda", "sigma", "kappa"], usl
+    popt, pcov = optimize.curve_fit(amdahl, n, x, p0=[lam0, 0.01], bounds=([0, 0], [np.inf, 1]), max_nfev=20000)
+    return popt, pcov, ["lambda", "sigma"], amdahl
+
+
 @dataclass(frozen=True)
 class ScalingRow:
     label: str
@@ -90,14 +99,10 @@ def fit(ns: list[float], xs: list[float], law: str = "usl", predict_at: list[flo
     if len(n) < (3 if law == "usl" else 2):
         raise ValueError(f"the {law.upper()} fit needs at least {3 if law == 'usl' else 2} points, got {len(n)}")
     lam0 = float(np.max(x / n))
-    if law == "usl":
-        popt, pcov = optimize.curve_fit(usl, n, x, p0=[lam0, 0.01, 0.0001], bounds=([0, 0, 0], [np.inf, 1, 1]), max_nfev=20000)
-        names = ["lambda", "sigma", "kappa"]
-        model = usl
-    else:
-        popt, pcov = optimize.curve_fit(amdahl, n, x, p0=[lam0, 0.01], bounds=([0, 0], [np.inf, 1]), max_nfev=20000)
-        names = ["lambda", "sigma"]
-        model = amdahl
+    with warnings.catch_warnings():
+        # Too few points for a covariance: the intervals come out as NaN, which reports show as unknown.
+        warnings.simplefilter("ignore", optimize.OptimizeWarning)
+        popt, pcov, names, model = _curve_fit(law, n, x, lam0)
     residual = x - model(n, *popt)
     r2 = 1 - float(np.sum(residual**2)) / float(np.sum((x - x.mean()) ** 2)) if len(x) > 1 else math.nan
     dof = max(len(n) - len(popt), 1)

@@ -73,9 +73,11 @@ class CpuControl:
     def __init__(self, prefer: str | None = None) -> None:
         self.method = prefer or ("cgroup2" if _writable_v2() else "cgroup1" if _writable_v1() else "affinity")
         self.counter = 0
+        # Read once: the runner later narrows its own affinity to the generator's cores.
+        self.online = online_cpus()
 
     def layout(self, cpus: float | None) -> Layout:
-        online = online_cpus()
+        online = self.online
         check(cpus, online)
         target, generator, quota = plan_layout(cpus, online)
         if cpus is None:

@@ -1,0 +1,99 @@
+"""`corebench report STORE`, `corebench export STORE`, `corebench compare A B`:
+everything from the store alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from corebench.cli import app
+from corebench.cli.common import write
+from corebench.errors import UsageError
+
+EXPERIMENT = typer.Option(None, "--experiment", "-e", help="Experiment id in the store (default: the latest).")
+
+
+def _slo(text: Optional[str]):
+    if text is None:
+        return None
+    from corebench.analysis.verdict import parse_slo
+
+    try:
+        return parse_slo(text)
+    except ValueError as e:
+        raise UsageError(f"--slo: {e}") from None
+
+
+@app.command("report")
+def report(
+    store: Path = typer.Argument(..., help="The experiment's store (SQLite)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default: report.html or stdout for md)."),
+    fmt: str = typer.Option("html", "--format", help="html (self-contained, offline) or md (Markdown summary)."),
+    experiment: Optional[int] = EXPERIMENT,
+    slo: Optional[str] = typer.Option(None, "--slo", help="A latency target for the cost verdict, e.g. p99<200ms."),
+) -> None:
+    """Write the experiment's report: statistics, scaling fits, diagnosis and verdicts."""
+    from corebench import report as rep
+
+    if fmt not in ("html", "md"):
+        raise UsageError(f"--format {fmt!r}: choose html or md")
+    data = rep.load(store, experiment, _slo(slo))
+    text = rep.get(fmt).render(data)
+    dest = str(out) if out else ("report.html" if fmt == "html" else "-")
+    write(dest, text, "-o")
+    if dest != "-":
+        print(f"corebench: report written to {dest}")
+        for v in data.verdicts[:3]:
+            print(f"  {v}")
+
+
+@app.command("export")
+def export(
+    store: Path = typer.Argument(..., help="The experiment's store (SQLite)."),
+    csv_out: bool = typer.Option(False, "--csv", help="CSV, one row per run."),
+    json_out: bool = typer.Option(False, "--json", help="JSON: the experiment, the host and the runs."),
+    parquet: bool = typer.Option(False, "--parquet", help="Parquet (needs pyarrow)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--output", help="File to write (default: stdout; required for parquet)."),
+    experiment: Optional[int] = EXPERIMENT,
+) -> None:
+    """Export the runs for a notebook."""
+    from corebench import report as rep
+    from corebench.report import table
+
+    chosen = [n for n, on in (("csv", csv_out), ("json", json_out), ("parquet", parquet)) if on]
+    if len(chosen) != 1:
+        raise UsageError("export: give one of --csv, --json or --parquet")
+    data = rep.load(store, experiment)
+    if chosen[0] == "parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise UsageError("--parquet needs pyarrow: pip install pyarrow (or use --csv)") from None
+        if out is None:
+            raise UsageError("--parquet: give the file with -o FILE")
+        pq.write_table(pa.Table.from_pylist(table.rows(data)), out)
+        return
+    text = table.to_csv(data) if chosen[0] == "csv" else table.to_json(data)
+    write(str(out) if out else "-", text, "-o")
+
+
+@app.command("compare")
+def compare(
+    a: Path = typer.Argument(..., help="A store (the baseline)."),
+    b: str = typer.Argument(..., help="Another store, or within A: two selectors like cpus=1 cpus=2."),
+    c: Optional[str] = typer.Argument(None, help="The second selector, when comparing within one store."),
+) -> None:
+    """A benchstat-like table: each point's throughput and p99, B against A, with p-values."""
+    from corebench.analysis.compare import compare_points, compare_stores
+
+    if c is not None:
+        lines = compare_points(a, b, c)
+    elif Path(b).exists():
+        lines = compare_stores(a, Path(b))
+    else:
+        raise UsageError(f"{b}: neither a store nor a selector pair; use: compare A.sqlite B.sqlite, or compare A.sqlite cpus=1 cpus=2")
+    sys.stdout.write("\n".join(lines) + "\n")

@@ -1,0 +1,166 @@
+"""The report's charts, drawn by matplotlib as inline SVG (text stays text,
+escaped by matplotlib's SVG writer; no fonts or scripts are fetched)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from corebench.analysis.points import PointStats  # noqa: E402
+from corebench.report.data import ReportData  # noqa: E402
+
+plt.rcParams.update({
+    "svg.fonttype": "none",
+    # Labels come from plans and servers: "$" must not start math mode.
+    "text.parse_math": False,
+    "font.size": 9,
+    "figure.figsize": (6.4, 3.6),
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+})
+_HEADER = re.compile(r"^.*?(?=<svg)", re.S)
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    # No metadata: a date would make reports differ for no reason.
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    plt.close(fig)
+    return _HEADER.sub("", buf.getvalue(), count=1)
+
+
+def _numeric(levels: list) -> bool:
+    return bool(levels) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
+
+
+def _series(points: list[PointStats], factor: str) -> dict[str, list[PointStats]]:
+    """Points grouped by the levels of every other factor, sorted along `factor`."""
+    out: dict[str, list[PointStats]] = {}
+    for p in points:
+        if not p.measured:
+            continue
+        rest = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != factor) or "all"
+        out.setdefault(rest, []).append(p)
+    for ps in out.values():
+        ps.sort(key=lambda p: (p.levels[factor] if _numeric([p.levels[factor]]) else str(p.levels[factor])))
+    return out
+
+
+def throughput_by(d: ReportData, factor: str) -> str:
+    fig, ax = plt.subplots()
+    for label, ps in _series(d.points, factor).items():
+        xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
+        ys = [p.throughput.mean for p in ps]
+        err = [[max(0.0, p.throughput.mean - p.throughput.ci_low) if p.throughput.n > 1 else 0.0 for p in ps],
+               [max(0.0, p.throughput.ci_high - p.throughput.mean) if p.throughput.n > 1 else 0.0 for p in ps]]
+        ax.errorbar(xs, ys, yerr=np.nan_to_num(err), marker="o", capsize=3, label=label)
+    ax.set_xlabel(factor)
+    ax.set_ylabel("throughput (req/s)")
+    ax.set_title(f"Throughput by {factor} (mean, 95% CI)")
+    ax.legend(fontsize=7)
+    return _svg(fig)
+
+
+def efficiency(d: ReportData) -> str | None:
+    if "cpus" not in d.factors or not _numeric(d.factors["cpus"]) or len(d.factors["cpus"]) < 2:
+        return None
+    ghz = d.plan["plan"].get("machine", {}).get("clock_ghz")
+    fig, ax = plt.subplots()
+    for label, ps in _series(d.points, "cpus").items():
+        base = [p for p in ps if float(p.levels["cpus"]) == min(float(q.levels["cpus"]) for q in ps)][0]
+        n0, x0 = float(base.levels["cpus"]), base.throughput.mean
+        xs = [float(p.levels["cpus"]) for p in ps]
+        ax.plot(xs, [p.throughput.mean / (float(p.levels["cpus"]) / n0 * x0) for p in ps], marker="o", label=label)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel("cpus")
+    ax.set_ylabel("efficiency per core")
+    title = "Efficiency: rps(n) / (n · rps(1))"
+    if ghz:
+        title += f"; clock {ghz} GHz"
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return _svg(fig)
+
+
+def latency(d: ReportData) -> str | None:
+    factor = "concurrency" if "concurrency" in d.factors else next(iter(d.factors), None)
+    if factor is None:
+        return None
+    fig, ax = plt.subplots()
+    for label, ps in _series(d.points, factor).items():
+        xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
+        line, = ax.plot(xs, [p.p99_us.median / 1000 for p in ps], marker="o", label=f"p99 {label}")
+        ax.plot(xs, [p.p50_us.median / 1000 for p in ps], marker=".", linestyle="--", color=line.get_color(), label=f"p50 {label}")
+    ax.set_xlabel(factor)
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(f"Latency percentiles by {factor} (median of runs)")
+    ax.legend(fontsize=6)
+    return _svg(fig)
+
+
+def variability(d: ReportData) -> str:
+    ps = [p for p in d.points if p.measured]
+    fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.22 * len(ps) + 1)))
+    labels = [p.label() for p in ps]
+    ax.barh(range(len(ps)), [np.nan_to_num(p.throughput.cv) * 100 for p in ps], color="#4c72b0")
+    ax.set_yticks(range(len(ps)), labels, fontsize=7)
+    ax.set_xlabel("coefficient of variation of throughput (%)")
+    ax.set_title("Variability: lower is steadier")
+    return _svg(fig)
+
+
+def fit_chart(sf) -> str:
+    f = sf.fit
+    fig, ax = plt.subplots()
+    ax.plot(sf.ns, sf.xs, "o", label="measured")
+    grid = np.linspace(min(sf.ns), max(sf.ns) * 4, 200)
+    ax.plot(grid, [f.predict(n) for n in grid], "-", label=f"USL λ={f.params['lambda']:.4g} σ={f.params['sigma']:.3g} κ={f.params['kappa']:.3g}")
+    ax.axvline(max(sf.ns), color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel(sf.factor)
+    ax.set_ylabel("throughput (req/s)")
+    ax.set_title(f"Scaling over {sf.factor} ({sf.fixed or 'all'}); right of the dotted line: predicted")
+    ax.legend(fontsize=7)
+    return _svg(fig)
+
+
+def heatmap(d: ReportData) -> str | None:
+    rows, labels = [], []
+    for r in d.runs:
+        if not r["monitor_json"]:
+            continue
+        cores = json.loads(r["monitor_json"]).get("cores") or []
+        if cores:
+            rows.append([1 - c["idle"] for c in cores])
+            labels.append(f"{r['seq']}")
+    if not rows:
+        return None
+    width = max(len(x) for x in rows)
+    grid = np.array([x + [np.nan] * (width - len(x)) for x in rows])
+    fig, ax = plt.subplots(figsize=(6.4, min(12.0, 1.5 + 0.12 * len(rows))))
+    im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    ax.set_xlabel("core")
+    ax.set_ylabel("run (seq)")
+    step = max(1, len(labels) // 30)
+    ax.set_yticks(range(0, len(labels), step), labels[::step], fontsize=6)
+    ax.set_xticks(range(width))
+    ax.set_title("Busy share of each core, per run")
+    fig.colorbar(im, ax=ax, fraction=0.04)
+    return _svg(fig)
+
+
+def all_charts(d: ReportData) -> list[tuple[str, str]]:
+    """(title, svg) for every chart the data supports."""
+    out = [(f"Throughput by {f}", throughput_by(d, f)) for f in d.factors]
+    for title, make in (("Efficiency", efficiency), ("Latency", latency), ("Variability", variability), ("CPU heat map", heatmap)):
+        svg = make(d)
+        if svg:
+            out.append((title, svg))
+    out += [(f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf)) for sf in d.fits]
+    return out

@@ -1,0 +1,42 @@
+"""The runs as a flat table: for the report's download, CSV and JSON export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from corebench.report.data import ReportData
+
+COLUMNS = ["experiment_id", "seq", "repetition", "warmup", "status", "error", "duration_s", "throughput_rps",
+           "p50_us", "p99_us", "failed_requests", "client_bound", "target_cpu", "generator_cpu", "started_unix"]
+
+
+def rows(d: ReportData) -> list[dict]:
+    factors = list(d.factors)
+    out = []
+    for r in d.runs:
+        monitor = json.loads(r["monitor_json"]) if r["monitor_json"] else {}
+        levels = json.loads(r["point_json"])
+        row = {k: r.get(k) for k in COLUMNS if k in r}
+        row.update({"target_cpu": monitor.get("target_cpu"), "generator_cpu": monitor.get("generator_cpu")})
+        row.update({f: levels.get(f) for f in factors})
+        out.append(row)
+    return out
+
+
+def columns(d: ReportData) -> list[str]:
+    return list(d.factors) + COLUMNS
+
+
+def to_csv(d: ReportData) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns(d), extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows(d))
+    return buf.getvalue()
+
+
+def to_json(d: ReportData) -> str:
+    return json.dumps({"experiment": {k: v for k, v in d.experiment.items() if k != "plan_json"},
+                       "host": d.host, "runs": rows(d)}, indent=1, default=str)

@@ -1,0 +1,156 @@
+"""The HTML report in a real browser (Debian's chromium, headless): no
+console errors, every chart drawn, the page's script ran, and nothing
+planted in a plan, a target's output or a header executes."""
+
+import json
+from html.parser import HTMLParser
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corebench import report
+from corebench.plan import load_plan
+from corebench.runner import run_experiment
+from corebench.store import Store
+from tests.conftest import run_cli
+
+PY = sys.executable
+OUT = Path(__file__).resolve().parents[2] / "out" / "test-report"
+# Each payload, if it ran, would mark the page's body.
+SCRIPT = "<script>document.body.setAttribute('data-pwned','script')</script>"
+ATTR = "\" onload=\"document.body.setAttribute('data-pwned','attr')\" x=\""
+IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
+
+PLAN = f"""
+[experiment]
+name = "cores {SCRIPT.replace('"', '')}"
+repetitions = 2
+warmup = 0
+duration = "0.3s"
+
+[factors]
+cpus = [1, 2]
+concurrency = [1, 2, 4]
+label = ["ok", {json.dumps(ATTR)}, {json.dumps(IMG)}]
+
+[target]
+command = ["sh", "-c", "if [ \\"$LABEL\\" != ok ] && [ {{concurrency}} = 4 ]; then echo \\"$LABEL\\"; exit 3; fi; exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"]
+env = {{ LABEL = "{{label}}" }}
+restart = "point"
+
+[load]
+path = "/dynamic?work_us=50"
+concurrency = "{{concurrency}}"
+headers = {{ X-Label = "{{label}}" }}
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    plan = tmp / "plan.toml"
+    plan.write_text(PLAN)
+    s = Store(tmp / "store.sqlite")
+    out = run_experiment(load_plan(plan), s, quiet=True)
+    s.close()
+    assert out.ok > 0 and out.failed > 0, "some points fail on purpose: their errors carry payloads"
+    return tmp / "store.sqlite"
+
+
+class Tags(HTMLParser):
+    """The elements and event-handler attributes of a serialized DOM."""
+
+    def __init__(self):
+        super().__init__()
+        self.names, self.handlers, self.body_attrs, self.scripts = set(), [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.names.add(tag)
+        self.scripts += tag == "script"
+        self.handlers += [(tag, k) for k, _ in attrs if k.startswith("on")]
+        if tag == "body":
+            self.body_attrs = attrs
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("chromium")
+    assert exe, "chromium is installed by scripts/install-system-deps"
+    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_report_in_a_real_browser(store, tmp_path):
+    html = tmp_path / "report.html"
+    p = run_cli("report", str(store), "-o", str(html), timeout=120)
+    assert p.returncode == 0, p.stderr
+    text = html.read_text()
+    fetched = re.findall(r'(?:src|href)\s*=\s*"(?:https?:)?//|url\(\s*["\']?(?:https?:)?//|@import', text)
+    assert not fetched, "nothing is fetched from elsewhere"
+    dom_run = chromium("--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000", "--dump-dom", html.as_uri())
+    dom = dom_run.stdout
+    console = [line for line in dom_run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
+    # Every chart is there and drawn.
+    figures = re.findall(r'<figure class="chart".*?</figure>', dom, re.S)
+    assert len(figures) >= 6, len(figures)
+    for fig in figures:
+        assert "<svg" in fig and len(re.findall(r"<(path|use|rect)\b", fig)) >= 3, fig[:200]
+    # The page's script ran: the run selector is filled and a timeline drawn.
+    assert dom.count("<option ") >= 10 and "<polyline" in dom
+    # No payload ran or became markup: the browser's own DOM has no planted
+    # element or handler, and the body is unmarked.
+    tags = Tags()
+    tags.feed(dom)
+    assert "img" not in tags.names and not tags.handlers, (tags.handlers, "img" in tags.names)
+    assert not any(k == "data-pwned" for k, _ in tags.body_attrs), tags.body_attrs
+    assert tags.scripts == 2, "the page's own two script elements, no more"
+    assert "&lt;script&gt;" in dom, "the payloads are shown, as text"
+    shot = tmp_path / "report.png"
+    chromium("--window-size=1200,5000", f"--screenshot={shot}", html.as_uri())
+    assert shot.stat().st_size > 50_000
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.std() > 0.05, "the screenshot is not blank"
+    OUT.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, OUT / "report.png")
+
+
+def test_markdown_and_exports(store, tmp_path):
+    md = run_cli("report", str(store), "--format", "md")
+    assert md.returncode == 0 and md.stdout.startswith("# cores") and "## Points" in md.stdout
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(run_cli("export", str(store), "--csv").stdout)))
+    assert rows[0][:3] == ["cpus", "concurrency", "label"] and "throughput_rps" in rows[0]
+    data = json.loads(run_cli("export", str(store), "--json").stdout)
+    assert len(data["runs"]) == len(rows) - 1 == 36
+    p = run_cli("export", str(store))
+    assert p.returncode == 2 and "--csv" in p.stderr
+
+
+def test_compare_two_levels_and_two_stores(store):
+    p = run_cli("compare", str(store), "cpus=1", "cpus=2")
+    assert p.returncode == 0, p.stderr
+    assert "Welch" in p.stdout and "req/s" in p.stdout and "p99 ms" in p.stdout
+    same = run_cli("compare", str(store), str(store))
+    assert same.returncode == 0 and "~ (p=" in same.stdout, "a store against itself: no significant difference"
+
+
+def test_report_data_verdicts_and_diagnosis(store):
+    d = report.load(store)
+    assert d.verdicts and any("CPUs" in v for v in d.verdicts)
+    kinds = {dg.kind for dg in d.diagnoses}
+    assert "failing" in kinds, kinds
+
+
+def test_report_errors(tmp_path):
+    p = run_cli("report", str(tmp_path / "none.sqlite"))
+    assert p.returncode == 2 and "no such store" in p.stderr
+    p = run_cli("report", str(tmp_path / "x.sqlite"), "--format", "pdf")
+    assert p.returncode == 2 and "--format" in p.stderr
