@@ -58,10 +58,19 @@ def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | Non
     steady = min(ok, key=lambda p: p.throughput.cv if not math.isnan(p.throughput.cv) else math.inf)
     out.append(f"Least variable: {steady.label()} (coefficient of variation {steady.throughput.cv * 100:.1f}%).")
     if steady is not fast and not math.isnan(steady.throughput.cv) and fast.throughput.cv > 0:
-        faster = (fast.throughput.mean / steady.throughput.mean - 1) * 100
         calmer = (1 - steady.throughput.cv / fast.throughput.cv) * 100
-        out.append(f"Trade-off: {fast.label()} is {faster:.0f}% faster on average; {steady.label()} is {calmer:.0f}% less variable.")
+        cmp = compare([r["throughput_rps"] for r in steady.measured], [r["throughput_rps"] for r in fast.measured])
+        if cmp.significant:
+            out.append(f"Trade-off: {fast.label()} is {cmp.relative * 100:.0f}% faster on average; "
+                       f"{steady.label()} is {calmer:.0f}% less variable.")
+        else:
+            out.append(f"{steady.label()} matches the best throughput ({cmp.words()}) and is {calmer:.0f}% less variable.")
     out += _costs(ok, prices or {}, slo)
+    shared = sorted({p.label() for p in ok if p.shared})
+    if shared:
+        out.append(f"Not shown here: at {len(shared)} point(s) ({', '.join(shared[:3])}{', ...' if len(shared) > 3 else ''}) "
+                   "the generator had no core of its own and shared the target's: those figures understate the server. "
+                   "Measure them on a machine with cores to spare, or with the generator on another machine.")
     return out
 
 

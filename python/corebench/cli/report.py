@@ -46,7 +46,7 @@ def report(
     write(dest, text, "-o")
     if dest != "-":
         print(f"corebench: report written to {dest}")
-        for v in data.verdicts[:3]:
+        for v in data.verdicts:
             print(f"  {v}")
 
 

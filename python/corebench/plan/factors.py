@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from typing import Any, Iterator
 
 Level = int | float | str | bool
-_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?)\s*(?::\s*(\d+(?:\.\d+)?))?\s*$")
+_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?|max)\s*(?::\s*(\d+(?:\.\d+)?))?\s*$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_LEVELS = 10_000
 
@@ -17,9 +18,10 @@ def _number(text: str) -> int | float:
     return float(text) if "." in text else int(text)
 
 
-def levels(name: str, spec: Any) -> list[Level]:
+def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
     """`[1, 2]`, a single value, or a range `"25..175:25"` (start..end:step,
-    both ends included; step 1 when left out)."""
+    both ends included; step 1 when left out). `"1..max"` ends at the CPUs
+    this machine lets corebench use, so one plan fits every machine."""
     if isinstance(spec, list):
         if not spec:
             raise ValueError(f"factor {name!r} has no levels")
@@ -27,7 +29,8 @@ def levels(name: str, spec: Any) -> list[Level]:
             raise ValueError(f"factor {name!r}: levels must be numbers, strings or booleans")
         return list(spec)
     if isinstance(spec, str) and (m := _RANGE.match(spec)):
-        start, end = _number(m.group(1)), _number(m.group(2))
+        top = m.group(2) if m.group(2) != "max" else str(max_cpus or len(os.sched_getaffinity(0)))
+        start, end = _number(m.group(1)), _number(top)
         step = _number(m.group(3)) if m.group(3) else 1
         if step <= 0 or end < start:
             raise ValueError(f"factor {name!r}: range {spec!r} must rise by a positive step, like 25..175:25")

@@ -116,12 +116,15 @@ def variability(d: ReportData) -> str:
     return _svg(fig)
 
 
-def fit_chart(sf) -> str:
+def fit_chart(sf, amdahl=None) -> str:
     f = sf.fit
     fig, ax = plt.subplots()
     ax.plot(sf.ns, sf.xs, "o", label="measured")
     grid = np.linspace(min(sf.ns), max(sf.ns) * 4, 200)
     ax.plot(grid, [f.predict(n) for n in grid], "-", label=f"USL λ={f.params['lambda']:.4g} σ={f.params['sigma']:.3g} κ={f.params['kappa']:.3g}")
+    if amdahl is not None:
+        a = amdahl.fit
+        ax.plot(grid, [a.predict(n) for n in grid], "--", label=f"Amdahl λ={a.params['lambda']:.4g} σ={a.params['sigma']:.3g}")
     ax.axvline(max(sf.ns), color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(sf.factor)
     ax.set_ylabel("throughput (req/s)")
@@ -162,5 +165,7 @@ def all_charts(d: ReportData) -> list[tuple[str, str]]:
         svg = make(d)
         if svg:
             out.append((title, svg))
-    out += [(f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf)) for sf in d.fits]
+    amdahl = {(sf.factor, sf.fixed): sf for sf in d.fits if sf.fit.law == "amdahl"}
+    out += [(f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf, amdahl.get((sf.factor, sf.fixed))))
+            for sf in d.fits if sf.fit.law == "usl"]
     return out

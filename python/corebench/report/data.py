@@ -9,7 +9,8 @@ from typing import Any
 
 from corebench.analysis.diagnose import Diagnosis, diagnose
 from corebench.analysis.points import PointStats, point_stats
-from corebench.analysis.scaling import Fit, fit
+from corebench.analysis.knee import kneedle, saturation
+from corebench.analysis.scaling import Fit, ScalingRow, fit, scaling_table
 from corebench.analysis.verdict import Slo, verdicts
 from corebench.errors import UsageError
 from corebench.store import Store
@@ -25,6 +26,13 @@ class ScalingFit:
 
 
 @dataclass
+class Knee:
+    fixed: str
+    knee: float | None
+    saturation: float | None
+
+
+@dataclass
 class ReportData:
     store_path: Path
     experiment: dict[str, Any]
@@ -36,6 +44,8 @@ class ReportData:
     diagnoses: list[Diagnosis]
     verdicts: list[str]
     fits: list[ScalingFit] = field(default_factory=list)
+    scaling: list[ScalingRow] = field(default_factory=list)
+    knees: list[Knee] = field(default_factory=list)
 
 
 def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = None) -> ReportData:
@@ -68,7 +78,50 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     data = ReportData(store_path, exp, plan, json.loads(exp["host_json"]), runs, points, plan.get("factors", {}),
                       diagnoses, verdicts(points, prices, slo))
     data.fits = scaling_fits(points, data.factors)
+    data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
+    data.knees = knees(points, data.factors)
+    cpus = data.factors.get("cpus", [])
+    if 0 < len(cpus) < 3:
+        data.verdicts.append(f"Not shown here: a scaling-law fit over CPUs, and its prediction for larger machines, needs 3 or "
+                             f"more CPU levels; this experiment has {len(cpus)} ({', '.join(map(str, cpus))}).")
     return data
+
+
+def cores_table(points: list[PointStats], factors: dict, ghz: float | None) -> list[ScalingRow]:
+    """The first field report's table: each CPU level's best point, its
+    speedup and efficiency over the fewest CPUs, and req/s per core-GHz."""
+    levels = factors.get("cpus", [])
+    if len(levels) < 2 or not all(isinstance(v, (int, float)) for v in levels):
+        return []
+    best: dict[float, PointStats] = {}
+    for p in points:
+        if p.measured and "cpus" in p.levels:
+            c = float(p.levels["cpus"])
+            if c not in best or p.throughput.mean > best[c].throughput.mean:
+                best[c] = p
+    if not best:
+        return []
+    low = min(best)
+    base = best[low].throughput.mean / low  # per CPU at the lowest level
+    rows = [(best[c].label(), c, best[c].throughput.mean, ghz) for c in sorted(best)]
+    return scaling_table(rows, base)
+
+
+def knees(points: list[PointStats], factors: dict) -> list[Knee]:
+    """Kneedle and the 95%-of-peak saturation point of throughput against concurrency."""
+    if len(factors.get("concurrency", [])) < 3:
+        return []
+    groups: dict[str, list[PointStats]] = {}
+    for p in points:
+        if p.measured:
+            rest = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != "concurrency") or "all"
+            groups.setdefault(rest, []).append(p)
+    out = []
+    for rest, ps in groups.items():
+        xs = [float(p.levels["concurrency"]) for p in ps]
+        ys = [p.throughput.mean for p in ps]
+        out.append(Knee(rest, kneedle(xs, ys), saturation(xs, ys)))
+    return out
 
 
 def _float(v: Any) -> float | None:
@@ -96,10 +149,11 @@ def scaling_fits(points: list[PointStats], factors: dict[str, list]) -> list[Sca
                 continue
             ps.sort(key=lambda p: p.levels[factor])
             ns, xs = [float(p.levels[factor]) for p in ps], [p.throughput.mean for p in ps]
-            try:
-                f = fit(ns, xs, "usl", [max(ns) * 2, max(ns) * 4])
-            except (ValueError, RuntimeError):
-                continue  # the optimizer found no fit: the report shows the points alone
             fixed = " ".join(f"{k}={v}" for k, v in json.loads(key).items())
-            out.append(ScalingFit(factor, fixed, ns, xs, f))
+            for law in ("usl", "amdahl"):
+                try:
+                    f = fit(ns, xs, law, [max(ns) * 2, max(ns) * 4])
+                except (ValueError, RuntimeError):
+                    continue  # the optimizer found no fit: the report shows the points alone
+                out.append(ScalingFit(factor, fixed, ns, xs, f))
     return out

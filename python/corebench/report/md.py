@@ -39,6 +39,6 @@ class Markdown:
             for sf in d.fits:
                 f = sf.fit
                 peak = f"peak at N* = {f.peak_n:.1f}" if f.peak_n else "no peak (κ = 0)"
-                out.append(f"- over {sf.factor} ({_cell(sf.fixed) or 'all'}): λ = {f.params['lambda']:.4g}, "
-                           f"σ = {f.params['sigma']:.4g}, κ = {f.params['kappa']:.4g}, R² = {f.r2:.3f}, {peak}")
+                out.append(f"- {sf.fit.law.upper()} over {sf.factor} ({_cell(sf.fixed) or 'all'}): λ = {f.params['lambda']:.4g}, "
+                           f"σ = {f.params['sigma']:.4g}, κ = {f.params.get('kappa', 0.0):.4g}, R² = {f.r2:.3f}, {peak}")
         return "\n".join(out) + "\n"
