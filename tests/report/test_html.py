@@ -154,3 +154,17 @@ def test_report_errors(tmp_path):
     assert p.returncode == 2 and "no such store" in p.stderr
     p = run_cli("report", str(tmp_path / "x.sqlite"), "--format", "pdf")
     assert p.returncode == 2 and "--format" in p.stderr
+
+
+def test_prices_and_latency_target(store):
+    from corebench.analysis.verdict import cost_per_million, parse_slo, verdicts
+
+    d = report.load(store)
+    prices = {"cpus": {"1": 0.05, "2": 0.10}}
+    lines = verdicts(d.points, prices, parse_slo("p99<1s"))
+    cheapest = next(v for v in lines if v.startswith("Cheapest per request"))
+    ok = [p for p in d.points if p.measured]
+    best = min(ok, key=lambda p: cost_per_million(p, prices["cpus"][str(p.levels["cpus"])]))
+    assert best.label() in cheapest
+    assert any(v.startswith("Cheapest meeting p99 < 1000 ms") for v in lines)
+    assert "No configuration meets p99 < 0.001 ms." in verdicts(d.points, prices, parse_slo("p99<1us"))
