@@ -202,3 +202,19 @@ def test_port_in_use_is_one_line():
         port = s.url.rsplit(":", 1)[1].strip("/")
         p = run_cli("serve", "--port", port, timeout=20)
     assert p.returncode == 2 and "cannot listen" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_logged_pages_come_from_the_database(tmp_path):
+    import urllib.request
+    from pathlib import Path
+
+    from corebench.target.builtin import Served
+
+    log = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / "apache-combined-10k.log"
+    with Served("--workers", "1", "--db-articles", "300", "--db-file", str(tmp_path / "db.sqlite"),
+                "--site-from-log", str(log)) as srv:
+        get = lambda path: urllib.request.urlopen(srv.url.rstrip("/") + path, timeout=10).read()  # noqa: E731
+        a, again = get("/blog/tags/puppet?flav=rss20"), get("/blog/tags/puppet?flav=rss20")
+        b = get("/presentations/logstash-monitorama-2013/images/kibana-search.png")
+    assert a == again and a != b, "a logged path always reads the same article"
+    assert b'class="comment"' in a and b'class="comment"' in b

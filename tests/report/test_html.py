@@ -145,6 +145,9 @@ def test_compare_two_levels_and_two_stores(store):
 def test_report_data_verdicts_and_diagnosis(store):
     d = report.load(store)
     assert d.verdicts and any("CPUs" in v for v in d.verdicts)
+    # Each other factor's levels against its first, configuration by configuration.
+    effect = next(v for v in d.verdicts if v.startswith("concurrency=4 against concurrency=1:"))
+    assert "configurations" in effect and "Welch" in effect
     kinds = {dg.kind for dg in d.diagnoses}
     assert "failing" in kinds, kinds
 

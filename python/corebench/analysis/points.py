@@ -54,9 +54,10 @@ def point_stats(runs: list[dict]) -> list[PointStats]:
             little = _mean([little_ratio(x["concurrency"], x["throughput_rps"], x["latency_us"]["total"]["mean_us"] / 1e6)
                             for x in closed])
         cores = []
-        if monitors and monitors[0].get("cores"):
-            n = len(monitors[0]["cores"])
-            cores = [{k: _mean([m["cores"][i][k] for m in monitors]) or 0.0 for k in monitors[0]["cores"][i]} for i in range(n)]
+        sampled = [m for m in monitors if m.get("cores")]  # a run shorter than a sample has none
+        if sampled:
+            n = len(sampled[0]["cores"])
+            cores = [{k: _mean([m["cores"][i][k] for m in sampled]) or 0.0 for k in sampled[0]["cores"][i]} for i in range(n)]
         out.append(PointStats(
             levels=json.loads(rs[0]["point_json"]),
             runs=rs,

@@ -45,11 +45,12 @@ def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None
     return None
 
 
-def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | None = None, slo: Slo | None = None) -> list[str]:
+def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | None = None, slo: Slo | None = None,
+             factors: dict[str, list] | None = None) -> list[str]:
     ok = [p for p in points if p.measured and not math.isnan(p.throughput.mean)]
     if not ok:
         return ["No point has a successful measured run: nothing to conclude."]
-    out = _core_steps(ok)
+    out = _core_steps(ok) + _factor_effects(ok, factors or {})
     fast = max(ok, key=lambda p: p.throughput.mean)
     out.append(f"Best throughput: {fast.label()} at {fast.throughput.mean:,.0f} req/s "
                f"(95% CI {fast.throughput.ci_low:,.0f}–{fast.throughput.ci_high:,.0f}).")
@@ -94,18 +95,62 @@ def _core_steps(points: list[PointStats]) -> list[str]:
     return out
 
 
+def _change(rel: float) -> str:
+    return f"{1 + rel:.1f}×" if rel > 1 else f"{rel * 100:+.1f}%"
+
+
+def _factor_effects(points: list[PointStats], factors: dict[str, list]) -> list[str]:
+    """Each level of each factor (cpus aside) against the factor's first
+    level, configuration by configuration (the other factors held equal):
+    in how many is it significantly higher, lower, or no different."""
+    import json
+    import statistics
+
+    names = [n for n in points[0].levels if n != "cpus"]
+    out = []
+    for name in names:
+        seen = list(dict.fromkeys(p.levels[name] for p in points))
+        levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
+        if len(levels) < 2:
+            continue
+        rest = lambda p: json.dumps({k: v for k, v in p.levels.items() if k != name}, sort_keys=True)  # noqa: E731
+        by_level = {lv: {rest(p): p for p in points if p.levels[name] == lv} for lv in levels}
+        base = by_level[levels[0]]
+        for lv in levels[1:]:
+            higher = lower = same = 0
+            changes = []
+            for key, b in by_level[lv].items():
+                a = base.get(key)
+                if a is None or len(a.measured) < 2 or len(b.measured) < 2:
+                    continue
+                c = compare([r["throughput_rps"] for r in a.measured], [r["throughput_rps"] for r in b.measured])
+                changes.append(c.relative)
+                if not c.significant:
+                    same += 1
+                elif c.relative > 0:
+                    higher += 1
+                else:
+                    lower += 1
+            total = higher + lower + same
+            if total:
+                out.append(f"{name}={lv} against {name}={levels[0]}: throughput significantly higher in {higher}, lower in "
+                           f"{lower}, no significant difference in {same} of {total} configurations "
+                           f"(median change {_change(statistics.median(changes))}; Welch's t-test, α = 0.05).")
+    return out
+
+
 def _costs(points: list[PointStats], prices: dict, slo: Slo | None) -> list[str]:
     priced = [(p, price_of(p, prices)) for p in points]
     priced = [(p, c) for p, c in priced if c is not None]
     if not priced:
         return []
     cheapest = min(priced, key=lambda pc: cost_per_million(*pc))
-    out = [f"Cheapest per request: {cheapest[0].label()} at ${cost_per_million(*cheapest):.4f} per million requests."]
+    out = [f"Cheapest per request: {cheapest[0].label()} at ${cost_per_million(*cheapest):.4g} per million requests."]
     if slo is not None:
         meeting = [(p, c) for p, c in priced if _tail(p, slo.percentile) < slo.limit_us]
         if meeting:
             p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
-            out.append(f"Cheapest meeting {slo}: {p.label()} at ${cost_per_million(p, c):.4f} per million requests.")
+            out.append(f"Cheapest meeting {slo}: {p.label()} at ${cost_per_million(p, c):.4g} per million requests.")
         else:
             out.append(f"No configuration meets {slo}.")
     return out

@@ -64,12 +64,15 @@ def run(
     resume: bool = RESUME,
     dry_run: bool = DRY_RUN,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the run order (overrides the plan's)."),
+    duration: Optional[str] = typer.Option(None, "--duration", "-t", help="Length of each run (overrides the plan's, e.g. 2s for a quick pass)."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Runs per point (overrides the plan's)."),
     quiet: bool = QUIET,
 ) -> None:
     """Run an experiment: every point of the plan's factors, repeated, on the CPUs asked for, monitored and stored."""
     from corebench.plan import load_plan
 
-    exp = load_plan(plan, {"seed": seed} if seed is not None else None)
+    overrides = {k: v for k, v in (("seed", seed), ("duration", duration), ("repetitions", repetitions)) if v is not None}
+    exp = load_plan(plan, overrides)
     _execute(exp, store or Path(plan.stem + ".sqlite"), resume, dry_run, quiet)
 
 

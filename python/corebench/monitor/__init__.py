@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import psutil
 
 INTERVAL_S = 0.2
+# A shorter tail has too few clock ticks (10 ms each) to say anything.
+MIN_TAIL_S = 0.05
 # A generator using this share of its cores' time was the limit (client-bound).
 CLIENT_BOUND_SHARE = 0.9
 _CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle")
@@ -84,6 +86,11 @@ class Monitor:
             cur = self._read()
             self.samples.append(self._sample(prev, cur))
             prev = cur
+        # The part of the run after the last full interval: a run shorter
+        # than one interval still gets a sample.
+        cur = self._read()
+        if cur[0] - prev[0] >= MIN_TAIL_S:
+            self.samples.append(self._sample(prev, cur))
 
     def _sample(self, a, b) -> Sample:
         dt = max(b[0] - a[0], 1e-6)

@@ -52,11 +52,20 @@ class Machine(_Section):
     price_per_hour: dict[str, dict[str, float]] = {}
 
 
+def _argv(v: Any) -> Any:
+    # A factor's level put into an argument list is an argument: text.
+    if isinstance(v, list):
+        return [str(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else x for x in v]
+    return v
+
+
 class Builtin(_Section):
     model: Literal["prefork", "threads", "async"] = "async"
     workers: Optional[int] = Field(None, ge=1, le=4096)
     # More `corebench serve` flags, e.g. ["--site-from-log", "access.log"].
     args: list[str] = []
+
+    _args = field_validator("args", mode="before")(classmethod(lambda cls, v: _argv(v)))
 
 
 class File(_Section):
@@ -79,6 +88,12 @@ class Target(_Section):
     builtin: Optional[Builtin] = None
     command: Optional[list[str]] = None
     url: Optional[str] = None
+    # A ready target by name (apache: prefork/worker/event MPMs; nginx), its
+    # configuration rendered per start; `settings` override its defaults.
+    recipe: Optional[Literal["apache", "nginx"]] = None
+    settings: dict[str, Any] = {}
+    # Static pages written to {dir}/htdocs as SIZE.html, for static servers.
+    pages: list[int] = Field([], max_length=100)
     env: dict[str, str] = {}
     cwd: Optional[str] = None
     files: list[File] = []
@@ -94,6 +109,7 @@ class Target(_Section):
     restart: Literal["config", "point"] = "config"
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
+    _argvs = field_validator("command", "version_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
 
     @field_validator("stop_signal")
     @classmethod
@@ -104,9 +120,13 @@ class Target(_Section):
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Target":
-        kinds = [k for k in ("builtin", "command", "url") if getattr(self, k) is not None]
+        kinds = [k for k in ("builtin", "command", "url", "recipe") if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("give exactly one of builtin, command (an argument list) or url (a running server)")
+            raise ValueError("give exactly one of builtin, recipe (apache, nginx), command (an argument list) or url (a running server)")
+        if self.settings and self.recipe is None:
+            raise ValueError("settings belong to a recipe (recipe = \"apache\" or \"nginx\")")
+        if any(not 0 <= p <= 100 * 1024 * 1024 for p in self.pages):
+            raise ValueError("page sizes are bytes from 0 to 100 MiB")
         if self.command is not None and not self.command:
             raise ValueError("command is an empty argument list")
         if self.url is not None and self.cpus is not None:

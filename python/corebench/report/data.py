@@ -75,8 +75,9 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     cpus_of = lambda p: p.levels.get("cpus", plan["plan"]["target"].get("cpus"))  # noqa: E731
     diagnoses = [diagnose(p, _float(cpus_of(p))) for p in points]
     prices = plan["plan"].get("machine", {}).get("price_per_hour", {})
-    data = ReportData(store_path, exp, plan, json.loads(exp["host_json"]), runs, points, plan.get("factors", {}),
-                      diagnoses, verdicts(points, prices, slo))
+    factors = plan.get("factors", {})
+    data = ReportData(store_path, exp, plan, json.loads(exp["host_json"]), runs, points, factors,
+                      diagnoses, verdicts(points, prices, slo, factors))
     data.fits = scaling_fits(points, data.factors)
     data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
     data.knees = knees(points, data.factors)

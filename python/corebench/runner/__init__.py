@@ -28,7 +28,7 @@ from corebench.runner import host, schedule
 from corebench.runner.cpus import CpuControl, Layout, check, online_cpus
 from corebench.runner.progress import Progress
 from corebench.store import Store
-from corebench.target import process
+from corebench.target import process, recipes
 
 
 class Interrupted(Exception):
@@ -68,6 +68,11 @@ def validate(exp: Experiment) -> None:
             check(p.target.cpus, online)
         except ValueError as e:
             raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: {e}") from None
+        if p.target.recipe:
+            try:
+                recipes.settings(p.target)
+            except recipes.RecipeError as e:
+                raise UsageError(f"{where(exp.path, exp.text, ('target', 'settings'))}: {e} (at {p.label()})") from None
         try:
             load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
         except pydantic.ValidationError as e:
@@ -91,7 +96,7 @@ def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet
             raise UsageError(f"{store.path}: no experiment of {exp.path} (this exact plan) to resume; run it without --resume")
         done = store.done(exp_id)
     else:
-        t = exp.points[0].target
+        t = recipes.expand(exp.points[0].target)
         server = host.server_version(t.version_command, t.builtin is not None)
         exp_id = store.new_experiment(name=exp.plan.experiment.name, plan_path=str(exp.path), plan_toml=exp.text,
                                       digest=exp.digest, plan_json=plan_json(exp), host=host.facts(control.method, server),
@@ -101,6 +106,7 @@ def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet
     out = Outcome(exp_id, skipped=len(runs) - len(todo))
     show = Progress(len(todo), quiet)
     work_dir = Path(tempfile.mkdtemp(prefix="corebench-run-"))
+    os.chmod(work_dir, 0o755)  # servers that drop privileges read their folders in it
     affinity = os.sched_getaffinity(0)
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     running: Optional[_Running] = None
@@ -150,7 +156,7 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
         out.starts += 1
         running.started = process.start(t, point.levels, layout, exp.path.parent, run_dir, point.load.path)
         out.starts_s += time.monotonic() - began
-        running.info = {"kind": "builtin" if t.builtin else "command", "pid": running.started.proc.pid,
+        running.info = {"kind": "builtin" if t.builtin else t.recipe or "command", "pid": running.started.proc.pid,
                         "argv": running.started.proc.args, "base_url": running.started.base_url,
                         "ready_s": running.started.ready_s, "cpus_allowed": _cpus_allowed(running.started.proc.pid)}
     except process.TargetError as e:

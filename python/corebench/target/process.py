@@ -19,6 +19,7 @@ import jinja2
 from corebench.plan.factors import substitute
 from corebench.plan.model import Target
 from corebench.runner.cpus import CpuControl, Layout
+from corebench.target import recipes
 from corebench.target.nginx import free_port
 
 TAIL_BYTES = 2000
@@ -78,17 +79,35 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _pages(t: Target, run_dir: Path) -> None:
+    docroot = run_dir / "htdocs"
+    docroot.mkdir(parents=True, exist_ok=True)
+    for size in t.pages:
+        # Printable bytes ending in a newline, like the 44-byte page of the reports.
+        (docroot / f"{size}.html").write_bytes((b"x" * max(size - 1, 0) + b"\n")[:size])
+
+
 def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
+    try:
+        settings = recipes.settings(t) if t.recipe else {}
+        t = recipes.expand(t)
+    except recipes.RecipeError as e:
+        raise TargetError(f"recipe {t.recipe}: {e}") from None
     port = free_port()
-    values = {**levels, "port": port, "dir": str(run_dir)}
+    values = {**levels, **settings, "port": port, "dir": str(run_dir)}
     run_dir.mkdir(parents=True, exist_ok=True)
+    # Servers that drop privileges (Apache's children run as www-data) must read their folder.
+    os.chmod(run_dir, 0o755)
+    _pages(t, run_dir)
     _render(t, values, plan_dir, run_dir)
     argv = substitute(builtin_command(t) if t.builtin else list(t.command or []), values)
     base_url = f"http://127.0.0.1:{port}/"
     ready_url = substitute(t.ready_url, values) if t.ready_url else base_url.rstrip("/") + "/" + load_path.lstrip("/")
     log_path = run_dir / "target.log"
     env = {**os.environ, **substitute(t.env, values)}
-    cwd = plan_dir / substitute(t.cwd, values) if t.cwd else run_dir
+    # The built-in server's paths (a log, a database file) are the plan's;
+    # a command's are its own folder's, where its configuration is rendered.
+    cwd = plan_dir / substitute(t.cwd, values) if t.cwd else (plan_dir if t.builtin else run_dir)
     started = time.monotonic()
     with log_path.open("ab") as log:
         try:

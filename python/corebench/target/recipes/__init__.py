@@ -1,0 +1,84 @@
+"""Ready targets by name: Apache httpd (prefork, worker, event) and nginx
+from the Debian packages, each with its configuration rendered per start on
+a port and in a folder of its own, never touching the system's instance.
+`settings` in the plan override the defaults below (and may be factors)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from corebench.plan.model import File, Target
+
+APACHE_DEFAULTS: dict[str, Any] = {
+    "mpm": "event",
+    "binary": "/usr/sbin/apache2",
+    "modules": "/usr/lib/apache2/modules",
+    "user": "www-data",
+    "group": "www-data",
+    "keep_alive": "On",
+    "max_keep_alive_requests": 0,  # unlimited, as a benchmark needs
+    "keep_alive_timeout": 5,
+    "start_servers": 2,
+    "min_spare_servers": 5,
+    "max_spare_servers": 10,
+    "max_request_workers": 150,
+    "threads_per_child": 25,
+    "min_spare_threads": 25,
+    "max_spare_threads": 75,
+    "access_log": False,
+}
+NGINX_DEFAULTS: dict[str, Any] = {
+    "binary": "/usr/sbin/nginx",
+    "worker_processes": "auto",
+    "worker_connections": 4096,
+    "keep_alive_timeout": 65,
+    "max_keep_alive_requests": 100000,
+    "access_log": False,
+}
+RECIPES = {"apache": APACHE_DEFAULTS, "nginx": NGINX_DEFAULTS}
+MPMS = ("prefork", "worker", "event")
+
+
+class RecipeError(ValueError):
+    pass
+
+
+def _template(name: str) -> str:
+    return resources.files("corebench.target.recipes").joinpath(name).read_text()
+
+
+def settings(t: Target) -> dict[str, Any]:
+    assert t.recipe is not None
+    defaults = RECIPES[t.recipe]
+    unknown = set(t.settings) - set(defaults)
+    if unknown:
+        raise RecipeError(f"unknown {t.recipe} setting {sorted(unknown)[0]!r}; known: {', '.join(sorted(defaults))}")
+    values = {**defaults, **t.settings}
+    if t.recipe == "apache" and values["mpm"] not in MPMS:
+        raise RecipeError(f"mpm {values['mpm']!r} is not one of {', '.join(MPMS)}")
+    return values
+
+
+def expand(t: Target) -> Target:
+    """The recipe as a command target."""
+    if t.recipe is None:
+        return t
+    s = settings(t)
+    if t.recipe == "apache":
+        command = [s["binary"], "-f", "{dir}/httpd.conf", "-DFOREGROUND"]
+        conf = File(path="httpd.conf", content=_template("apache.conf.j2"))
+        version = [s["binary"], "-v"]
+        stop = "SIGTERM"
+    else:
+        command = [s["binary"], "-c", "{dir}/nginx.conf", "-p", "{dir}"]
+        conf = File(path="nginx.conf", content=_template("nginx.conf.j2"))
+        version = [s["binary"], "-v"]
+        stop = "SIGQUIT"  # nginx's graceful shutdown
+    return t.model_copy(update={
+        "command": command,
+        "files": [conf, *t.files],
+        "version_command": t.version_command or version,
+        "stop_signal": stop if t.stop_signal == "SIGTERM" else t.stop_signal,
+        "ready_url": t.ready_url or "http://127.0.0.1:{port}/",
+    })

@@ -1,0 +1,100 @@
+"""The ready recipes against the real servers from the Debian packages:
+Apache httpd with each MPM and nginx, a short plan each that runs, stores
+and reports; the system's own instances are never touched."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from corebench import report
+from corebench.plan import load_plan
+from corebench.runner import run_experiment
+from corebench.store import Store
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.skipif(not shutil.which("apache2") and not shutil.which("/usr/sbin/apache2"),
+                                reason="scripts/install-system-deps installs apache2")
+
+
+def experiment(tmp_path, text):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    store = Store(tmp_path / "store.sqlite")
+    out = run_experiment(load_plan(plan), store, quiet=True)
+    runs = store.runs(out.experiment_id)
+    host = json.loads(store.db.execute("SELECT host_json FROM experiments").fetchone()[0])
+    store.close()
+    return out, runs, host
+
+
+def servers_running(name: str) -> int:
+    return subprocess.run(["pgrep", "-c", "-x", name], capture_output=True, text=True).stdout.strip() or "0"
+
+
+def test_apache_prefork_worker_event(tmp_path):
+    before = servers_running("apache2")
+    text = """
+[experiment]
+repetitions = 2
+warmup = 1
+duration = "0.5s"
+
+[factors]
+mpm = ["prefork", "worker", "event"]
+concurrency = [4, 16]
+
+[target]
+recipe = "apache"
+settings = { mpm = "{mpm}", max_request_workers = 32, threads_per_child = 8 }
+pages = [44]
+
+[load]
+path = "/44.html"
+concurrency = "{concurrency}"
+"""
+    out, runs, host = experiment(tmp_path, text)
+    assert (out.ok, out.failed, out.starts) == (12, 0, 3), [r["error"] for r in runs if r["error"]]
+    assert host["server_version"].startswith("Server version: Apache/2.4")
+    for r in runs:
+        result = json.loads(r["result_json"])
+        assert result["server_software"].startswith("Apache") and result["document_length"] == 44
+        assert result["failed"] == 0 and json.loads(r["target_json"])["kind"] == "apache"
+    assert servers_running("apache2") == before, "no Apache left running"
+    html = tmp_path / "report.html"
+    p = run_cli("report", str(tmp_path / "store.sqlite"), "-o", str(html))
+    assert p.returncode == 0 and "mpm=prefork" in html.read_text()
+
+
+def test_nginx_worker_processes(tmp_path):
+    text = """
+[experiment]
+repetitions = 1
+duration = "0.5s"
+
+[factors]
+workers = [1, 2]
+
+[target]
+recipe = "nginx"
+settings = { worker_processes = "{workers}" }
+pages = [2048]
+
+[load]
+path = "/2048.html"
+concurrency = 8
+"""
+    out, runs, host = experiment(tmp_path, text)
+    assert (out.ok, out.starts) == (2, 2), [r["error"] for r in runs]
+    assert host["server_version"].startswith("nginx version")
+    assert all(json.loads(r["result_json"])["document_length"] == 2048 for r in runs)
+    d = report.load(tmp_path / "store.sqlite")
+    assert len(d.points) == 2 and d.verdicts
+
+
+def test_a_bad_recipe_setting_fails_before_any_run(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[target]\nrecipe = "apache"\nsettings = { mpm = "threaded" }\n')
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"))
+    assert p.returncode == 2 and "plan.toml:3: target.settings: mpm 'threaded' is not one of prefork, worker, event" in p.stderr
