@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 
 from corebench import report
-from corebench.plan import load_plan
-from corebench.runner import run_experiment
-from corebench.store import Store
 from tests.conftest import run_cli
+from tests.support.experiments import run_plan
 
 PY = sys.executable
 OUT = Path(__file__).resolve().parents[2] / "out" / "test-report"
@@ -51,14 +49,9 @@ headers = {{ X-Label = "{{label}}" }}
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("report")
-    plan = tmp / "plan.toml"
-    plan.write_text(PLAN)
-    s = Store(tmp / "store.sqlite")
-    out = run_experiment(load_plan(plan), s, quiet=True)
-    s.close()
-    assert out.ok > 0 and out.failed > 0, "some points fail on purpose: their errors carry payloads"
-    return tmp / "store.sqlite"
+    ran = run_plan(tmp_path_factory.mktemp("report"), PLAN)
+    assert ran.out.ok > 0 and ran.out.failed > 0, "some points fail on purpose: their errors carry payloads"
+    return ran.store
 
 
 class Tags(HTMLParser):

@@ -9,21 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from corebench.plan import load_plan
-from corebench.runner import run_experiment
 from corebench.runner.cpus import online_cpus, plan_layout
-from corebench.store import Store
+from tests.support.experiments import run_plan
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 PY = sys.executable
 
 
 def experiment(tmp_path, text):
-    plan = tmp_path / "plan.toml"
-    plan.write_text(text)
-    store = Store(tmp_path / "store.sqlite")
-    out = run_experiment(load_plan(plan), store, quiet=True)
-    return out, store.runs(out.experiment_id), store
+    ran = run_plan(tmp_path, text)
+    return ran.out, ran.runs, ran.host
 
 
 def test_cores_by_concurrency_by_repetitions(tmp_path):
@@ -102,7 +97,7 @@ keep_alive = true
 
 
 def test_a_target_that_never_becomes_ready(tmp_path):
-    text = f"""
+    text = """
 [experiment]
 repetitions = 2
 duration = "1s"
@@ -111,7 +106,7 @@ duration = "1s"
 mode = ["silent", "crash"]
 
 [target]
-command = ["sh", "-c", "echo starting {{mode}}; if [ {{mode}} = crash ]; then exit 7; fi; exec sleep 30"]
+command = ["sh", "-c", "echo starting {mode}; if [ {mode} = crash ]; then exit 7; fi; exec sleep 30"]
 ready_timeout = "1s"
 """
     out, runs, _ = experiment(tmp_path, text)
@@ -193,9 +188,8 @@ version_command = ["nginx", "-v"]
 path = "/nginx.conf"
 concurrency = 2
 """
-    out, runs, store = experiment(tmp_path, text)
+    out, runs, host = experiment(tmp_path, text)
     assert (out.ok, out.starts) == (2, 2), [r["error"] for r in runs]
-    host = json.loads(store.db.execute("SELECT host_json FROM experiments").fetchone()[0])
     assert host["server_version"].startswith("nginx version: nginx/")
     for r in runs:
         result = json.loads(r["result_json"])

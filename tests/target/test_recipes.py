@@ -9,24 +9,16 @@ import subprocess
 import pytest
 
 from corebench import report
-from corebench.plan import load_plan
-from corebench.runner import run_experiment
-from corebench.store import Store
 from tests.conftest import run_cli
+from tests.support.experiments import run_plan
 
 pytestmark = pytest.mark.skipif(not shutil.which("apache2") and not shutil.which("/usr/sbin/apache2"),
                                 reason="scripts/install-system-deps installs apache2")
 
 
 def experiment(tmp_path, text):
-    plan = tmp_path / "plan.toml"
-    plan.write_text(text)
-    store = Store(tmp_path / "store.sqlite")
-    out = run_experiment(load_plan(plan), store, quiet=True)
-    runs = store.runs(out.experiment_id)
-    host = json.loads(store.db.execute("SELECT host_json FROM experiments").fetchone()[0])
-    store.close()
-    return out, runs, host
+    ran = run_plan(tmp_path, text)
+    return ran.out, ran.runs, ran.host
 
 
 def servers_running(name: str) -> int:

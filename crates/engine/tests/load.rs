@@ -139,3 +139,15 @@ fn busy_polling_counts_the_same() {
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 1000);
     assert!(run(&LoadConfig { busy_poll_us: 10_001, ..config(&srv.url, 1, 1) }).is_err());
 }
+
+#[test]
+fn a_server_that_closes_after_answering_is_not_waited_for() {
+    // Apache's event MPM under load: a keep-alive response, then its side
+    // closed and a lingering close that swallows the next request. That
+    // request must go out on a new connection, not wait for the timeout.
+    let srv = start(Reply::Linger(OK));
+    let cfg = LoadConfig { keep_alive: true, timeout_s: 2.0, threads: 1, ..config(&srv.url, 1, 20) };
+    let r = run(&cfg).unwrap();
+    assert_eq!((r.responses, r.failed), (20, 0), "{:?}", r.error_samples);
+    assert!(r.run.duration_s < 1.5, "no request waited for its timeout: {} s", r.run.duration_s);
+}

@@ -130,7 +130,16 @@ impl Conn {
     /// will report it, so the socket is read to the end.
     pub fn ready(&mut self, now: Instant, buf: &mut [u8], request: &[u8], head: bool, peer_closed: bool) -> Step {
         match self.phase {
-            Phase::Idle => Step::Pending,
+            Phase::Idle => {
+                // Between requests a keep-alive connection has nothing to say:
+                // an event now is the server closing it (or garbage). Drop it,
+                // so the next request opens a new connection instead of
+                // waiting for an answer that cannot come.
+                if peer_closed && self.transport.is_some() {
+                    self.close();
+                }
+                Step::Pending
+            }
             Phase::Connecting => self.connected(now, request),
             Phase::Handshake => self.handshake(now, request),
             Phase::Writing => self.write(request),
@@ -202,9 +211,13 @@ impl Conn {
                     }
                     match self.parser.feed(&buf[..n], head) {
                         Ok(Progress::Complete(used)) => {
-                            if used < n {
+                            if used < n || peer_closed {
                                 // Bytes nobody asked for: the connection's framing
-                                // can no longer be trusted.
+                                // can no longer be trusted. Or the server closed
+                                // its side with the response (Apache's event MPM
+                                // under load does, without Connection: close): a
+                                // next request would be swallowed by its lingering
+                                // close and never answered.
                                 self.parser.reusable = false;
                             }
                             return Step::Done;

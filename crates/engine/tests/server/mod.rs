@@ -30,6 +30,9 @@ pub enum Reply {
     Bytes(&'static [u8], bool),
     /// Reads the request and never answers.
     Silent,
+    /// Answers (without Connection: close), then closes its side and reads
+    /// and discards whatever comes, as Apache's lingering close does.
+    Linger(&'static [u8]),
 }
 
 /// Reads one request head; returns its request line.
@@ -81,6 +84,20 @@ pub fn start(reply: Reply) -> TestServer {
                             if s.write_all(bytes).is_err() || !keep {
                                 return;
                             }
+                        }
+                        Reply::Linger(bytes) => {
+                            let _ = s.write_all(bytes);
+                            let _ = s.shutdown(std::net::Shutdown::Write);
+                            let mut sink = [0u8; 4096];
+                            while !st.load(Ordering::SeqCst) {
+                                match s.read(&mut sink) {
+                                    Ok(0) => return,
+                                    Ok(_) => {}
+                                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+                                    Err(_) => return,
+                                }
+                            }
+                            return;
                         }
                         Reply::Silent => {
                             while !st.load(Ordering::SeqCst) {

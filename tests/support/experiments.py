@@ -1,0 +1,30 @@
+"""Running a plan's text as an experiment into a fresh store, for tests."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from corebench.plan import load_plan
+from corebench.runner import Outcome, run_experiment
+from corebench.store import Store
+
+
+@dataclass
+class Ran:
+    out: Outcome
+    runs: list[dict]
+    host: dict
+    store: Path
+
+
+def run_plan(folder: Path, text: str) -> Ran:
+    plan = folder / "plan.toml"
+    plan.write_text(text)
+    store = Store(folder / "store.sqlite")
+    try:
+        out = run_experiment(load_plan(plan), store, quiet=True)
+        runs = store.runs(out.experiment_id)
+        host = json.loads(store.db.execute("SELECT host_json FROM experiments WHERE id = ?", (out.experiment_id,)).fetchone()[0])
+    finally:
+        store.close()
+    return Ran(out, runs, host, folder / "store.sqlite")
