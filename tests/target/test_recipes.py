@@ -3,18 +3,11 @@ Apache httpd with each MPM and nginx, a short plan each that runs, stores
 and reports; the system's own instances are never touched."""
 
 import json
-import shutil
 import subprocess
-
-import pytest
 
 from corebench import report
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
-
-pytestmark = pytest.mark.skipif(not shutil.which("apache2") and not shutil.which("/usr/sbin/apache2"),
-                                reason="scripts/install-system-deps installs apache2")
-
 
 def experiment(tmp_path, text):
     ran = run_plan(tmp_path, text)
