@@ -9,6 +9,7 @@ from corebench import report
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
 
+
 def experiment(tmp_path, text):
     ran = run_plan(tmp_path, text)
     return ran.out, ran.runs, ran.host
