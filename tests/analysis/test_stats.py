@@ -42,3 +42,15 @@ def test_slo_parsing():
     assert (s.percentile, s.limit_us) == (99.0, 200_000)
     with pytest.raises(ValueError):
         parse_slo("p97<1s")
+
+
+def test_degenerate_inputs_do_not_crash():
+    from corebench.analysis.scaling import fit
+
+    one = summarize([5.0])
+    assert math.isnan(one.sd) and math.isnan(one.cv)
+    assert summarize([100, 100, 100, 100, 5]).outliers == (4,), "MAD = 0 falls back to the mean absolute deviation"
+    none = compare([0.0, 0.0], [1.0, 2.0])
+    assert not none.significant and "not tested" in none.words()
+    flat = fit([1, 2, 3, 4], [10.0, 10.0, 10.0, 10.0])
+    assert math.isnan(flat.r2)

@@ -77,3 +77,13 @@ def test_errors_name_file_line_and_key(tmp_path, change, expected):
 def test_a_missing_plan_is_one_clear_error(tmp_path):
     with pytest.raises(UsageError, match="cannot read the plan"):
         load_plan(tmp_path / "nope.toml")
+
+
+def test_a_level_given_twice_is_an_error(tmp_path):
+    with pytest.raises(UsageError, match="level 1 is given twice"):
+        load_plan(write(tmp_path, GOOD.replace("cpus = [1, 2]", "cpus = [1, 1]")))
+
+
+def test_overrides_make_another_experiment(tmp_path):
+    path = write(tmp_path, GOOD)
+    assert load_plan(path).digest != load_plan(path, {"duration": "1s"}).digest == load_plan(path, {"duration": "1s"}).digest

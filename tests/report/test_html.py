@@ -164,3 +164,17 @@ def test_prices_and_latency_target(store):
     assert best.label() in cheapest
     assert any(v.startswith("Cheapest meeting p99 < 1000 ms") for v in lines)
     assert "No configuration meets p99 < 0.001 ms." in verdicts(d.points, prices, parse_slo("p99<1us"))
+
+
+def test_report_does_not_touch_a_file_that_is_not_a_store(tmp_path):
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    before = other.read_bytes()
+    p = run_cli("report", str(other))
+    assert p.returncode == 2 and "not a corebench store" in p.stderr
+    assert other.read_bytes() == before and not (tmp_path / "other.db-wal").exists()

@@ -194,3 +194,28 @@ concurrency = 2
     for r in runs:
         result = json.loads(r["result_json"])
         assert result["server_software"].startswith("nginx") and result["failed"] == 0
+
+
+def test_targets_leave_nothing_behind(tmp_path):
+    """A placeholder in the environment is text; a target whose leader exits
+    takes its whole process group with it, ready or not."""
+    marker = f".{os.getpid()}17"  # a distinct sleep length to find it by
+    text = f"""
+[experiment]
+repetitions = 1
+duration = "0.3s"
+
+[factors]
+mode = ["serve", "die"]
+
+[target]
+command = ["sh", "-c", "sleep 300{marker} & if [ {{mode}} = die ]; then exit 5; fi; exec {PY} -m corebench serve --port $PORT --workers 1"]
+env = {{ PORT = "{{port}}" }}
+ready_timeout = "5s"
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert (out.ok, out.failed) == (1, 1), [r["error"] for r in runs]
+    import subprocess
+
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert not left, f"stragglers left running: {left}"

@@ -104,7 +104,8 @@ def fit(ns: list[float], xs: list[float], law: str = "usl", predict_at: list[flo
         warnings.simplefilter("ignore", optimize.OptimizeWarning)
         popt, pcov, names, model = _curve_fit(law, n, x, lam0)
     residual = x - model(n, *popt)
-    r2 = 1 - float(np.sum(residual**2)) / float(np.sum((x - x.mean()) ** 2)) if len(x) > 1 else math.nan
+    spread = float(np.sum((x - x.mean()) ** 2))
+    r2 = 1 - float(np.sum(residual**2)) / spread if spread > 0 else math.nan
     dof = max(len(n) - len(popt), 1)
     t = float(st.t.ppf(0.975, dof))
     se = np.sqrt(np.clip(np.diag(pcov), 0, None)) if np.all(np.isfinite(pcov)) else np.full(len(popt), np.nan)

@@ -31,13 +31,18 @@ class Summary:
 
 
 def modified_z(values: list[float]) -> list[float]:
-    """Iglewicz & Hoaglin (1993): M_i = 0.6745 (x_i − median) / MAD."""
+    """Iglewicz & Hoaglin (1993): M_i = 0.6745 (x_i − median) / MAD; when
+    more than half the values are equal (MAD = 0), the mean absolute
+    deviation stands in: M_i = (x_i − median) / (1.253314 · MeanAD)."""
     x = np.asarray(values, dtype=float)
     med = float(np.median(x))
     mad = float(np.median(np.abs(x - med)))
-    if mad == 0:
+    if mad > 0:
+        return list(0.6745 * (x - med) / mad)
+    mean_ad = float(np.mean(np.abs(x - med)))
+    if mean_ad == 0:
         return [0.0] * len(values)
-    return list(0.6745 * (x - med) / mad)
+    return list((x - med) / (1.253314 * mean_ad))
 
 
 def summarize(values: list[float]) -> Summary:
@@ -50,14 +55,16 @@ def summarize(values: list[float]) -> Summary:
         return Summary(0, nan, nan, nan, nan, nan, nan, (), "no measured runs")
     x = np.asarray(values, dtype=float)
     mean, median = float(x.mean()), float(np.median(x))
-    sd = float(x.std(ddof=1)) if n > 1 else 0.0
+    # One run says nothing of the spread: NaN, not 0.
+    sd = float(x.std(ddof=1)) if n > 1 else math.nan
     if n > 1:
         half = float(st.t.ppf(1 - ALPHA / 2, n - 1)) * sd / math.sqrt(n)
     else:
         half = math.nan
     outliers = tuple(i for i, z in enumerate(modified_z(values)) if abs(z) > OUTLIER_Z)
     warning = None if n >= MIN_RUNS else f"only {n} measured run{'s' if n != 1 else ''}: the interval means little"
-    return Summary(n, mean, sd, sd / mean if mean else math.nan, median, mean - half, mean + half, outliers, warning)
+    return Summary(n, mean, sd, sd / mean if mean and not math.isnan(sd) else math.nan, median, mean - half, mean + half,
+                   outliers, warning)
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Comparison:
     significant: bool
 
     def words(self, what: str = "throughput") -> str:
+        if math.isnan(self.p_value):
+            return f"{what} not tested (fewer than 2 measured runs a side, or a mean of 0)"
         if not self.significant:
             return f"no significant difference in {what} ({self.test}, p = {self.p_value:.2g})"
         way = "higher" if self.relative > 0 else "lower"
@@ -87,7 +96,7 @@ def compare(a: list[float], b: list[float]) -> Comparison:
     xa, xb = np.asarray(a, float), np.asarray(b, float)
     ma, mb = float(xa.mean()), float(xb.mean())
     rel = (mb - ma) / ma if ma else math.nan
-    if len(xa) < 2 or len(xb) < 2:
+    if len(xa) < 2 or len(xb) < 2 or not ma:
         return Comparison(rel, math.nan, math.nan, "Welch's t-test", math.nan, False)
     va, vb = xa.var(ddof=1) / len(xa), xb.var(ddof=1) / len(xb)
     se = math.sqrt(va + vb)

@@ -35,6 +35,8 @@ def _tail(p: PointStats, percentile: float) -> float:
 
 def cost_per_million(p: PointStats, price_per_hour: float) -> float:
     """Price of an hour over the requests an hour serves, per million."""
+    if not p.throughput.mean > 0:
+        return math.inf
     return price_per_hour / (p.throughput.mean * 3600) * 1e6
 
 
@@ -47,7 +49,7 @@ def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None
 
 def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | None = None, slo: Slo | None = None,
              factors: dict[str, list] | None = None) -> list[str]:
-    ok = [p for p in points if p.measured and not math.isnan(p.throughput.mean)]
+    ok = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
     if not ok:
         return ["No point has a successful measured run: nothing to conclude."]
     out = _core_steps(ok) + _factor_effects(ok, factors or {})
@@ -141,7 +143,7 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list]) -> list[
 
 def _costs(points: list[PointStats], prices: dict, slo: Slo | None) -> list[str]:
     priced = [(p, price_of(p, prices)) for p in points]
-    priced = [(p, c) for p, c in priced if c is not None]
+    priced = [(p, c) for p, c in priced if c is not None and p.throughput.mean > 0]
     if not priced:
         return []
     cheapest = min(priced, key=lambda pc: cost_per_million(*pc))

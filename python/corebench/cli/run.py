@@ -51,7 +51,9 @@ def _execute(exp, store_path: Path, resume: bool, dry_run: bool, quiet: bool) ->
           + (f", {out.skipped} already there" if out.skipped else "")
           + f"; measured {out.measured_s:.1f} s in {out.wall_s:.1f} s of wall time ({out.starts} target starts, {out.starts_s:.1f} s)")
     if out.interrupted:
-        print(f"corebench: interrupted; the run in progress was discarded. Continue with: corebench run {exp.path} --store {store_path} --resume")
+        again = (f"corebench run {exp.path} --store {store_path} --resume" if exp.path.exists()
+                 else "the same command, into a new store")
+        print(f"corebench: interrupted; the run in progress was discarded. Continue with: {again}")
         raise typer.Exit(130)
     if out.failed:
         raise typer.Exit(1)

@@ -8,6 +8,7 @@ import re
 import json
 import tomllib
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,14 @@ class Experiment:
     # Factors that change the target: a new level restarts it.
     target_factors: set[str]
 
+    overrides: dict[str, Any] = dataclass_field(default_factory=dict)
+
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+        """The plan's identity for --resume: its text and the command line's
+        overrides (a 2 s pass is another experiment than the full one)."""
+        key = self.text + json.dumps(self.overrides, sort_keys=True)
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _fail(path: Path, text: str, loc: tuple, msg: str) -> UsageError:
@@ -98,7 +104,8 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     known = set(levels) | BUILTIN_NAMES
     # Files are jinja2 templates with the same values; their {{ }} are not placeholders.
     files = target_raw.pop("files", [])
-    for section, body in (("target", target_raw), ("load", plan.load)):
+    paths = {"files": [f.get("path") for f in files if isinstance(f, dict)]} if isinstance(files, list) else {}
+    for section, body in (("target", {**target_raw, **paths}), ("load", plan.load)):
         for key, value in body.items():
             unknown = fx.names_used(value) - known
             if unknown:
@@ -109,7 +116,8 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
         target_factors = set(levels)
     target_raw["files"] = files
     points = [_point(path, text, target_raw, plan.load, lv) for lv in fx.factorial(levels)]
-    return Experiment(path, text, plan, levels, points, target_factors | _template_factors(files, levels, path.parent))
+    return Experiment(path, text, plan, levels, points, target_factors | _template_factors(files, levels, path.parent),
+                      dict(overrides))
 
 
 def _template_factors(files: list, levels: dict, plan_dir: Path) -> set[str]:

@@ -27,6 +27,9 @@ def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
             raise ValueError(f"factor {name!r} has no levels")
         if not all(isinstance(v, (int, float, str, bool)) for v in spec):
             raise ValueError(f"factor {name!r}: levels must be numbers, strings or booleans")
+        twice = [v for i, v in enumerate(spec) if v in spec[:i]]
+        if twice:
+            raise ValueError(f"factor {name!r}: level {twice[0]!r} is given twice (more runs: raise repetitions)")
         return list(spec)
     if isinstance(spec, str) and (m := _RANGE.match(spec)):
         top = m.group(2) if m.group(2) != "max" else str(max_cpus or len(os.sched_getaffinity(0)))

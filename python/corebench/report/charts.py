@@ -24,6 +24,8 @@ plt.rcParams.update({
     "figure.figsize": (6.4, 3.6),
     "axes.grid": True,
     "grid.alpha": 0.3,
+    # Fixed ids: the same store gives the same report.
+    "svg.hashsalt": "corebench",
 })
 _HEADER = re.compile(r"^.*?(?=<svg)", re.S)
 
@@ -40,22 +42,24 @@ def _numeric(levels: list) -> bool:
     return bool(levels) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
 
 
-def _series(points: list[PointStats], factor: str) -> dict[str, list[PointStats]]:
-    """Points grouped by the levels of every other factor, sorted along `factor`."""
+def _series(points: list[PointStats], factor: str, order: list | None = None) -> dict[str, list[PointStats]]:
+    """Points grouped by the levels of every other factor, in the order of
+    `factor`'s levels in the plan (levels may mix numbers and text)."""
     out: dict[str, list[PointStats]] = {}
     for p in points:
-        if not p.measured:
+        if not p.measured or not p.throughput.mean > 0:
             continue
         rest = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != factor) or "all"
         out.setdefault(rest, []).append(p)
+    rank = {repr(v): i for i, v in enumerate(order or [])}
     for ps in out.values():
-        ps.sort(key=lambda p: (p.levels[factor] if _numeric([p.levels[factor]]) else str(p.levels[factor])))
+        ps.sort(key=lambda p: rank.get(repr(p.levels[factor]), len(rank)))
     return out
 
 
 def throughput_by(d: ReportData, factor: str) -> str:
     fig, ax = plt.subplots()
-    for label, ps in _series(d.points, factor).items():
+    for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
         xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
         ys = [p.throughput.mean for p in ps]
         err = [[max(0.0, p.throughput.mean - p.throughput.ci_low) if p.throughput.n > 1 else 0.0 for p in ps],
@@ -73,7 +77,7 @@ def efficiency(d: ReportData) -> str | None:
         return None
     ghz = d.plan["plan"].get("machine", {}).get("clock_ghz")
     fig, ax = plt.subplots()
-    for label, ps in _series(d.points, "cpus").items():
+    for label, ps in _series(d.points, "cpus", d.factors.get("cpus")).items():
         base = [p for p in ps if float(p.levels["cpus"]) == min(float(q.levels["cpus"]) for q in ps)][0]
         n0, x0 = float(base.levels["cpus"]), base.throughput.mean
         xs = [float(p.levels["cpus"]) for p in ps]
@@ -94,7 +98,7 @@ def latency(d: ReportData) -> str | None:
     if factor is None:
         return None
     fig, ax = plt.subplots()
-    for label, ps in _series(d.points, factor).items():
+    for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
         xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
         line, = ax.plot(xs, [p.p99_us.median / 1000 for p in ps], marker="o", label=f"p99 {label}")
         ax.plot(xs, [p.p50_us.median / 1000 for p in ps], marker=".", linestyle="--", color=line.get_color(), label=f"p50 {label}")

@@ -52,7 +52,7 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     if not store_path.exists():
         raise UsageError(f"{store_path}: no such store")
     try:
-        store = Store(store_path)
+        store = Store(store_path, read_only=True)
     except ValueError as e:
         raise UsageError(str(e)) from None
     try:
@@ -72,8 +72,7 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
         store.close()
     plan = json.loads(exp["plan_json"])
     points = point_stats(runs)
-    cpus_of = lambda p: p.levels.get("cpus", plan["plan"]["target"].get("cpus"))  # noqa: E731
-    diagnoses = [diagnose(p, _float(cpus_of(p))) for p in points]
+    diagnoses = [diagnose(p, _cpus_given(p)) for p in points]
     prices = plan["plan"].get("machine", {}).get("price_per_hour", {})
     factors = plan.get("factors", {})
     data = ReportData(store_path, exp, plan, json.loads(exp["host_json"]), runs, points, factors,
@@ -125,11 +124,14 @@ def knees(points: list[PointStats], factors: dict) -> list[Knee]:
     return out
 
 
-def _float(v: Any) -> float | None:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+def _cpus_given(p: PointStats) -> float | None:
+    """The CPUs the target had, from the layout stored with its runs
+    (whatever the plan called the factor); None for a server not started here."""
+    for r in p.measured:
+        layout = json.loads(r["layout_json"]) if r["layout_json"] else {}
+        if layout.get("method") not in (None, "none"):
+            return layout.get("quota_cpus") or float(len(layout.get("target_cpus", []))) or None
+    return None
 
 
 def scaling_fits(points: list[PointStats], factors: dict[str, list]) -> list[ScalingFit]:

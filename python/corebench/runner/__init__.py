@@ -25,7 +25,7 @@ from corebench.plan.model import Target
 from corebench.plan.engine_config import load_config
 from corebench.plan.source import where
 from corebench.runner import host, schedule
-from corebench.runner.cpus import CpuControl, Layout, check, online_cpus
+from corebench.runner.cpus import CpuControl, Layout, check, control_method, online_cpus
 from corebench.runner.progress import Progress
 from corebench.store import Store
 from corebench.target import process, recipes
@@ -68,6 +68,9 @@ def validate(exp: Experiment) -> None:
             check(p.target.cpus, online)
         except ValueError as e:
             raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: {e}") from None
+        if p.target.cpus is not None and p.target.cpus != int(p.target.cpus) and control_method() == "affinity":
+            raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: cpus = {p.target.cpus:g} needs a CPU quota, "
+                             "and this machine's cgroups cannot be written (run as root, or give whole cpus)")
         if p.target.recipe:
             try:
                 recipes.settings(p.target)
@@ -120,11 +123,17 @@ def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet
     except (KeyboardInterrupt, Interrupted):
         out.interrupted = True
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
-        _stop(exp, running)
-        os.sched_setaffinity(0, affinity)
-        show.close()
-        shutil.rmtree(work_dir, ignore_errors=True)
+        # A second Ctrl-C or SIGTERM must not cut the cleanup short: the
+        # target would outlive us. Signals wait until it is done.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            _stop(exp, running)
+            os.sched_setaffinity(0, affinity)
+            show.close()
+            shutil.rmtree(work_dir, ignore_errors=True)
+        finally:
+            signal.signal(signal.SIGTERM, previous_term)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         out.wall_s = time.monotonic() - started
     return out
 
@@ -145,7 +154,13 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
         return running
     _stop(exp, running)
     t = point.target
-    layout = control.layout(t.cpus) if t.url is None else control.layout(None)
+    try:
+        layout = control.layout(t.cpus) if t.url is None else control.layout(None)
+    except (OSError, RuntimeError) as e:
+        running = _Running(key, t, control.layout(None))
+        running.error = f"CPU layout: {e}"
+        Progress.note(running.error)
+        return running
     running = _Running(key, t, layout)
     if t.url is not None:
         running.info = {"kind": "url", "base_url": t.url}
@@ -154,7 +169,11 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
         began = time.monotonic()
         run_dir = work_dir / f"target-{out.starts}"
         out.starts += 1
-        running.started = process.start(t, point.levels, layout, exp.path.parent, run_dir, point.load.path)
+        try:
+            running.started = process.start(t, point.levels, layout, exp.path.parent, run_dir, point.load.path)
+        except BaseException:
+            CpuControl.release(layout)  # start() stopped the process; its cgroups go too
+            raise
         out.starts_s += time.monotonic() - began
         running.info = {"kind": "builtin" if t.builtin else t.recipe or "command", "pid": running.started.proc.pid,
                         "argv": running.started.proc.args, "base_url": running.started.base_url,
@@ -207,6 +226,7 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
         if running.started is not None and running.started.proc.poll() is not None:
             code = running.started.proc.returncode
             error = f"the target exited with status {code} during the run; its output ends:\n{process.tail(running.started.log_path)}"
+            process.stop(running.started.proc, running.target)  # its group's stragglers too
             running.started = None  # restarted before the next run
     ended = time.time()
     summary = monitor.summary(busy_poll=run.point.load.busy_poll_us > 0) if monitor else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -67,11 +68,15 @@ def _cpulist(cpus: list[int]) -> str:
     return ",".join(str(c) for c in cpus)
 
 
+def control_method() -> str:
+    return "cgroup2" if _writable_v2() else "cgroup1" if _writable_v1() else "affinity"
+
+
 class CpuControl:
     """Creates the target's cgroups before it starts and removes them after."""
 
     def __init__(self, prefer: str | None = None) -> None:
-        self.method = prefer or ("cgroup2" if _writable_v2() else "cgroup1" if _writable_v1() else "affinity")
+        self.method = prefer or control_method()
         self.counter = 0
         # Read once: the runner later narrows its own affinity to the generator's cores.
         self.online = online_cpus()
@@ -84,10 +89,13 @@ class CpuControl:
             return Layout("none", target, generator, None, shared=True)
         layout = Layout(self.method, target, generator, quota, shared=generator == online)
         if self.method == "affinity":
+            if quota is not None:
+                raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written")
             return layout
         try:
             layout.groups = self._groups(target, quota)
         except OSError:
+            CpuControl.release(Layout(self.method, [], [], groups=self._made))
             # A kernel that lists the controllers but refuses us: affinity still works.
             self.method = layout.method = "affinity"
             if quota is not None:
@@ -97,21 +105,25 @@ class CpuControl:
     def _groups(self, target: list[int], quota: float | None) -> list[str]:
         self.counter += 1
         name = f"corebench-{os.getpid()}-{self.counter}"
+        self._made: list[str] = []  # for cleaning up a half-made layout
         if self.method == "cgroup2":
             (CGROUP / "cgroup.subtree_control").write_text("+cpuset +cpu")
             g = CGROUP / name
             g.mkdir()
+            self._made.append(str(g))
             (g / "cpuset.cpus").write_text(_cpulist(target))
             if quota is not None:
                 (g / "cpu.max").write_text(f"{round(quota * PERIOD_US)} {PERIOD_US}")
             return [str(g)]
         cs, cpu = CGROUP / "cpuset" / name, CGROUP / "cpu" / name
         cs.mkdir()
+        self._made.append(str(cs))
         (cs / "cpuset.mems").write_text((CGROUP / "cpuset" / "cpuset.mems").read_text())
         (cs / "cpuset.cpus").write_text(_cpulist(target))
         groups = [str(cs)]
         if quota is not None:
             cpu.mkdir()
+            self._made.append(str(cpu))
             (cpu / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (cpu / "cpu.cfs_quota_us").write_text(str(round(quota * PERIOD_US)))
             groups.append(str(cpu))
@@ -127,8 +139,14 @@ class CpuControl:
 
     @staticmethod
     def release(layout: Layout) -> None:
+        """Removes the target's cgroups; a group is busy until the last
+        killed process in it is gone, so removal is retried for a moment."""
         for g in layout.groups:
-            try:
-                os.rmdir(g)
-            except OSError:
-                pass  # a straggler process still inside; the kernel frees it when it exits
+            for _ in range(50):
+                try:
+                    os.rmdir(g)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)

@@ -25,7 +25,8 @@ class Progress:
         return f"{int(left // 60)}m{int(left % 60):02d}s"
 
     def begin(self, seq: int, label: str) -> None:
-        self._label, self._t0, self._last = f"[{seq}/{self.total}] {label}", time.monotonic(), (time.monotonic(), 0)
+        # Counted within this invocation: a resumed experiment shows what is left.
+        self._label, self._t0, self._last = f"[{self.done + 1}/{self.total}] {label}", time.monotonic(), (time.monotonic(), 0)
         if self.live:
             if self.status is None:
                 self.status = self.console.status(self._label)

@@ -59,9 +59,14 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        """`read_only` for reports: a file that is not a store stays untouched."""
         self.path = path
         try:
+            if read_only:
+                self.db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+                self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                return
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")

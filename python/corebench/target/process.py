@@ -69,9 +69,13 @@ def _render(t: Target, values: dict, plan_dir: Path, run_dir: Path) -> None:
         dest.write_text(text)
 
 
+# Readiness is asked of the server itself, never through an http_proxy.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=1):
+        with _DIRECT.open(url, timeout=1):
             return True
     except urllib.error.HTTPError:
         return True  # any HTTP answer means it is up
@@ -89,6 +93,17 @@ def _pages(t: Target, run_dir: Path) -> None:
 
 def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
     try:
+        return _start(t, levels, layout, plan_dir, run_dir, load_path)
+    except TargetError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, UnicodeError) as e:
+        # A folder that cannot be written, a template that is not text: this
+        # configuration's runs fail, the experiment goes on.
+        raise TargetError(f"cannot prepare the target: {type(e).__name__}: {e}") from None
+
+
+def _start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
+    try:
         settings = recipes.settings(t) if t.recipe else {}
         t = recipes.expand(t)
     except recipes.RecipeError as e:
@@ -100,21 +115,30 @@ def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path
     os.chmod(run_dir, 0o755)
     _pages(t, run_dir)
     _render(t, values, plan_dir, run_dir)
-    argv = substitute(builtin_command(t) if t.builtin else list(t.command or []), values)
+    argv = [str(a) for a in substitute(builtin_command(t) if t.builtin else list(t.command or []), values)]
     base_url = f"http://127.0.0.1:{port}/"
     ready_url = substitute(t.ready_url, values) if t.ready_url else base_url.rstrip("/") + "/" + load_path.lstrip("/")
     log_path = run_dir / "target.log"
-    env = {**os.environ, **substitute(t.env, values)}
+    env = {**os.environ, **{k: str(v) for k, v in substitute(t.env, values).items()}}
     # The built-in server's paths (a log, a database file) are the plan's;
     # a command's are its own folder's, where its configuration is rendered.
     cwd = plan_dir / substitute(t.cwd, values) if t.cwd else (plan_dir if t.builtin else run_dir)
     started = time.monotonic()
     with log_path.open("ab") as log:
         try:
-            proc = subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     cwd=cwd, env=env, start_new_session=True, preexec_fn=lambda: CpuControl.enter(layout))
         except (OSError, subprocess.SubprocessError) as e:
             raise TargetError(f"cannot start {argv[0]}: {e}") from None
+    try:
+        return _wait_ready(proc, t, ready_url, base_url, started, log_path)
+    except BaseException:
+        # Not ready, or Ctrl-C while waiting: nothing of it may outlive us.
+        stop(proc, t)
+        raise
+
+
+def _wait_ready(proc: subprocess.Popen, t: Target, ready_url: str, base_url: str, started: float, log_path: Path) -> Started:
     deadline = started + t.ready_timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -122,22 +146,21 @@ def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path
         if _answers(ready_url):
             return Started(proc, base_url, time.monotonic() - started, log_path)
         time.sleep(0.05)
-    stop(proc, t)
     raise TargetError(f"the target did not answer {ready_url} within {t.ready_timeout_s:g} s; its output ends:\n{tail(log_path)}")
 
 
 def stop(proc: subprocess.Popen, t: Target) -> None:
-    """The stop signal to the whole process group, then SIGKILL after the timeout."""
-    if proc.poll() is None:
-        try:
+    """The stop signal to the whole process group, then SIGKILL after the
+    timeout; the SIGKILL happens whatever interrupts the wait."""
+    try:
+        if proc.poll() is None:
             os.killpg(proc.pid, getattr(signal, t.stop_signal))
             proc.wait(timeout=t.stop_timeout_s)
-        except subprocess.TimeoutExpired:
-            pass
-        except ProcessLookupError:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group
-    except (ProcessLookupError, PermissionError):
+    except (subprocess.TimeoutExpired, ProcessLookupError, PermissionError):
         pass
-    proc.wait()
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group, even if its leader exited
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
