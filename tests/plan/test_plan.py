@@ -87,3 +87,9 @@ def test_a_level_given_twice_is_an_error(tmp_path):
 def test_overrides_make_another_experiment(tmp_path):
     path = write(tmp_path, GOOD)
     assert load_plan(path).digest != load_plan(path, {"duration": "1s"}).digest == load_plan(path, {"duration": "1s"}).digest
+
+
+def test_configuration_files_stay_in_the_targets_folder(tmp_path):
+    bad = GOOD.replace('builtin = { model = "prefork" }', 'command = ["true"]\nfiles = [{ path = "../../etc/x.conf", content = "" }]')
+    with pytest.raises(UsageError, match="inside the target's folder"):
+        load_plan(write(tmp_path, bad))

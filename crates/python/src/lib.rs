@@ -52,8 +52,13 @@ fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Optio
                     }
                     ticks += 1;
                     if let (Some(cb), 0) = (&progress, ticks % 5) {
-                        // A failing display must not end the run.
-                        let _ = cb.call1((control.finished(),));
+                        // A failing display must not end the run, but a Ctrl-C
+                        // that arrived while it ran must.
+                        if let Err(e) = cb.call1((control.finished(),)) {
+                            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                                control.stop();
+                            }
+                        }
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {

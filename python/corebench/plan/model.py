@@ -80,6 +80,9 @@ class File(_Section):
     def _one_source(self) -> "File":
         if (self.template is None) == (self.content is None):
             raise ValueError("give a file either a template or a content")
+        # Rendered into the target's own folder, never elsewhere (corebench may run as root).
+        if self.path.startswith("/") or ".." in self.path.replace("\\", "/").split("/"):
+            raise ValueError(f"path {self.path!r} must stay inside the target's folder: a relative path without '..'")
         return self
 
 
