@@ -64,7 +64,8 @@ def test_dry_run_lists_the_runs(tmp_path):
     assert not (tmp_path / "s.sqlite").exists()
 
 
-def test_sigint_mid_run_then_resume(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_run_then_resume(tmp_path, sig):
     plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
     plan.write_text(PLAN)
     proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE,
@@ -73,7 +74,7 @@ def test_sigint_mid_run_then_resume(tmp_path):
     while time.monotonic() < deadline and (not store.exists() or len(runs_in(store)) < 2):
         time.sleep(0.1)
     time.sleep(0.4)  # into the third run
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert "--resume" in out
