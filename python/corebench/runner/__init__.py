@@ -176,7 +176,7 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
             raise
         out.starts_s += time.monotonic() - began
         running.info = {"kind": "builtin" if t.builtin else t.recipe or "command", "pid": running.started.proc.pid,
-                        "argv": running.started.proc.args, "base_url": running.started.base_url,
+                        "argv": running.started.argv, "base_url": running.started.base_url,
                         "ready_s": running.started.ready_s, "cpus_allowed": _cpus_allowed(running.started.proc.pid)}
     except process.TargetError as e:
         running.error = f"target not started: {e}"

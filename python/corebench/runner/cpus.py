@@ -130,14 +130,6 @@ class CpuControl:
         return groups
 
     @staticmethod
-    def enter(layout: Layout) -> None:
-        """In the target's process, before exec: its children inherit."""
-        for g in layout.groups:
-            Path(g, "cgroup.procs").write_text(str(os.getpid()))
-        if layout.method != "none":
-            os.sched_setaffinity(0, layout.target_cpus)
-
-    @staticmethod
     def release(layout: Layout) -> None:
         """Removes the target's cgroups; a group is busy until the last
         killed process in it is gone, so removal is retried for a moment."""

@@ -4,7 +4,9 @@ stopped with its own signal, and its output kept for error messages."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +20,7 @@ import jinja2
 
 from corebench.plan.factors import substitute
 from corebench.plan.model import Target
-from corebench.runner.cpus import CpuControl, Layout
+from corebench.runner.cpus import Layout
 from corebench.target import recipes
 from corebench.target.nginx import free_port
 
@@ -35,6 +37,7 @@ class Started:
     base_url: str
     ready_s: float
     log_path: Path
+    argv: list[str]
 
 
 def builtin_command(t: Target) -> list[str]:
@@ -124,27 +127,33 @@ def _start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Pat
     # a command's are its own folder's, where its configuration is rendered.
     cwd = plan_dir / substitute(t.cwd, values) if t.cwd else (plan_dir if t.builtin else run_dir)
     started = time.monotonic()
+    if shutil.which(argv[0], path=env.get("PATH")) is None and not Path(cwd, argv[0]).is_file():
+        raise TargetError(f"cannot start {argv[0]}: no such program")
+    # The target is placed on its CPUs by a small program that then execs it
+    # (target/enter.py), not by a preexec_fn: this process runs threads.
+    placed = [sys.executable, "-m", "corebench.target.enter", json.dumps(layout.to_json()), "--", *argv]
     with log_path.open("ab") as log:
         try:
-            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=cwd, env=env, start_new_session=True, preexec_fn=lambda: CpuControl.enter(layout))
+            proc = subprocess.Popen(placed, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    cwd=cwd, env=env, start_new_session=True)
         except (OSError, subprocess.SubprocessError) as e:
             raise TargetError(f"cannot start {argv[0]}: {e}") from None
     try:
-        return _wait_ready(proc, t, ready_url, base_url, started, log_path)
+        return _wait_ready(proc, t, ready_url, base_url, started, log_path, argv)
     except BaseException:
         # Not ready, or Ctrl-C while waiting: nothing of it may outlive us.
         stop(proc, t)
         raise
 
 
-def _wait_ready(proc: subprocess.Popen, t: Target, ready_url: str, base_url: str, started: float, log_path: Path) -> Started:
+def _wait_ready(proc: subprocess.Popen, t: Target, ready_url: str, base_url: str, started: float, log_path: Path,
+                argv: list[str]) -> Started:
     deadline = started + t.ready_timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise TargetError(f"the target exited with status {proc.returncode} before it was ready; its output ends:\n{tail(log_path)}")
         if _answers(ready_url):
-            return Started(proc, base_url, time.monotonic() - started, log_path)
+            return Started(proc, base_url, time.monotonic() - started, log_path, argv)
         time.sleep(0.05)
     raise TargetError(f"the target did not answer {ready_url} within {t.ready_timeout_s:g} s; its output ends:\n{tail(log_path)}")
 
