@@ -4,7 +4,7 @@ repetitions (warm-ups and failed runs left out), and how its monitor saw it."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
@@ -27,7 +27,6 @@ class PointStats:
     little: float | None  # X·R / N, closed loop only
     # The generator ran on the target's cores: the target's figures are understated.
     shared: bool = False
-    cores: list[dict[str, float]] = field(default_factory=list)
 
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.levels.items()) or "(one point)"
@@ -53,11 +52,6 @@ def point_stats(runs: list[dict]) -> list[PointStats]:
         if closed:
             little = _mean([little_ratio(x["concurrency"], x["throughput_rps"], x["latency_us"]["total"]["mean_us"] / 1e6)
                             for x in closed])
-        cores = []
-        sampled = [m for m in monitors if m.get("cores")]  # a run shorter than a sample has none
-        if sampled:
-            n = len(sampled[0]["cores"])
-            cores = [{k: _mean([m["cores"][i][k] for m in sampled]) or 0.0 for k in sampled[0]["cores"][i]} for i in range(n)]
         out.append(PointStats(
             levels=json.loads(rs[0]["point_json"]),
             runs=rs,
@@ -73,7 +67,6 @@ def point_stats(runs: list[dict]) -> list[PointStats]:
             little=little,
             shared=any(json.loads(r["layout_json"]).get("shared") and json.loads(r["layout_json"]).get("method") != "none"
                        for r in measured if r["layout_json"]),
-            cores=cores,
         ))
     return out
 

@@ -56,7 +56,6 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     except ValueError as e:
         raise UsageError(str(e)) from None
     try:
-        store.db.row_factory = None
         if experiment_id is None:
             row = store.db.execute("SELECT max(id) FROM experiments").fetchone()
             experiment_id = row[0] if row else None

@@ -206,7 +206,7 @@ def _stop(exp: Experiment, running: Optional[_Running]) -> None:
 
 def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, show: Progress, out: Outcome) -> None:
     e = exp.plan.experiment
-    show.begin(run.seq, run.label(e.repetitions))
+    show.begin(run.label(e.repetitions))
     began = time.time()
     result, error = None, running.error
     monitor = None

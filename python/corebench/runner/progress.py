@@ -16,7 +16,7 @@ class Progress:
         self.live = self.console.is_terminal and not quiet
         self.total, self.done, self.started = total, 0, time.monotonic()
         self.status = None
-        self._label, self._t0, self._last = "", 0.0, (0.0, 0)
+        self._label, self._last = "", (0.0, 0)
 
     def eta(self) -> str:
         if not self.done:
@@ -24,9 +24,9 @@ class Progress:
         left = (time.monotonic() - self.started) / self.done * (self.total - self.done)
         return f"{int(left // 60)}m{int(left % 60):02d}s"
 
-    def begin(self, seq: int, label: str) -> None:
+    def begin(self, label: str) -> None:
         # Counted within this invocation: a resumed experiment shows what is left.
-        self._label, self._t0, self._last = f"[{self.done + 1}/{self.total}] {label}", time.monotonic(), (time.monotonic(), 0)
+        self._label, self._last = f"[{self.done + 1}/{self.total}] {label}", (time.monotonic(), 0)
         if self.live:
             if self.status is None:
                 self.status = self.console.status(self._label)
