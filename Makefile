@@ -27,7 +27,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "typer>=0.29" "rich>=13" "pydantic>=2.6" "psutil>=5.9" "jinja2>=3.1" "numpy>=1.26" "scipy>=1.11" "matplotlib>=3.8" "pytest>=8" "hdrhistogram>=0.10"
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "typer>=0.29" "rich>=13" "pydantic>=2.6" "psutil>=5.9" "jinja2>=3.1" "numpy>=1.26" "scipy>=1.11" "matplotlib>=3.8" "pytest>=8" "hdrhistogram>=0.10" "ray>=2.9"
 	touch $@
 
 system-deps:

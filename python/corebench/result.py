@@ -136,6 +136,32 @@ class CpuTimes(_Model):
     system_s: float
 
 
+class AgentSummary(_Model):
+    """One agent's share of a distributed run."""
+
+    index: int
+    node: str
+    cores: int
+    threads: int
+    concurrency: int
+    started_unix_s: float
+    duration_s: float
+    interrupted: bool
+    requests: int
+    responses: int
+    failed: int
+    throughput_rps: float
+    sent: int
+    late: int
+    dropped: int
+    p50_us: int
+    p99_us: int
+    cpu: CpuTimes
+    # CPU time over the wall time of the cores it could use: near 1, the
+    # agent rather than the server was the limit.
+    cpu_utilization: float
+
+
 class LoadResult(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -178,6 +204,8 @@ class LoadResult(_Model):
     schedule: Optional[ScheduleSummary] = None
     urls: list[UrlSummary] = []
     replay: Optional[ReplaySource] = None
+    # A distributed run (Ray): each agent's share, in agent order.
+    agents: list[AgentSummary] = []
 
     @property
     def generator_cpu_s(self) -> float:

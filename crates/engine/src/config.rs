@@ -64,6 +64,27 @@ pub struct LoadConfig {
     pub seed: u64,
     /// Replays an access log instead of `url`/`urls`.
     pub replay: Option<ReplayConfig>,
+    /// This process's part of a load spread over several agents; `None`
+    /// runs the whole load here.
+    pub agent: Option<AgentShare>,
+    /// Wait until this wall-clock instant (Unix seconds) before the first
+    /// request, so that agents on several machines start together.
+    pub start_at_unix_s: Option<f64>,
+}
+
+/// One agent's part of a distributed load. Connections, users and request
+/// counts are split as evenly as integers allow (shares differ by at most
+/// one), and request k of the whole load (its k-th scheduled send, URL or
+/// log line) is made by agent `k mod count`: the agents' parts add up to
+/// exactly the load one process would have made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentShare {
+    pub index: u32,
+    pub count: u32,
+    /// Where the agent ran (a node's name or address), for reports.
+    #[serde(default)]
+    pub node: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -134,6 +155,8 @@ impl Default for LoadConfig {
             random_order: false,
             seed: 1,
             replay: None,
+            agent: None,
+            start_at_unix_s: None,
         }
     }
 }
@@ -180,6 +203,7 @@ impl LoadConfig {
             return Err(bad("busy_poll_us", format!("{} is more than {MAX_BUSY_POLL_US} µs", self.busy_poll_us)));
         }
         self.validate_model()?;
+        self.validate_share()?;
         let token = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         if !token(&self.method) {
             return Err(bad("method", format!("{:?} is not an HTTP method token", self.method)));
@@ -235,6 +259,37 @@ impl LoadConfig {
         Ok(())
     }
 
+    fn validate_share(&self) -> Result<()> {
+        if let Some(a) = &self.agent {
+            if a.count == 0 || a.index >= a.count {
+                return Err(bad("agent", format!("agent {} of {} does not exist", a.index, a.count)));
+            }
+            if self.concurrency < a.count {
+                return Err(bad(
+                    "concurrency",
+                    format!("{} connections cannot be shared by {} agents: each needs at least one", self.concurrency, a.count),
+                ));
+            }
+        }
+        if let Some(t) = self.start_at_unix_s {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(bad("start_at_unix_s", format!("{t} is not a Unix time")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent this process is, and how many share the load.
+    pub fn share(&self) -> (u64, u64) {
+        self.agent.as_ref().map_or((0, 1), |a| (u64::from(a.index), u64::from(a.count)))
+    }
+
+    /// The connections (or users) this process opens: its share of `concurrency`.
+    pub fn share_of_concurrency(&self) -> u32 {
+        let (index, count) = self.share();
+        crate::load::split(u64::from(self.concurrency), count, index) as u32
+    }
+
     /// True when requests follow a schedule rather than the responses.
     pub fn open_loop(&self) -> bool {
         self.rate.is_some() || self.replay.as_ref().is_some_and(|r| r.speed.is_some())
@@ -253,6 +308,6 @@ impl LoadConfig {
     pub fn worker_threads(&self) -> u32 {
         let avail = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
         let wanted = if self.threads == 0 { avail } else { self.threads };
-        wanted.clamp(1, self.concurrency)
+        wanted.clamp(1, self.share_of_concurrency().max(1))
     }
 }

@@ -21,13 +21,15 @@ pub enum EngineError {
     Io(#[from] std::io::Error),
     #[error("a load worker panicked: {0}")]
     WorkerPanic(String),
+    #[error("agent parts do not fit together: {0}")]
+    Part(String),
 }
 
 impl EngineError {
     /// True when the error is the caller's to fix (bad input), not a bug or
     /// a resource failure of this machine.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, EngineError::Io(_) | EngineError::WorkerPanic(_))
+        !matches!(self, EngineError::Io(_) | EngineError::WorkerPanic(_) | EngineError::Part(_))
     }
 }
 

@@ -5,6 +5,7 @@
 //! (`corebench._engine`) and by this crate's own tests.
 
 pub mod accesslog;
+pub mod agent;
 pub mod client;
 pub mod config;
 pub mod error;
@@ -17,5 +18,6 @@ pub mod workload;
 pub use config::{HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};
 pub use load::control::Control;
+pub use agent::{merge, run_agent, AgentPart};
 pub use load::{run, run_with};
 pub use result::LoadResult;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::agent::AgentSummary;
 use crate::config::RateConfig;
 use crate::load::pacing::{Schedule, Shape};
 use crate::measure::cpu::CpuTimes;
@@ -109,6 +110,9 @@ pub struct LoadResult {
     /// Per distinct request, in the order first requested.
     pub urls: Vec<UrlSummary>,
     pub replay: Option<ReplaySource>,
+    /// A distributed run: each agent's share, in agent order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentSummary>,
 }
 
 /// What the run was and how long it took, as opposed to what it measured.
@@ -166,8 +170,7 @@ impl LoadResult {
         LoadResult {
             schema: SCHEMA,
             engine_version: env!("CARGO_PKG_VERSION"),
-            // A length mismatch by ab's rule still had a response; other errors did not.
-            requests: s.responses + failed - s.mismatched_responses,
+            requests: s.requests(),
             responses: s.responses,
             failed,
             non_2xx,
@@ -192,6 +195,7 @@ impl LoadResult {
             schedule: schedule.map(|sch| schedule_summary(sch, &s, f.interrupted)),
             urls: url_summaries(&s.urls, w),
             replay: w.source.clone(),
+            agents: Vec::new(),
             run: f,
         }
     }

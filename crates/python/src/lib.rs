@@ -26,21 +26,62 @@ fn to_py(e: EngineError) -> PyErr {
 /// pending signal) stops the run, which then returns what it measured with
 /// `"interrupted": true`.
 /// `progress`, when given, is called about four times a second with the
-/// number of requests finished so far (for live displays).
+/// number of requests finished so far (for live displays); returning
+/// `False` stops the run as Ctrl-C does.
 #[pyfunction]
 #[pyo3(signature = (config_json, body=None, progress=None))]
 fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+    let config = load_config(config_json, body)?;
+    let result = drive(py, progress, |control| run_with(&config, control))?;
+    serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
+}
+
+/// Runs one agent's share (`config["agent"]`) of a distributed load and
+/// returns its part (JSON) for `merge`; otherwise as `run`.
+#[pyfunction]
+#[pyo3(signature = (config_json, body=None, progress=None))]
+fn run_agent(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+    let config = load_config(config_json, body)?;
+    let part = drive(py, progress, |control| corebench_engine::run_agent(&config, control))?;
+    serde_json::to_string(&part).map_err(|e| EngineFailure::new_err(e.to_string()))
+}
+
+/// Merges the agents' parts (JSON strings from `run_agent`) of the load
+/// `config_json` describes into one result (JSON).
+#[pyfunction]
+fn merge(py: Python<'_>, config_json: &str, parts: Vec<String>) -> PyResult<String> {
+    let config = load_config(config_json, None)?;
+    let parts = parts
+        .iter()
+        .map(|p| serde_json::from_str(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineFailure::new_err(format!("an agent part that does not parse: {e}")))?;
+    let result = py.detach(|| corebench_engine::merge(&config, parts)).map_err(to_py)?;
+    serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
+}
+
+fn load_config(config_json: &str, body: Option<Vec<u8>>) -> PyResult<LoadConfig> {
     let mut config: LoadConfig =
         serde_json::from_str(config_json).map_err(|e| UsageError::new_err(format!("load config: {e}")))?;
     config.body = body.unwrap_or_default();
+    Ok(config)
+}
+
+/// Runs `work` on its own thread with the GIL released, watching for
+/// signals and calling `progress` meanwhile.
+fn drive<T: Send>(
+    py: Python<'_>,
+    progress: Option<Bound<'_, PyAny>>,
+    work: impl FnOnce(&Control) -> Result<T, EngineError> + Send,
+) -> PyResult<T> {
     let control = Control::default();
     let outcome = std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
         // A Mutex makes the receiver shareable with the GIL-free closure.
         let rx = std::sync::Mutex::new(rx);
-        let (cfg, ctl) = (&config, &control);
+        let ctl = &control;
         scope.spawn(move || {
-            let _ = tx.send(run_with(cfg, ctl));
+            let _ = tx.send(work(ctl));
         });
         let mut ticks = 0u32;
         loop {
@@ -52,12 +93,8 @@ fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Optio
                     }
                     ticks += 1;
                     if let (Some(cb), 0) = (&progress, ticks % 5) {
-                        // A failing display must not end the run, but a Ctrl-C
-                        // that arrived while it ran must.
-                        if let Err(e) = cb.call1((control.finished(),)) {
-                            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
-                                control.stop();
-                            }
+                        if !keep_going(py, cb, control.finished()) {
+                            control.stop();
                         }
                     }
                 }
@@ -67,8 +104,17 @@ fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Optio
             }
         }
     });
-    let result = outcome.map_err(to_py)?;
-    serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
+    outcome.map_err(to_py)
+}
+
+/// Calls the progress callback; false when it asks the run to stop (it
+/// returned False, or a Ctrl-C arrived while it ran). A failing display
+/// must not end the run.
+fn keep_going(py: Python<'_>, cb: &Bound<'_, PyAny>, finished: u64) -> bool {
+    match cb.call1((finished,)) {
+        Ok(v) => !v.is_instance_of::<pyo3::types::PyBool>() || v.is_truthy().unwrap_or(true),
+        Err(e) => !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py),
+    }
 }
 
 /// Runs the built-in target server until SIGTERM or SIGINT. Prints one line
@@ -94,10 +140,13 @@ fn serve(py: Python<'_>, config_json: &str) -> PyResult<()> {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(run_agent, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("RESULT_SCHEMA", corebench_engine::result::SCHEMA)?;
+    m.add("PART_SCHEMA", corebench_engine::agent::PART_SCHEMA)?;
     Ok(())
 }

@@ -42,6 +42,9 @@ BUSY_POLL = typer.Option("0", "--busy-poll", help="Keep polling this long (e.g. 
 JSON_OUT = typer.Option(None, "--json", help="Write the JSON result to FILE ('-' for stdout, replacing the text report).")
 HGRM = typer.Option(None, "--hgrm", help="Write the total-latency percentile distribution (.hgrm) to FILE.")
 RATE = typer.Option(None, "--rate", help="Open loop: requests per second (R, or START..END with --ramp), sent on schedule whatever the responses do; latency counts from the intended send time.")
+RAY = typer.Option(None, "--ray", help="Spread the load over agents on this Ray cluster: HOST:PORT of its head, ray://HOST:PORT, or auto (needs corebench[ray]).")
+AGENTS = typer.Option(2, "--agents", help="With --ray: load agents, one per node where the cluster has the nodes; connections, users and rates are shared out.")
+STRICT_SPREAD = typer.Option(False, "--strict-spread", help="With --ray: every agent on a node of its own, or an error before any load.")
 RAMP = typer.Option(None, "--ramp", help="With --rate START..END: ramp linearly over this long (e.g. 60s), then hold END.")
 
 
@@ -103,11 +106,25 @@ def common_settings(
     )
 
 
-def run_and_report(config: Any, json_out: Optional[str], hgrm: Optional[Path]) -> None:
-    """Runs the load, prints the text report (unless --json -), writes files."""
+def cluster(ray: Optional[str], agents: int, strict_spread: bool) -> Optional[Any]:
+    """The --ray settings, or None for a load from this process alone."""
+    if ray is None:
+        if strict_spread:
+            raise UsageError("--strict-spread: spreading agents needs a cluster: give --ray ADDRESS")
+        return None
+    from corebench.cluster import ClusterConfig
+
+    if agents < 1:
+        raise UsageError(f"--agents {agents}: give at least 1 agent")
+    return ClusterConfig(address=ray, agents=agents, strict_spread=strict_spread)
+
+
+def run_and_report(config: Any, json_out: Optional[str], hgrm: Optional[Path], cluster: Optional[Any] = None) -> None:
+    """Runs the load (here, or on a cluster's agents), prints the text report
+    (unless --json -), writes files."""
     from corebench import engine, output
 
-    result = engine.run(config)
+    result = engine.run(config) if cluster is None else _distributed(config, cluster)
     if json_out != "-":
         sys.stdout.write(output.get("text").render(result, config))
     if json_out:
@@ -116,6 +133,16 @@ def run_and_report(config: Any, json_out: Optional[str], hgrm: Optional[Path]) -
         write(str(hgrm), output.get("hgrm").render(result, config), "--hgrm")
     if result.interrupted:
         raise typer.Exit(130)
+
+
+def _distributed(config: Any, cluster: Any) -> Any:
+    from corebench import cluster as dist
+
+    try:
+        return dist.run(config, cluster)
+    except dist.AgentFailed as e:
+        print(f"corebench: the run failed: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
 
 
 def write(dest: str, text: str, flag: str) -> None:

@@ -75,6 +75,9 @@ def load(
     seed: int = typer.Option(1, "--seed", help="Seed of the random URL order and think times."),
     json_out: Optional[str] = common.JSON_OUT,
     hgrm: Optional[Path] = common.HGRM,
+    ray: Optional[str] = common.RAY,
+    agents: int = common.AGENTS,
+    strict_spread: bool = common.STRICT_SPREAD,
 ) -> None:
     """Load a URL like ab or wrk: closed loop, -c connections, -n requests or -t seconds."""
     from corebench.config.load import LoadConfig
@@ -106,4 +109,4 @@ def load(
             timeout=timeout, threads=threads, allow_remote=allow_remote, busy_poll=busy_poll,
         ),
     )
-    common.run_and_report(config, json_out, hgrm)
+    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread))

@@ -32,6 +32,9 @@ def replay(
     allow_remote: bool = common.ALLOW_REMOTE,
     busy_poll: str = common.BUSY_POLL,
     json_out: Optional[str] = common.JSON_OUT,
+    ray: Optional[str] = common.RAY,
+    agents: int = common.AGENTS,
+    strict_spread: bool = common.STRICT_SPREAD,
     hgrm: Optional[Path] = common.HGRM,
 ) -> None:
     """Replay an access log against a server; every line is replayed or skipped with its reason."""
@@ -53,4 +56,4 @@ def replay(
             allow_remote=allow_remote, busy_poll=busy_poll,
         ),
     )
-    common.run_and_report(config, json_out, hgrm)
+    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread))

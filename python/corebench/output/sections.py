@@ -93,5 +93,26 @@ def siege(r: LoadResult) -> list[str]:
     return ["", "siege summary"] + SiegeText().render(r, None).rstrip("\n").split("\n")  # type: ignore[arg-type]
 
 
+# The monitor's threshold (corebench.monitor.CLIENT_BOUND_SHARE): an agent
+# this busy may have been the limit rather than the server.
+AGENT_BUSY = 0.9
+
+
+def agents(r: LoadResult) -> list[str]:
+    if not r.agents:
+        return []
+    nodes = len({a.node for a in r.agents})
+    out = ["", f"Agents: {len(r.agents)} on {nodes} node(s)",
+           "  agent  conns  requests   failed      req/s   p99 ms  CPU use  node"]
+    for a in r.agents:
+        out.append(f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failed:8d} {a.throughput_rps:10.2f} "
+                   f"{_ms(a.p99_us):>8} {a.cpu_utilization:7.0%}  {a.node}")
+    for a in r.agents:
+        if a.cpu_utilization >= AGENT_BUSY:
+            out.append(f"  WARNING: agent {a.index} used {a.cpu_utilization:.0%} of its {min(a.threads, a.cores)} "
+                       "core(s): it, not the server, may have been the limit; add agents or nodes.")
+    return out
+
+
 def model_sections(r: LoadResult) -> list[str]:
-    return schedule(r) + siege(r) + urls(r) + replay(r)
+    return schedule(r) + siege(r) + urls(r) + replay(r) + agents(r)

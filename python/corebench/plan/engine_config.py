@@ -27,6 +27,7 @@ def load_config(load: Load, base_url: str, exp: Experiment, plan_dir: Path) -> L
         threads=load.threads,
         variable_length=load.variable_length or load.urls is not None or load.model == "replay",
         busy_poll_us=load.busy_poll_us,
+        allow_remote=load.allow_remote,
         random_order=load.random,
         seed=exp.seed,
     )

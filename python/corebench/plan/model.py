@@ -8,6 +8,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from corebench.cluster import ClusterConfig
 from corebench.units import parse_duration_s
 
 
@@ -150,6 +151,9 @@ class Load(_Section):
     timeout_s: float = Field(30.0, gt=0, alias="timeout")
     threads: int = Field(0, ge=0, le=1024)
     variable_length: bool = False
+    # A target that is not on a loopback address (a server on another
+    # machine, loaded from a cluster's agents): as the CLI's --allow-remote.
+    allow_remote: bool = False
     busy_poll_us: int = Field(0, ge=0, le=10_000)
     rate: Optional[Union[float, str]] = None
     ramp_s: Optional[float] = Field(None, gt=0, alias="ramp")
@@ -179,6 +183,8 @@ class Load(_Section):
 class Plan(_Section):
     experiment: Experiment = Experiment()
     machine: Machine = Machine()
+    # Every run's load spread over agents on a Ray cluster.
+    cluster: Optional[ClusterConfig] = None
     factors: dict[str, Any] = {}
     # Validated per point (placeholders filled in) as Target and Load.
     target: dict[str, Any]

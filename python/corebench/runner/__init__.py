@@ -6,6 +6,7 @@ the target and keeps everything committed (`--resume` goes on from there)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -19,7 +20,7 @@ import pydantic
 
 from corebench import engine
 from corebench.errors import EngineFailure, UsageError
-from corebench.monitor import Monitor
+from corebench.monitor import CLIENT_BOUND_SHARE, Monitor
 from corebench.plan import Experiment, Point
 from corebench.plan.model import Target
 from corebench.plan.engine_config import load_config
@@ -93,6 +94,23 @@ def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet
     validate(exp)
     runs = schedule.runs(exp)
     control = CpuControl()
+    with _agents(exp) as session:
+        return _run_all(exp, store, runs, control, session, resume=resume, quiet=quiet)
+
+
+def _agents(exp: Experiment):
+    """The plan's cluster, connected and its agents placed before the first
+    run (a cluster that cannot serve is an error before any load); or no
+    cluster, the load from this process."""
+    if exp.plan.cluster is None:
+        return contextlib.nullcontext()
+    from corebench.cluster.session import Session
+
+    return Session(exp.plan.cluster)
+
+
+def _run_all(exp: Experiment, store: Store, runs: list, control: CpuControl, session: Any, *,
+             resume: bool, quiet: bool) -> Outcome:
     if resume:
         exp_id = store.latest_experiment(exp.digest)
         if exp_id is None:
@@ -117,7 +135,7 @@ def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet
     try:
         for run in todo:
             running = _ensure_target(exp, run.point, running, control, work_dir, out)
-            _one(exp, run, running, store, show, out)
+            _one(exp, run, running, store, show, out, session)
             if exp.plan.experiment.cooldown_s:
                 time.sleep(exp.plan.experiment.cooldown_s)
     except (KeyboardInterrupt, Interrupted):
@@ -184,6 +202,21 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
     return running
 
 
+def _load(cfg: Any, show: Progress, session: Any) -> tuple[Any, Optional[str]]:
+    """One load, from this process or the cluster's agents: (result, None)
+    or (None, why it failed)."""
+    from corebench.cluster import AgentFailed
+
+    try:
+        if session is None:
+            return engine.run(cfg, progress=show.tick), None
+        return session.run(cfg, progress=show.tick), None
+    except (UsageError, EngineFailure) as x:
+        return None, f"engine: {x}"
+    except AgentFailed as x:
+        return None, f"agents: {x}"
+
+
 def _cpus_allowed(pid: int) -> str | None:
     """What the kernel says the target may run on: the layout, verified."""
     try:
@@ -204,7 +237,8 @@ def _stop(exp: Experiment, running: Optional[_Running]) -> None:
     CpuControl.release(running.layout)
 
 
-def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, show: Progress, out: Outcome) -> None:
+def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, show: Progress, out: Outcome,
+         session: Any = None) -> None:
     e = exp.plan.experiment
     show.begin(run.label(e.repetitions))
     began = time.time()
@@ -217,10 +251,7 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
             os.sched_setaffinity(0, running.layout.generator_cpus)
         pid = running.started.proc.pid if running.started else None
         with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
-            try:
-                result = engine.run(cfg, progress=show.tick)
-            except (UsageError, EngineFailure) as x:
-                error = f"engine: {x}"
+            result, error = _load(cfg, show, session)
         if result is not None and result.interrupted:
             raise Interrupted
         if running.started is not None and running.started.proc.poll() is not None:
@@ -230,9 +261,19 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
             running.started = None  # restarted before the next run
     ended = time.time()
     summary = monitor.summary(busy_poll=run.point.load.busy_poll_us > 0) if monitor else None
+    if summary is not None and result is not None and result.agents:
+        # The load came from the agents: their CPU, not this process's, says
+        # whether the generator was the limit.
+        busy = [a.index for a in result.agents if a.cpu_utilization >= CLIENT_BOUND_SHARE]
+        summary = {**summary, "client_bound": bool(busy), "client_bound_agents": busy}
+    layout = running.layout.to_json()
+    if session is not None:
+        # The load came from the cluster's agents, not from this machine's
+        # generator cores.
+        layout = {**layout, "shared": False, "generator": "ray agents"}
     store.add_run(out.experiment_id, seq=run.seq, point=run.point.levels, point_key=run.point.key,
                   repetition=run.repetition, warmup=run.warmup, status="failed" if error else "ok", error=error,
-                  started=began, ended=ended, layout=running.layout.to_json(), target=running.info,
+                  started=began, ended=ended, layout=layout, target=running.info,
                   monitor=summary, samples=[s.to_json() for s in (monitor.samples if monitor else [])],
                   result=result.model_dump(mode="json", by_alias=True) if result else None)
     if error:
@@ -243,5 +284,5 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
     out.measured_s += result.duration_s
     p99 = result.latency_us.total.at(99.0) / 1000
     flag = " [client-bound]" if summary and summary.get("client_bound") else ""
-    shared = " [generator shares the target's cores]" if running.layout.shared and running.layout.method != "none" else ""
+    shared = " [generator shares the target's cores]" if layout["shared"] and running.layout.method != "none" else ""
     show.end(f"{result.throughput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed} failed{flag}{shared}")

@@ -12,7 +12,7 @@ use crate::client::target::Target;
 use crate::client::transport::tls_context;
 use crate::config::LoadConfig;
 use crate::error::{EngineError, Result};
-use crate::measure::cpu::process_cpu;
+use crate::measure::cpu::{process_cpu, CpuTimes};
 use crate::measure::stats::Stats;
 use crate::result::{LoadResult, RunFacts};
 use crate::workload::Workload;
@@ -32,47 +32,130 @@ pub fn split(total: u64, parts: u64, index: u64) -> u64 {
 /// Runs the load described by `config`; `control` lets another thread stop
 /// it early (the result then says `interrupted`) and watch its progress.
 pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
-    config.validate()?;
-    let target = Target::from_config(config)?;
-    let workload = Workload::build(config, &target)?;
-    let tls = match target.tls {
-        true => Some(tls_context(&target.host).map_err(EngineError::Tls)?),
+    let prepared = Prepared::new(config)?;
+    let m = measure(config, &prepared, control)?;
+    Ok(prepared.result(config, prepared.facts(config, m.clock), m.stats))
+}
+
+/// What a run needs before its first request, checked and built once: the
+/// merge of a distributed run builds the same from the same config.
+pub(crate) struct Prepared {
+    pub target: Target,
+    pub workload: Workload,
+    /// The whole load's request count, if bounded by one.
+    pub limit: Option<u64>,
+    pub end: Option<Duration>,
+}
+
+impl Prepared {
+    pub fn new(config: &LoadConfig) -> Result<Prepared> {
+        config.validate()?;
+        let target = Target::from_config(config)?;
+        let workload = Workload::build(config, &target)?;
+        let limit = match (config.requests, workload.limit()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(Prepared { target, workload, limit, end: config.duration_s.map(Duration::from_secs_f64) })
+    }
+
+    pub fn schedule(&self, config: &LoadConfig) -> Option<Schedule<'_>> {
+        schedule(config, &self.workload, self.limit, self.end)
+    }
+
+    pub fn facts(&self, config: &LoadConfig, clock: Clock) -> RunFacts {
+        let t = &self.target;
+        RunFacts {
+            url: config.url.clone(),
+            host: t.host.clone(),
+            port: t.port,
+            path: t.path.clone(),
+            address: t.addr.to_string(),
+            model: config.model(),
+            concurrency: config.concurrency,
+            threads: clock.threads,
+            keep_alive: config.keep_alive,
+            started_unix_s: clock.started_unix_s,
+            duration_s: clock.duration_s,
+            interrupted: clock.interrupted,
+            cpu: clock.cpu,
+            busy_poll_us: config.busy_poll_us,
+            rate: config.rate.clone(),
+            think_s: config.think_s,
+            random_order: self.workload.random,
+            seed: config.seed,
+        }
+    }
+
+    pub fn result(&self, config: &LoadConfig, facts: RunFacts, stats: Stats) -> LoadResult {
+        LoadResult::build(facts, stats, &self.workload, self.schedule(config).as_ref())
+    }
+}
+
+/// When and how long a run (or an agent's part of one) ran, and at what cost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub threads: u32,
+    pub started_unix_s: f64,
+    pub duration_s: f64,
+    pub interrupted: bool,
+    pub cpu: CpuTimes,
+}
+
+pub(crate) struct Measured {
+    pub clock: Clock,
+    pub stats: Stats,
+}
+
+fn unix_now_s() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs this process's share of the load (all of it unless `config.agent`).
+pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> Result<Measured> {
+    let tls = match p.target.tls {
+        true => Some(tls_context(&p.target.host).map_err(EngineError::Tls)?),
         false => None,
     };
+    let (agent, agents) = config.share();
     let threads = config.worker_threads();
+    let workers = u64::from(threads);
     let timeout = Duration::from_secs_f64(config.timeout_s);
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
-    let limit = match (config.requests, workload.limit()) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let end = config.duration_s.map(Duration::from_secs_f64);
-    let schedule = schedule(config, &workload, limit, end);
-    let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let schedule = p.schedule(config);
+    let conc = u64::from(config.share_of_concurrency());
+    if let Some(at) = config.start_at_unix_s {
+        wait_until(at, control)?;
+    }
+    let started_unix_s = unix_now_s();
     let cpu_before = process_cpu();
     let start = Instant::now();
-    let tickets = Tickets::new(limit, end.map(|d| start + d), u64::from(threads));
+    let my_limit = p.limit.map(|l| split(l, agents, agent));
+    let tickets = Tickets::new(my_limit, p.end.map(|d| start + d), workers).striding(agent, agents);
     let think = config.think_s.map(|(lo, hi)| (Duration::from_secs_f64(lo), Duration::from_secs_f64(hi)));
-    let conc = u64::from(config.concurrency);
-    let specs: Vec<WorkerSpec> = (0..u64::from(threads))
-        .map(|i| WorkerSpec {
-            target: &target,
-            workload: &workload,
-            pacing: match &schedule {
-                Some(s) => PacingSpec::Open { schedule: s, first: i, step: u64::from(threads) },
-                None => PacingSpec::Closed { tickets: &tickets, think },
-            },
-            tls: tls.as_ref(),
-            connections: split(conc, u64::from(threads), i) as usize,
-            timeout,
-            run_start: start,
-            // ab's length rule compares one URL's responses; a list's differ.
-            variable_length: config.variable_length || workload.requests.len() > 1,
-            control,
-            expected_seconds,
-            want_server: i == 0,
-            busy_poll: Duration::from_micros(config.busy_poll_us),
-            seed: config.seed.wrapping_add(i),
+    let specs: Vec<WorkerSpec> = (0..workers)
+        .map(|i| {
+            // This worker's number among all the load's workers, on every agent.
+            let global = agent + agents * i;
+            WorkerSpec {
+                target: &p.target,
+                workload: &p.workload,
+                pacing: match &schedule {
+                    Some(s) => PacingSpec::Open { schedule: s, first: global, step: agents * workers },
+                    None => PacingSpec::Closed { tickets: &tickets, think },
+                },
+                tls: tls.as_ref(),
+                connections: split(conc, workers, i) as usize,
+                timeout,
+                run_start: start,
+                // ab's length rule compares one URL's responses; a list's differ.
+                variable_length: config.variable_length || p.workload.requests.len() > 1,
+                control,
+                expected_seconds,
+                want_server: i == 0,
+                busy_poll: Duration::from_micros(config.busy_poll_us),
+                seed: config.seed.wrapping_add(global),
+            }
         })
         .collect();
     let outcomes: Vec<std::thread::Result<std::io::Result<Stats>>> = std::thread::scope(|scope| {
@@ -100,27 +183,29 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
             Some(m) => m.merge(stats),
         }
     }
-    let facts = RunFacts {
-        url: config.url.clone(),
-        host: target.host.clone(),
-        port: target.port,
-        path: target.path.clone(),
-        address: target.addr.to_string(),
-        model: config.model(),
-        concurrency: config.concurrency,
-        threads,
-        keep_alive: config.keep_alive,
-        started_unix_s,
-        duration_s,
-        interrupted: control.stopped(),
-        cpu,
-        busy_poll_us: config.busy_poll_us,
-        rate: config.rate.clone(),
-        think_s: config.think_s,
-        random_order: workload.random,
-        seed: config.seed,
-    };
-    Ok(LoadResult::build(facts, merged.expect("at least one worker"), &workload, schedule.as_ref()))
+    let clock = Clock { threads, started_unix_s, duration_s, interrupted: control.stopped(), cpu };
+    Ok(Measured { clock, stats: merged.expect("at least one worker") })
+}
+
+/// The most an agreed start may lie ahead: further means the clocks (or the
+/// caller) are wrong, and waiting would look like a hang.
+const MAX_START_WAIT_S: f64 = 600.0;
+
+fn wait_until(at_unix_s: f64, control: &Control) -> Result<()> {
+    let ahead = at_unix_s - unix_now_s();
+    if ahead > MAX_START_WAIT_S {
+        return Err(EngineError::BadConfig {
+            key: "start_at_unix_s",
+            reason: format!("the start is {ahead:.0} s away (at most {MAX_START_WAIT_S} s): are the clocks in step?"),
+        });
+    }
+    loop {
+        let left = at_unix_s - unix_now_s();
+        if left <= 0.0 || control.stopped() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs_f64(left.min(0.05)));
+    }
 }
 
 /// The open-loop schedule, when the config asks for one.

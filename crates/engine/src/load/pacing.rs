@@ -15,6 +15,10 @@ pub struct Tickets {
     limit: Option<u64>,
     deadline: Option<Instant>,
     workers: u64,
+    /// Ticket t is request `first + t * stride` of the whole load: an agent
+    /// of a distributed load takes every `stride`-th request.
+    first: u64,
+    stride: u64,
 }
 
 const BLOCK: u64 = 8;
@@ -22,7 +26,13 @@ const BLOCK: u64 = 8;
 impl Tickets {
     pub fn new(limit: Option<u64>, deadline: Option<Instant>, workers: u64) -> Tickets {
         debug_assert!(limit.is_some() || deadline.is_some(), "unbounded load loop");
-        Tickets { next: AtomicU64::new(0), limit, deadline, workers: workers.max(1) }
+        Tickets { next: AtomicU64::new(0), limit, deadline, workers: workers.max(1), first: 0, stride: 1 }
+    }
+
+    /// This agent's tickets when `count` agents share the load: `limit` is
+    /// then this agent's share of the requests.
+    pub fn striding(self, index: u64, count: u64) -> Tickets {
+        Tickets { first: index, stride: count.max(1), ..self }
     }
 
     fn claim(&self) -> Range<u64> {
@@ -65,7 +75,8 @@ impl TicketBook<'_> {
         if self.block.is_empty() {
             self.block = self.tickets.claim();
         }
-        self.block.next()
+        let t = self.tickets;
+        self.block.next().map(|k| t.first + k * t.stride)
     }
 
     pub fn exhausted(&self, now: Instant) -> bool {

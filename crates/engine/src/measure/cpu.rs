@@ -1,7 +1,7 @@
 //! The generator's own CPU time, so a later stage can tell when the
 //! generator rather than the server was the limit.
 
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct CpuTimes {
     pub user_s: f64,
     pub system_s: f64,
@@ -24,5 +24,12 @@ pub fn process_cpu() -> CpuTimes {
 impl CpuTimes {
     pub fn since(self, earlier: CpuTimes) -> CpuTimes {
         CpuTimes { user_s: self.user_s - earlier.user_s, system_s: self.system_s - earlier.system_s }
+    }
+}
+
+impl std::ops::Add for CpuTimes {
+    type Output = CpuTimes;
+    fn add(self, o: CpuTimes) -> CpuTimes {
+        CpuTimes { user_s: self.user_s + o.user_s, system_s: self.system_s + o.system_s }
     }
 }

@@ -3,3 +3,4 @@
 pub mod cpu;
 pub mod stats;
 pub mod summary;
+pub mod wire;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 /// Latencies are recorded in microseconds, 3 significant digits, up to an
 /// hour (DESIGN.md: HDR histograms, never a list of samples).
@@ -50,7 +51,7 @@ pub enum ErrorKind {
     Timeout,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCounts {
     pub connect: u64,
     pub receive: u64,
@@ -72,14 +73,16 @@ impl ErrorCounts {
     }
 }
 
+#[derive(Serialize, Deserialize)]
 pub struct Second {
     pub completed: u64,
     pub errors: u64,
+    #[serde(with = "crate::measure::wire::small")]
     pub total_us: Histogram<u64>,
 }
 
 impl Second {
-    fn new() -> Second {
+    pub(crate) fn new() -> Second {
         // Auto-resizing, 2 digits: a per-second p50/p99 needs no more, and a
         // long run must not hold a full-size histogram for every second.
         Second { completed: 0, errors: 0, total_us: small_histogram() }
@@ -104,7 +107,7 @@ pub fn record_small(h: &mut Histogram<u64>, value_us: u64) {
 
 /// Status codes and their counts, in order of first appearance: a URL sees
 /// one or two codes, so a short list beats a map.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StatusList(pub Vec<(u16, u64)>);
 
 impl StatusList {
@@ -117,9 +120,11 @@ impl StatusList {
 }
 
 /// The figures of one distinct request (a URL of a list or a log).
+#[derive(Serialize, Deserialize)]
 pub struct UrlStats {
     pub responses: u64,
     pub errors: u64,
+    #[serde(with = "crate::measure::wire::small")]
     pub total_us: Histogram<u64>,
     pub status_seen: StatusList,
     /// The statuses the access log recorded for the requests made.
@@ -155,7 +160,7 @@ impl UrlStats {
 }
 
 /// How an open-loop schedule was kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleCounts {
     pub sent: u64,
     /// Sent after waiting for a free connection.
@@ -164,16 +169,25 @@ pub struct ScheduleCounts {
     pub dropped: u64,
 }
 
+/// Serializable (histograms encoded) so an agent's measurements can be
+/// merged with others' elsewhere, as exactly as a worker's are here.
+#[derive(Serialize, Deserialize)]
 pub struct Stats {
+    #[serde(with = "crate::measure::wire::latency")]
     pub connect_us: Histogram<u64>,
+    #[serde(with = "crate::measure::wire::latency")]
     pub waiting_us: Histogram<u64>,
+    #[serde(with = "crate::measure::wire::latency")]
     pub processing_us: Histogram<u64>,
+    #[serde(with = "crate::measure::wire::latency")]
     pub total_us: Histogram<u64>,
     /// Open loop: latency from the actual send, as if the schedule had not
     /// slipped (what a closed-loop tool reports); `total_us` counts from the
     /// intended send time.
+    #[serde(with = "crate::measure::wire::latency")]
     pub uncorrected_us: Histogram<u64>,
     /// Open loop: how long after its intended time each request was sent.
+    #[serde(with = "crate::measure::wire::latency")]
     pub send_lag_us: Histogram<u64>,
     pub schedule: ScheduleCounts,
     pub urls: Vec<UrlStats>,
@@ -218,6 +232,12 @@ impl Stats {
             server_software: None,
             document_length: None,
         }
+    }
+
+    /// Requests that ended, with a response or an error: a length mismatch
+    /// by ab's rule still had a response; other errors did not.
+    pub fn requests(&self) -> u64 {
+        self.responses + self.errors.total() - self.mismatched_responses
     }
 
     pub fn second(&mut self, index: usize) -> &mut Second {

@@ -25,6 +25,7 @@ impl Drop for TestServer {
 
 /// What the server does with each request head it reads.
 #[derive(Clone, Copy)]
+#[allow(dead_code)] // each test binary compiles this module; not all use every reply
 pub enum Reply {
     /// Sends these bytes; keeps the connection open when `keep` is set.
     Bytes(&'static [u8], bool),

@@ -1,0 +1,163 @@
+//! A load spread over agents (processes on one machine or many): each runs
+//! its share of the load and returns its part; the merge adds the parts as
+//! a run adds its worker threads' (histograms added, counts summed, seconds
+//! aligned by the wall clock) into one result of the usual shape, plus a
+//! breakdown per agent.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{AgentShare, LoadConfig};
+use crate::error::{EngineError, Result};
+use crate::load::control::Control;
+use crate::load::{measure, Clock, Prepared};
+use crate::measure::cpu::CpuTimes;
+use crate::measure::stats::{Second, Stats};
+use crate::result::LoadResult;
+
+pub const PART_SCHEMA: &str = "corebench.agent-part/1";
+
+/// What one agent measured: its whole `Stats`, not a summary, so the merge
+/// is exact.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPart {
+    pub schema: String,
+    pub share: AgentShare,
+    /// The CPUs the agent's process could use.
+    pub cores: u32,
+    pub threads: u32,
+    pub concurrency: u32,
+    pub started_unix_s: f64,
+    pub duration_s: f64,
+    pub interrupted: bool,
+    pub cpu: CpuTimes,
+    pub stats: Stats,
+}
+
+/// One agent's line in a merged result: enough to see that each did its
+/// share and whether any was short of CPU (client-bound).
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentSummary {
+    pub index: u32,
+    pub node: String,
+    pub cores: u32,
+    pub threads: u32,
+    pub concurrency: u32,
+    pub started_unix_s: f64,
+    pub duration_s: f64,
+    pub interrupted: bool,
+    pub requests: u64,
+    pub responses: u64,
+    pub failed: u64,
+    pub throughput_rps: f64,
+    /// Open loop: this agent's sends, late sends and dropped sends.
+    pub sent: u64,
+    pub late: u64,
+    pub dropped: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub cpu: CpuTimes,
+    /// CPU time over the wall time of the cores it could use
+    /// (min(threads, cores)): near 1 means the agent was the limit.
+    pub cpu_utilization: f64,
+}
+
+/// Runs this agent's share (`config.agent`) of the load.
+pub fn run_agent(config: &LoadConfig, control: &Control) -> Result<AgentPart> {
+    let Some(share) = config.agent.clone() else {
+        return Err(EngineError::BadConfig { key: "agent", reason: "an agent's run needs its share: index and count".into() });
+    };
+    let prepared = Prepared::new(config)?;
+    let m = measure(config, &prepared, control)?;
+    let c = m.clock;
+    Ok(AgentPart {
+        schema: PART_SCHEMA.into(),
+        share,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        threads: c.threads,
+        concurrency: config.share_of_concurrency(),
+        started_unix_s: c.started_unix_s,
+        duration_s: c.duration_s,
+        interrupted: c.interrupted,
+        cpu: c.cpu,
+        stats: m.stats,
+    })
+}
+
+/// Merges the parts of every agent of the load `config` describes (the
+/// whole load's config, as given to the agents but without their share).
+pub fn merge(config: &LoadConfig, mut parts: Vec<AgentPart>) -> Result<LoadResult> {
+    let prepared = Prepared::new(config)?;
+    check_parts(&parts, prepared.workload.requests.len())?;
+    parts.sort_by_key(|p| p.share.index);
+    let t0 = parts.iter().map(|p| p.started_unix_s).fold(f64::INFINITY, f64::min);
+    let end = parts.iter().map(|p| p.started_unix_s + p.duration_s).fold(f64::NEG_INFINITY, f64::max);
+    let clock = Clock {
+        threads: parts.iter().map(|p| p.threads).sum(),
+        started_unix_s: t0,
+        duration_s: end - t0,
+        interrupted: parts.iter().any(|p| p.interrupted),
+        cpu: parts.iter().fold(CpuTimes::default(), |a, p| a + p.cpu),
+    };
+    let summaries = parts.iter().map(summary).collect();
+    let mut stats = Stats::new(0, prepared.workload.requests.len());
+    for mut p in parts {
+        // Second i of an agent is second i + offset of the whole run.
+        let offset = (p.started_unix_s - t0).round() as usize;
+        p.stats.timeline.splice(0..0, (0..offset).map(|_| Second::new()));
+        stats.merge(p.stats);
+    }
+    let mut result = prepared.result(config, prepared.facts(config, clock), stats);
+    result.agents = summaries;
+    Ok(result)
+}
+
+fn check_parts(parts: &[AgentPart], urls: usize) -> Result<()> {
+    let bad = |why: String| Err(EngineError::Part(why));
+    if parts.is_empty() {
+        return bad("no agent parts to merge".into());
+    }
+    let count = parts.len();
+    let mut seen = vec![false; count];
+    for p in parts {
+        if p.schema != PART_SCHEMA {
+            return bad(format!("part schema {:?}, expected {PART_SCHEMA:?}", p.schema));
+        }
+        let (i, n) = (p.share.index as usize, p.share.count as usize);
+        if n != count || i >= count || std::mem::replace(&mut seen[i], true) {
+            return bad(format!("part of agent {i} of {n} among {count} parts: each agent's part once"));
+        }
+        if p.stats.urls.len() != urls {
+            return bad(format!("agent {i} measured {} distinct requests, this load has {urls}", p.stats.urls.len()));
+        }
+    }
+    Ok(())
+}
+
+fn summary(p: &AgentPart) -> AgentSummary {
+    let s = &p.stats;
+    let h = &s.total_us;
+    let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+    let usable_s = p.duration_s * f64::from(p.threads.min(p.cores).max(1));
+    AgentSummary {
+        index: p.share.index,
+        node: p.share.node.clone(),
+        cores: p.cores,
+        threads: p.threads,
+        concurrency: p.concurrency,
+        started_unix_s: p.started_unix_s,
+        duration_s: p.duration_s,
+        interrupted: p.interrupted,
+        requests: s.requests(),
+        responses: s.responses,
+        failed: s.errors.total(),
+        throughput_rps: if p.duration_s > 0.0 { s.responses as f64 / p.duration_s } else { 0.0 },
+        sent: s.schedule.sent,
+        late: s.schedule.late,
+        dropped: s.schedule.dropped,
+        p50_us: at(0.5),
+        p99_us: at(0.99),
+        cpu: p.cpu,
+        cpu_utilization: if usable_s > 0.0 { (p.cpu.user_s + p.cpu.system_s) / usable_s } else { 0.0 },
+    }
+}

@@ -1,0 +1,122 @@
+"""The distributed load from the command line, on a real two-node Ray
+cluster: `corebench load --ray`, a plan's [cluster], a killed agent, and
+the errors said before any load."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+
+from tests.conftest import CLI, run_cli
+
+
+def test_cli_load_on_the_cluster(ray_cluster, nginx, tmp_path):
+    before = nginx.served()
+    out = tmp_path / "r.json"
+    p = run_cli("load", nginx.url, "-c", "6", "-n", "3000", "-k", "--ray", ray_cluster.address, "--agents", "2",
+                "--json", str(out), timeout=120)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert nginx.served_since(before) == r["responses"] == 3000
+    assert [a["requests"] for a in r["agents"]] == [1500, 1500]
+    assert "Agents: 2 on 2 node(s)" in p.stdout
+
+
+def _agent_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any("ray::LoadAgent.run" in part for part in proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def _kill_an_agent_when_running(deadline_s: float = 60) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        running = _agent_processes()
+        if running:
+            time.sleep(1.0)  # well into the run
+            os.kill(running[0].pid, signal.SIGKILL)
+            return
+        time.sleep(0.1)
+    raise AssertionError("no agent ever ran")
+
+
+def test_a_killed_agent_fails_the_run_in_time(ray_cluster, nginx):
+    proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "20s", "-k", "--ray", ray_cluster.address,
+                                   "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _kill_an_agent_when_running()
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert "the run failed: agent" in err and "died" in err.lower(), err
+    # Well before the run's own end (20 s), let alone its timeout.
+    assert time.monotonic() - killed < 15
+
+
+def test_a_killed_agent_fails_one_run_and_the_experiment_goes_on(ray_cluster, nginx, tmp_path):
+    from corebench.store import Store
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+[experiment]
+name = "distributed"
+repetitions = 3
+duration = "4s"
+randomize = false
+
+[cluster]
+address = "{ray_cluster.address}"
+agents = 2
+
+[target]
+url = "{nginx.url}"
+
+[load]
+concurrency = 4
+keep_alive = true
+""")
+    store = tmp_path / "s.sqlite"
+    proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _kill_an_agent_when_running()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err  # some runs failed
+    s = Store(store, read_only=True)
+    runs = s.runs(1)
+    s.close()
+    statuses = [r["status"] for r in runs]
+    assert statuses == ["failed", "ok", "ok"], (statuses, err)
+    assert runs[0]["error"].startswith("agents: agent"), runs[0]["error"]
+    assert len(json.loads(runs[1]["result_json"])["agents"]) == 2
+
+
+def test_an_unreachable_cluster_is_an_error_before_any_load(nginx):
+    before = nginx.served()
+    p = run_cli("load", nginx.url, "-n", "10", "--ray", "127.0.0.1:1", "--agents", "2")
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "cannot reach a Ray cluster" in p.stderr, p.stderr
+    assert nginx.served_since(before) == 0
+
+
+def test_too_few_nodes_for_a_strict_spread(ray_cluster, nginx):
+    before = nginx.served()
+    p = run_cli("load", nginx.url, "-c", "3", "-n", "10", "--ray", ray_cluster.address, "--agents", "3",
+                "--strict-spread", timeout=120)
+    assert p.returncode == 2
+    assert "the cluster has 2 node(s), fewer than the 3 agents" in p.stderr, p.stderr
+    assert nginx.served_since(before) == 0
+
+
+def test_strict_spread_needs_a_cluster(nginx):
+    p = run_cli("load", nginx.url, "--strict-spread")
+    assert p.returncode == 2 and "--ray" in p.stderr
