@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does corebench count what the server counted, and measure what wrk measures?
 
-One private nginx (1 worker on CPU 0, 44-byte page). corebench and wrk take
+One private nginx (1 worker on CPU 0, a 44-byte page, or --page-bytes). corebench and wrk take
 turns, each with one thread on CPU 1, the same connections and duration.
 For each run:
   - corebench's completed requests must equal nginx's own count (stub_status);
@@ -12,7 +12,7 @@ For each run:
     On one machine the server pays for waking a sleeping generator (a
     cross-CPU wake-up, dear on a VM), a cost no remote client imposes.
 
-    .venv/bin/python bench/agreement.py [--conns 50] [--seconds 5] [--rounds 3]
+    .venv/bin/python bench/agreement.py [--conns 50] [--seconds 5] [--rounds 3] [--page-bytes 44]
 """
 
 import argparse
@@ -66,6 +66,7 @@ def main() -> int:
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--page-bytes", type=int, default=44)
     a = ap.parse_args()
     if a.seconds < 3:
         sys.exit("agreement: --seconds must be at least 3 (1 s warm-up, a steady window, the end)")
@@ -82,7 +83,7 @@ def main() -> int:
     }
     rows = {name: [] for name in tools}
     exact = True
-    with Nginx(cpu_affinity="01") as n:
+    with Nginx(page_bytes=a.page_bytes, cpu_affinity="01") as n:
         worker = int(subprocess.run(["pgrep", "-P", str(n.proc.pid)], capture_output=True, text=True).stdout.split()[0])
         for r in range(a.rounds):
             for name, cmd in tools.items():
@@ -99,7 +100,7 @@ def main() -> int:
            for name, xs in rows.items()}
     # Adjacent runs share the machine's drift, so the per-round ratio is the steadier figure.
     paired = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench"], rows["wrk"]))
-    print(f"\n{a.conns} keep-alive connections, {a.seconds}s x {a.rounds} rounds, "
+    print(f"\n{a.page_bytes}-byte page, {a.conns} keep-alive connections, {a.seconds}s x {a.rounds} rounds, "
           "1 thread each on CPU 1, nginx on CPU 0")
     print(f"{'tool':14s} {'req/s':>9s} {'nginx_us/req':>12s} {'gen_sleeps/req':>14s}")
     for name, m in med.items():

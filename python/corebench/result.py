@@ -145,6 +145,8 @@ class AgentSummary(_Model):
     threads: int
     concurrency: int
     started_unix_s: float
+    # After the agreed start: slow to prepare, or a clock ahead.
+    start_lag_s: float
     duration_s: float
     interrupted: bool
     requests: int

@@ -7,10 +7,13 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 
 from tests.conftest import CLI, run_cli
+
+ACCESS_LOG = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / "apache-combined-10k.log"
 
 
 def test_cli_load_on_the_cluster(ray_cluster, nginx, tmp_path):
@@ -25,31 +28,35 @@ def test_cli_load_on_the_cluster(ray_cluster, nginx, tmp_path):
     assert "Agents: 2 on 2 node(s)" in p.stdout
 
 
-def _agent_processes() -> list[psutil.Process]:
-    found = []
+def _agent_pids() -> set[int]:
+    """Ray titles an actor's process `ray::LoadAgent` (and the method it
+    runs, while it runs one)."""
+    found = set()
     for proc in psutil.process_iter(["cmdline"]):
-        if any("ray::LoadAgent.run" in part for part in proc.info["cmdline"] or []):
-            found.append(proc)
+        if any(part.startswith("ray::LoadAgent") for part in proc.info["cmdline"] or []):
+            found.add(proc.pid)
     return found
 
 
-def _kill_an_agent_when_running(deadline_s: float = 60) -> None:
+def _kill_an_agent_mid_run(nginx, earlier: set[int], deadline_s: float = 90) -> None:
+    """Once new agents exist and the load has begun (nginx counts), SIGKILL one."""
+    base = nginx.served()
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        running = _agent_processes()
-        if running:
-            time.sleep(1.0)  # well into the run
-            os.kill(running[0].pid, signal.SIGKILL)
+        mine = sorted(_agent_pids() - earlier)
+        if mine and nginx.served() - base > 100:
+            os.kill(mine[0], signal.SIGKILL)
             return
-        time.sleep(0.1)
-    raise AssertionError("no agent ever ran")
+        time.sleep(0.05)
+    raise AssertionError("the agents never began loading")
 
 
 def test_a_killed_agent_fails_the_run_in_time(ray_cluster, nginx):
+    earlier = _agent_pids()
     proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "20s", "-k", "--ray", ray_cluster.address,
                                    "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _kill_an_agent_when_running()
+        _kill_an_agent_mid_run(nginx, earlier)
         killed = time.monotonic()
         out, err = proc.communicate(timeout=60)
     finally:
@@ -83,10 +90,11 @@ concurrency = 4
 keep_alive = true
 """)
     store = tmp_path / "s.sqlite"
+    earlier = _agent_pids()
     proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        _kill_an_agent_when_running()
+        _kill_an_agent_mid_run(nginx, earlier)
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
@@ -102,7 +110,7 @@ keep_alive = true
 
 def test_an_unreachable_cluster_is_an_error_before_any_load(nginx):
     before = nginx.served()
-    p = run_cli("load", nginx.url, "-n", "10", "--ray", "127.0.0.1:1", "--agents", "2")
+    p = run_cli("load", nginx.url, "-c", "2", "-n", "10", "--ray", "127.0.0.1:1", "--agents", "2")
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "cannot reach a Ray cluster" in p.stderr, p.stderr
     assert nginx.served_since(before) == 0
@@ -120,3 +128,38 @@ def test_too_few_nodes_for_a_strict_spread(ray_cluster, nginx):
 def test_strict_spread_needs_a_cluster(nginx):
     p = run_cli("load", nginx.url, "--strict-spread")
     assert p.returncode == 2 and "--ray" in p.stderr
+
+
+def test_a_log_is_replayed_once_across_the_agents(ray_cluster, nginx, tmp_path):
+    before = nginx.served()
+    out = tmp_path / "r.json"
+    p = run_cli("replay", str(ACCESS_LOG), "--target", nginx.url, "-c", "4", "-k", "--ray", ray_cluster.address,
+                "--agents", "2", "--json", str(out), timeout=180)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert r["replay"]["replayed"] == r["requests"] == nginx.served_since(before) == 9994
+    assert [a["requests"] for a in r["agents"]] == [4997, 4997]
+
+
+def test_ctrl_c_stops_the_agents_and_reports_what_they_measured(ray_cluster, nginx):
+    earlier = _agent_pids()
+    proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "60s", "-k", "--ray", ray_cluster.address,
+                                   "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = nginx.served()
+        end = time.monotonic() + 90
+        while time.monotonic() < end and not (_agent_pids() - earlier and nginx.served() - base > 100):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Agents: 2 on 2 node(s)" in out and "Complete requests:" in out, (out, err)
+
+
+def test_connections_too_few_for_the_agents_are_refused_before_connecting():
+    # Nothing listens at that address: the load's own error comes first.
+    p = run_cli("load", "http://127.0.0.1:9/", "-n", "10", "--ray", "127.0.0.1:1", "--agents", "2")
+    assert p.returncode == 2
+    assert "1 connections cannot be shared by 2 agents" in p.stderr, p.stderr

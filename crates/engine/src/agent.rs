@@ -16,21 +16,30 @@ use crate::result::LoadResult;
 
 pub const PART_SCHEMA: &str = "corebench.agent-part/1";
 
-/// What one agent measured: its whole `Stats`, not a summary, so the merge
-/// is exact.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentPart {
-    pub schema: String,
-    pub share: AgentShare,
+/// How one agent ran: on what, when, and at what cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentRun {
     /// The CPUs the agent's process could use.
     pub cores: u32,
     pub threads: u32,
     pub concurrency: u32,
     pub started_unix_s: f64,
+    /// How long after the agreed start this agent could begin (slow to
+    /// prepare, or its clock ahead of the coordinator's).
+    pub start_lag_s: f64,
     pub duration_s: f64,
     pub interrupted: bool,
     pub cpu: CpuTimes,
+}
+
+/// What one agent measured: its whole `Stats`, not a summary, so the merge
+/// is exact.
+#[derive(Serialize, Deserialize)]
+pub struct AgentPart {
+    pub schema: String,
+    pub share: AgentShare,
+    #[serde(flatten)]
+    pub run: AgentRun,
     pub stats: Stats,
 }
 
@@ -40,12 +49,8 @@ pub struct AgentPart {
 pub struct AgentSummary {
     pub index: u32,
     pub node: String,
-    pub cores: u32,
-    pub threads: u32,
-    pub concurrency: u32,
-    pub started_unix_s: f64,
-    pub duration_s: f64,
-    pub interrupted: bool,
+    #[serde(flatten)]
+    pub run: AgentRun,
     pub requests: u64,
     pub responses: u64,
     pub failed: u64,
@@ -56,7 +61,6 @@ pub struct AgentSummary {
     pub dropped: u64,
     pub p50_us: u64,
     pub p99_us: u64,
-    pub cpu: CpuTimes,
     /// CPU time over the wall time of the cores it could use
     /// (min(threads, cores)): near 1 means the agent was the limit.
     pub cpu_utilization: f64,
@@ -70,18 +74,17 @@ pub fn run_agent(config: &LoadConfig, control: &Control) -> Result<AgentPart> {
     let prepared = Prepared::new(config)?;
     let m = measure(config, &prepared, control)?;
     let c = m.clock;
-    Ok(AgentPart {
-        schema: PART_SCHEMA.into(),
-        share,
+    let run = AgentRun {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         threads: c.threads,
         concurrency: config.share_of_concurrency(),
         started_unix_s: c.started_unix_s,
+        start_lag_s: c.start_lag_s,
         duration_s: c.duration_s,
         interrupted: c.interrupted,
         cpu: c.cpu,
-        stats: m.stats,
-    })
+    };
+    Ok(AgentPart { schema: PART_SCHEMA.into(), share, run, stats: m.stats })
 }
 
 /// Merges the parts of every agent of the load `config` describes (the
@@ -90,20 +93,22 @@ pub fn merge(config: &LoadConfig, mut parts: Vec<AgentPart>) -> Result<LoadResul
     let prepared = Prepared::new(config)?;
     check_parts(&parts, prepared.workload.requests.len())?;
     parts.sort_by_key(|p| p.share.index);
-    let t0 = parts.iter().map(|p| p.started_unix_s).fold(f64::INFINITY, f64::min);
-    let end = parts.iter().map(|p| p.started_unix_s + p.duration_s).fold(f64::NEG_INFINITY, f64::max);
+    let runs: Vec<&AgentRun> = parts.iter().map(|p| &p.run).collect();
+    let t0 = runs.iter().map(|r| r.started_unix_s).fold(f64::INFINITY, f64::min);
+    let end = runs.iter().map(|r| r.started_unix_s + r.duration_s).fold(f64::NEG_INFINITY, f64::max);
     let clock = Clock {
-        threads: parts.iter().map(|p| p.threads).sum(),
+        threads: runs.iter().map(|r| r.threads).sum(),
         started_unix_s: t0,
+        start_lag_s: runs.iter().map(|r| r.start_lag_s).fold(0.0, f64::max),
         duration_s: end - t0,
-        interrupted: parts.iter().any(|p| p.interrupted),
-        cpu: parts.iter().fold(CpuTimes::default(), |a, p| a + p.cpu),
+        interrupted: runs.iter().any(|r| r.interrupted),
+        cpu: runs.iter().fold(CpuTimes::default(), |a, r| a + r.cpu),
     };
     let summaries = parts.iter().map(summary).collect();
     let mut stats = Stats::new(0, prepared.workload.requests.len());
     for mut p in parts {
         // Second i of an agent is second i + offset of the whole run.
-        let offset = (p.started_unix_s - t0).round() as usize;
+        let offset = (p.run.started_unix_s - t0).round() as usize;
         p.stats.timeline.splice(0..0, (0..offset).map(|_| Second::new()));
         stats.merge(p.stats);
     }
@@ -135,29 +140,23 @@ fn check_parts(parts: &[AgentPart], urls: usize) -> Result<()> {
 }
 
 fn summary(p: &AgentPart) -> AgentSummary {
-    let s = &p.stats;
+    let (s, r) = (&p.stats, &p.run);
     let h = &s.total_us;
     let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
-    let usable_s = p.duration_s * f64::from(p.threads.min(p.cores).max(1));
+    let usable_s = r.duration_s * f64::from(r.threads.min(r.cores).max(1));
     AgentSummary {
         index: p.share.index,
         node: p.share.node.clone(),
-        cores: p.cores,
-        threads: p.threads,
-        concurrency: p.concurrency,
-        started_unix_s: p.started_unix_s,
-        duration_s: p.duration_s,
-        interrupted: p.interrupted,
+        run: r.clone(),
         requests: s.requests(),
         responses: s.responses,
         failed: s.errors.total(),
-        throughput_rps: if p.duration_s > 0.0 { s.responses as f64 / p.duration_s } else { 0.0 },
+        throughput_rps: if r.duration_s > 0.0 { s.responses as f64 / r.duration_s } else { 0.0 },
         sent: s.schedule.sent,
         late: s.schedule.late,
         dropped: s.schedule.dropped,
         p50_us: at(0.5),
         p99_us: at(0.99),
-        cpu: p.cpu,
-        cpu_utilization: if usable_s > 0.0 { (p.cpu.user_s + p.cpu.system_s) / usable_s } else { 0.0 },
+        cpu_utilization: if usable_s > 0.0 { (r.cpu.user_s + r.cpu.system_s) / usable_s } else { 0.0 },
     }
 }

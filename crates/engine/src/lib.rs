@@ -19,5 +19,5 @@ pub use config::{HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};
 pub use load::control::Control;
 pub use agent::{merge, run_agent, AgentPart};
-pub use load::{run, run_with};
+pub use load::{check, run, run_with};
 pub use result::LoadResult;

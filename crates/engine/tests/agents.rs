@@ -49,7 +49,7 @@ fn closed_loop_parts_merge_to_the_servers_count_and_the_hand_merged_histogram() 
     for p in &parts[1..] {
         by_hand.add(&p.stats.total_us).unwrap();
     }
-    let shares: Vec<(u64, u32)> = parts.iter().map(|p| (p.stats.requests(), p.concurrency)).collect();
+    let shares: Vec<(u64, u32)> = parts.iter().map(|p| (p.stats.requests(), p.run.concurrency)).collect();
     let r = merge(&cfg, parts).unwrap();
     assert_eq!(srv.requests.load(Ordering::SeqCst), 1000);
     assert_eq!((r.requests, r.responses, r.failed), (1000, 1000, 0));
@@ -82,7 +82,7 @@ fn open_loop_agents_share_one_schedule() {
 }
 
 #[test]
-fn a_url_list_is_sent_once_over_in_its_order_across_agents() {
+fn a_url_list_is_shared_out_exactly_across_agents() {
     let srv = start(Reply::Bytes(OK, true));
     let urls = ["/a", "/b", "/c"]
         .iter()
@@ -101,7 +101,7 @@ fn seconds_are_aligned_by_the_wall_clock() {
     let cfg = LoadConfig { requests: Some(40), ..keep_alive(&srv.url, 2) };
     let mut parts = run_agents(&cfg, 2);
     // As if agent 1 had started two seconds after agent 0.
-    parts[1].started_unix_s = parts[0].started_unix_s + 2.0;
+    parts[1].run.started_unix_s = parts[0].run.started_unix_s + 2.0;
     let r = merge(&cfg, parts).unwrap();
     assert!(r.run.duration_s > 2.0);
     assert_eq!(r.timeline.len(), 3, "{:?}", r.timeline);
@@ -119,4 +119,16 @@ fn parts_that_do_not_fit_together_are_refused() {
     let few = LoadConfig { agent: Some(AgentShare { index: 0, count: 3, node: String::new() }), ..cfg };
     let err = run_agent(&few, &Control::default()).err().unwrap();
     assert!(err.to_string().contains("each needs at least one"), "{err}");
+}
+
+#[test]
+fn a_late_agent_keeps_the_agreed_start_and_reports_its_lag() {
+    let srv = start(Reply::Bytes(OK, true));
+    let at = now_s() - 0.5;
+    let share = AgentShare { index: 0, count: 1, node: String::new() };
+    let cfg = LoadConfig { requests: Some(10), agent: Some(share), start_at_unix_s: Some(at), ..keep_alive(&srv.url, 2) };
+    let part = run_agent(&cfg, &Control::default()).unwrap();
+    assert_eq!(part.run.started_unix_s, at);
+    assert!((0.5..5.0).contains(&part.run.start_lag_s), "{}", part.run.start_lag_s);
+    assert_eq!(part.stats.responses, 10);
 }

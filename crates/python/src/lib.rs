@@ -46,6 +46,14 @@ fn run_agent(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress:
     serde_json::to_string(&part).map_err(|e| EngineFailure::new_err(e.to_string()))
 }
 
+/// Checks a load's config as a run would before its first request (the
+/// settings, the target's address, the workload) without running it.
+#[pyfunction]
+fn check(py: Python<'_>, config_json: &str) -> PyResult<()> {
+    let config = load_config(config_json, None)?;
+    py.detach(|| corebench_engine::check(&config)).map_err(to_py)
+}
+
 /// Merges the agents' parts (JSON strings from `run_agent`) of the load
 /// `config_json` describes into one result (JSON).
 #[pyfunction]
@@ -142,6 +150,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_agent, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;

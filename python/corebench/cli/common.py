@@ -44,6 +44,7 @@ HGRM = typer.Option(None, "--hgrm", help="Write the total-latency percentile dis
 RATE = typer.Option(None, "--rate", help="Open loop: requests per second (R, or START..END with --ramp), sent on schedule whatever the responses do; latency counts from the intended send time.")
 RAY = typer.Option(None, "--ray", help="Spread the load over agents on this Ray cluster: HOST:PORT of its head, ray://HOST:PORT, or auto (needs corebench[ray]).")
 AGENTS = typer.Option(2, "--agents", help="With --ray: load agents, one per node where the cluster has the nodes; connections, users and rates are shared out.")
+AGENT_CPUS = typer.Option(1.0, "--agent-cpus", help="With --ray: the CPUs each agent reserves on its node, and (without --threads) its load threads.")
 STRICT_SPREAD = typer.Option(False, "--strict-spread", help="With --ray: every agent on a node of its own, or an error before any load.")
 RAMP = typer.Option(None, "--ramp", help="With --rate START..END: ramp linearly over this long (e.g. 60s), then hold END.")
 
@@ -106,7 +107,7 @@ def common_settings(
     )
 
 
-def cluster(ray: Optional[str], agents: int, strict_spread: bool) -> Optional[Any]:
+def cluster(ray: Optional[str], agents: int, strict_spread: bool, agent_cpus: float = 1.0) -> Optional[Any]:
     """The --ray settings, or None for a load from this process alone."""
     if ray is None:
         if strict_spread:
@@ -116,7 +117,9 @@ def cluster(ray: Optional[str], agents: int, strict_spread: bool) -> Optional[An
 
     if agents < 1:
         raise UsageError(f"--agents {agents}: give at least 1 agent")
-    return ClusterConfig(address=ray, agents=agents, strict_spread=strict_spread)
+    if not agent_cpus > 0:
+        raise UsageError(f"--agent-cpus {agent_cpus:g}: give a positive number of CPUs")
+    return ClusterConfig(address=ray, agents=agents, strict_spread=strict_spread, agent_cpus=agent_cpus)
 
 
 def run_and_report(config: Any, json_out: Optional[str], hgrm: Optional[Path], cluster: Optional[Any] = None) -> None:

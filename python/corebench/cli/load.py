@@ -78,6 +78,7 @@ def load(
     ray: Optional[str] = common.RAY,
     agents: int = common.AGENTS,
     strict_spread: bool = common.STRICT_SPREAD,
+    agent_cpus: float = common.AGENT_CPUS,
 ) -> None:
     """Load a URL like ab or wrk: closed loop, -c connections, -n requests or -t seconds."""
     from corebench.config.load import LoadConfig
@@ -109,4 +110,4 @@ def load(
             timeout=timeout, threads=threads, allow_remote=allow_remote, busy_poll=busy_poll,
         ),
     )
-    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread))
+    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus))

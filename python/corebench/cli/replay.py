@@ -35,6 +35,7 @@ def replay(
     ray: Optional[str] = common.RAY,
     agents: int = common.AGENTS,
     strict_spread: bool = common.STRICT_SPREAD,
+    agent_cpus: float = common.AGENT_CPUS,
     hgrm: Optional[Path] = common.HGRM,
 ) -> None:
     """Replay an access log against a server; every line is replayed or skipped with its reason."""
@@ -56,4 +57,4 @@ def replay(
             allow_remote=allow_remote, busy_poll=busy_poll,
         ),
     )
-    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread))
+    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus))

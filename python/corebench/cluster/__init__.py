@@ -41,8 +41,9 @@ class AgentFailed(Exception):
 
 def run(config, cluster: ClusterConfig, progress: Optional[Callable[[int], object]] = None):
     """One distributed run: connects, places the agents, runs, merges."""
-    from corebench.cluster.session import Session
+    from corebench.cluster.session import Session, check
 
+    check(config, cluster)
     with Session(cluster) as s:
         return s.run(config, progress)
 

@@ -16,8 +16,11 @@ from corebench import _engine
 @ray.remote(max_concurrency=4)
 class LoadAgent:
     def __init__(self) -> None:
+        self._run_id = ""
         self._finished = 0
-        self._stopped: set[str] = set()
+        # The run asked to stop: a stop that arrives before its run begins
+        # still stops it, and one for an older run stops nothing.
+        self._stop_id = ""
 
     def describe(self) -> dict:
         ctx = ray.get_runtime_context()
@@ -31,20 +34,17 @@ class LoadAgent:
         }
 
     def run(self, run_id: str, config_json: str, body: Optional[bytes]) -> str:
-        self._finished = 0
+        self._run_id, self._finished = run_id, 0
 
         def progress(finished: int) -> bool:
             self._finished = finished
-            return run_id not in self._stopped
+            return self._stop_id != run_id
 
-        try:
-            return _engine.run_agent(config_json, body, progress)
-        finally:
-            self._stopped.discard(run_id)
+        return _engine.run_agent(config_json, body, progress)
 
     def stop(self, run_id: str) -> None:
-        """Stops run `run_id` (now, or as soon as it begins)."""
-        self._stopped.add(run_id)
+        self._stop_id = run_id
 
-    def finished(self) -> int:
-        return self._finished
+    def finished(self, run_id: str) -> int:
+        """Requests finished so far in run `run_id` (0 before it begins)."""
+        return self._finished if self._run_id == run_id else 0

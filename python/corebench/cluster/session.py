@@ -1,26 +1,30 @@
 """A connection to a Ray cluster holding K placed agents, reused run after
-run: connect → place → (run → merge)* → close. Agents lost in a run are
-replaced before the next."""
+run: connect → place → (check → run → merge)* → close. Agents lost in a
+run are replaced before the next."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
+import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
+from urllib.parse import urlsplit
 
 from corebench import _engine
 from corebench.cluster import AgentFailed, ClusterConfig, ClusterError
 from corebench.errors import EngineUsageError, UsageError
 
-# How far ahead the agreed start lies: time for every agent to receive its
-# part of the load, so that all begin at the same instant.
+# How far ahead of now the agreed start lies, beyond twice the time this
+# machine took to check the load (reading a log, say): time for every agent
+# to receive and prepare its part, so that all begin at the same instant.
 START_AHEAD_S = 1.0
-# Beyond its duration and per-request timeout, how long a run may take
-# before its silent agents count as lost.
+# Beyond a run's duration and per-request timeout (or since an agent last
+# answered), how long before a silent agent counts as lost.
 GRACE_S = 30.0
 CONNECT_TIMEOUT_S = 60.0
 PLACE_TIMEOUT_S = 60.0
@@ -46,6 +50,28 @@ class _Agent:
         return f"{self.info['hostname']}/{self.info['node_ip']}/{self.info['node_id'][:8]}"
 
 
+def agent_config(config, cluster: ClusterConfig) -> dict:
+    """The whole load as the agents get it: without --threads, each agent
+    runs as many load threads as the CPUs it reserves."""
+    whole = json.loads(config.engine_json())
+    if not whole.get("threads"):
+        whole["threads"] = max(1, int(cluster.agent_cpus))
+    return whole
+
+
+def check(config, cluster: ClusterConfig) -> float:
+    """Checks the load as agent 0 of K would, before any cluster is
+    contacted: a bad setting is the user's error here, not K agents'
+    failures there. Returns the seconds it took."""
+    share = {**agent_config(config, cluster), "agent": {"index": 0, "count": cluster.agents, "node": ""}}
+    began = time.monotonic()
+    try:
+        _engine.check(json.dumps(share))
+    except EngineUsageError as e:
+        raise UsageError(str(e).replace("concurrency:", "-c/--concurrency:")) from None
+    return time.monotonic() - began
+
+
 class Session:
     def __init__(self, cluster: ClusterConfig) -> None:
         self.cluster = cluster
@@ -53,6 +79,7 @@ class Session:
         self._own_connection = False
         self._pg = None
         self.agents: list[_Agent] = []
+        self.driver_ip = ""
         # The agents' parts (JSON) of the last run, as merged: for checks
         # and debugging.
         self.last_parts: list[str] = []
@@ -69,32 +96,39 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def agents_here(self) -> bool:
+        """True when an agent runs on this machine, beside the target."""
+        return any(a.info["node_ip"] == self.driver_ip for a in self.agents)
+
     # -- connect and place -------------------------------------------------
 
     def _connect(self) -> None:
         ray, addr = self.ray, self.cluster.address
-        if ray.is_initialized():
-            return  # the caller's own connection (the Python API inside a driver)
-        _probe(addr)
+        if not ray.is_initialized():
+            _probe(addr)
+            self._init(addr)
+            self._own_connection = True
+        self.driver_ip = ray.util.get_node_ip_address()
+
+    def _init(self, addr: str) -> None:
         failure: list[BaseException] = []
 
         def init() -> None:
             try:
-                ray.init(address=addr, namespace="corebench", log_to_driver=False, logging_level="ERROR",
-                         configure_logging=True)
+                self.ray.init(address=addr, namespace="corebench", log_to_driver=False, logging_level="ERROR")
             except BaseException as e:  # reported below, in the caller's thread
                 failure.append(e)
 
-        # ray.init retries for minutes against something that is not a
-        # Ray head; a thread bounds the wait.
+        # ray.init retries for minutes against something that is not a Ray
+        # head; a thread bounds the wait.
         t = threading.Thread(target=init, daemon=True)
         t.start()
         t.join(CONNECT_TIMEOUT_S)
         if t.is_alive() or failure:
-            why = f"{type(failure[0]).__name__}: {str(failure[0]).splitlines()[0]}" if failure else f"no answer in {CONNECT_TIMEOUT_S:.0f} s"
+            why = _reason(failure[0]) if failure else f"no answer in {CONNECT_TIMEOUT_S:.0f} s"
             raise ClusterError(f"--ray {addr}: cannot connect to a Ray cluster there ({why}); "
                                "give the head's address as printed by `ray start --head`")
-        self._own_connection = True
 
     def _place(self) -> None:
         ray, c = self.ray, self.cluster
@@ -106,15 +140,15 @@ class Session:
                                "agents asked for; add nodes (ray start --address) or lower --agents")
         total = ray.cluster_resources().get("CPU", 0)
         if total < c.agents * c.agent_cpus:
-            raise ClusterError(f"--agents {c.agents}: the cluster has {total:g} CPUs in all, fewer than {c.agents} agents "
-                               f"of {c.agent_cpus:g} CPU each need; lower --agents or add nodes")
+            raise ClusterError(f"--agents {c.agents}: the cluster has {total:g} CPUs in all, fewer than {c.agents} "
+                               f"agents of {c.agent_cpus:g} CPU each need; lower --agents or add nodes")
         strategy = "STRICT_SPREAD" if c.strict_spread else "SPREAD"
         self._pg = placement_group([{"CPU": c.agent_cpus}] * c.agents, strategy=strategy)
         if not self._pg.wait(PLACE_TIMEOUT_S):
             free = ray.available_resources().get("CPU", 0)
-            raise ClusterError(f"--agents {c.agents}: the cluster could not place {c.agents} agents of {c.agent_cpus:g} "
-                               f"CPU each within {PLACE_TIMEOUT_S:.0f} s ({free:g} CPUs free on {len(nodes)} node(s): "
-                               "busy with other work?); lower --agents or add nodes")
+            raise ClusterError(f"--agents {c.agents}: the cluster could not place {c.agents} agents of "
+                               f"{c.agent_cpus:g} CPU each within {PLACE_TIMEOUT_S:.0f} s ({free:g} CPUs free on "
+                               f"{len(nodes)} node(s): busy with other work?); lower --agents or add nodes")
         self.agents = [self._start_agent(i) for i in range(c.agents)]
 
     def _start_agent(self, index: int) -> _Agent:
@@ -127,20 +161,32 @@ class Session:
         try:
             info = self.ray.get(handle.describe.remote(), timeout=PLACE_TIMEOUT_S)
         except Exception as e:
+            _kill(self.ray, handle)
             raise ClusterError(f"agent {index} did not start: {_reason(e)} "
                                "(is corebench[ray] installed on every node?)") from None
         if info["version"] != _engine.__version__:
+            _kill(self.ray, handle)
             raise ClusterError(f"agent {index} on {info['hostname']} runs corebench {info['version']}, this is "
                                f"{_engine.__version__}: install the same version on every node")
         return _Agent(handle, index, info)
 
-    def close(self) -> None:
+    def _replace_lost(self) -> None:
+        """A new actor for each agent that died or stopped answering."""
         ray = self.ray
-        for a in self.agents:
+        asks = {a.handle.finished.remote(""): a for a in self.agents}
+        ready, _ = ray.wait(list(asks), num_returns=len(asks), timeout=10)
+        for ref, a in asks.items():
             try:
-                ray.kill(a.handle)
+                alive = ref in ready and ray.get(ref) is not None
             except Exception:
-                pass
+                alive = False
+            if not alive:
+                _kill(ray, a.handle)  # frees its bundle for the new one
+                self.agents[a.index] = self._start_agent(a.index)
+
+    def close(self) -> None:
+        for a in self.agents:
+            _kill(self.ray, a.handle)
         self.agents = []
         if self._pg is not None:
             from ray.util.placement_group import remove_placement_group
@@ -151,7 +197,7 @@ class Session:
                 pass
             self._pg = None
         if self._own_connection:
-            ray.shutdown()
+            self.ray.shutdown()
             self._own_connection = False
 
     # -- run -----------------------------------------------------------------
@@ -162,10 +208,12 @@ class Session:
         run (AgentFailed) within its duration, timeout and a grace."""
         from corebench.result import LoadResult
 
+        checked_s = check(config, self.cluster)
+        self._check_reach(config.url)
         self._replace_lost()
-        whole = json.loads(config.engine_json())
+        whole = agent_config(config, self.cluster)
         run_id = uuid.uuid4().hex
-        start_at = time.time() + START_AHEAD_S
+        start_at = time.time() + START_AHEAD_S + 2 * checked_s
         refs = {}
         for a in self.agents:
             share = {"index": a.index, "count": len(self.agents), "node": a.node}
@@ -174,87 +222,132 @@ class Session:
         deadline = None
         if config.duration_s is not None:
             deadline = start_at + config.duration_s + config.timeout_s + GRACE_S
-        parts = self._collect(refs, run_id, deadline, config.timeout_s, progress)
+        parts = _Collect(self, refs, run_id, deadline, config.timeout_s, progress).parts()
         self.last_parts = parts
         try:
-            raw = _engine.merge(config.engine_json(), parts)
+            raw = _engine.merge(json.dumps(whole), parts)
         except EngineUsageError as e:
             raise UsageError(str(e)) from None
         return LoadResult.model_validate_json(raw)
 
-    def _collect(self, refs: dict, run_id: str, deadline: Optional[float], timeout_s: float,
-                 progress: Optional[Callable[[int], object]]) -> list[str]:
-        """Every agent's part; the first failure stops the others, waits for
-        them (bounded) so none loads the target into the next run, and is
-        raised."""
-        ray = self.ray
-        parts: dict[int, str] = {}
-        failure: Optional[Exception] = None
-        pending = list(refs)
-        stopping = False
-
-        def stop_all(within_s: float) -> None:
-            nonlocal stopping, deadline
-            if not stopping:
-                stopping = True
-                self._stop(refs.values(), run_id)
-            deadline = min(deadline or float("inf"), time.time() + within_s)
-
-        while pending:
-            try:
-                done, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S)
-                for ref in done:
-                    agent = refs[ref]
-                    try:
-                        parts[agent.index] = ray.get(ref)
-                    except Exception as e:
-                        failure = failure or _failure(agent, e)
-                        stop_all(timeout_s + 5)
-                if pending and deadline is not None and time.time() > deadline:
-                    silent = ", ".join(f"agent {refs[r].index} on {refs[r].node}" for r in pending)
-                    self._abandon(refs[r] for r in pending)
-                    failure = failure or AgentFailed(
-                        f"{silent} did not finish within the run's duration, timeout and {GRACE_S:.0f} s: lost or stalled")
-                    break
-                if progress is not None and pending and not stopping and progress(self._finished(refs)) is False:
-                    stop_all(timeout_s + GRACE_S)
-            except KeyboardInterrupt:
-                # Ctrl-C: the agents stop and report what they measured.
-                stop_all(timeout_s + GRACE_S)
-        if failure is not None:
-            raise failure
-        return [parts[i] for i in sorted(parts)]
-
-    def _finished(self, refs: dict) -> int:
+    def _check_reach(self, url: str) -> None:
+        """A loopback target is this machine's: agents elsewhere would load
+        their own loopback instead."""
+        host = urlsplit(url).hostname or ""
         try:
-            return sum(self.ray.get([a.handle.finished.remote() for a in refs.values()], timeout=POLL_S))
-        except Exception:
-            return 0
+            loopback = all(ipaddress.ip_address(ai[4][0]).is_loopback for ai in socket.getaddrinfo(host, None))
+        except (OSError, ValueError):
+            return  # the engine's check said what it could not resolve
+        away = [a for a in self.agents if a.info["node_ip"] != self.driver_ip]
+        if loopback and away:
+            a = away[0]
+            raise UsageError(f"{url} is on a loopback address, but agent {a.index} runs on {a.info['node_ip']} "
+                             "(another machine), where it would load its own loopback: give the target's address "
+                             "that every node reaches, with --allow-remote")
 
-    def _stop(self, agents, run_id: str) -> None:
-        for a in agents:
+
+class _Collect:
+    """Waits for every agent's part. The first failure stops the others and
+    waits for them (bounded), so that none still loads the target during
+    the next run, then is raised. Ctrl-C stops the agents, which report
+    what they measured; a second Ctrl-C abandons them."""
+
+    def __init__(self, s: Session, refs: dict, run_id: str, deadline: Optional[float], timeout_s: float,
+                 progress: Optional[Callable[[int], object]]) -> None:
+        self.s, self.refs, self.run_id = s, refs, run_id
+        self.deadline, self.timeout_s, self.progress = deadline, timeout_s, progress
+        self.pending = list(refs)
+        self.got: dict[int, str] = {}
+        self.failure: Optional[Exception] = None
+        self.stopping = False
+        self.answered = {a.index: time.time() for a in refs.values()}
+
+    def parts(self) -> list[str]:
+        interrupted = False
+        while self.pending:
             try:
-                a.handle.stop.remote(run_id)
-            except Exception:
-                pass
+                self._step()
+            except KeyboardInterrupt:
+                if interrupted:
+                    self._abandon(self.pending)
+                    raise
+                interrupted = True
+                print("corebench: stopping the agents; Ctrl-C again abandons them", file=sys.stderr)
+                self._stop_all(self.timeout_s + GRACE_S)
+            except self.s.ray.exceptions.RayError as e:  # the cluster itself failed (head lost)
+                self._abandon(self.pending)
+                raise AgentFailed(f"the Ray cluster failed during the run: {_reason(e)}") from None
+        if self.failure is not None:
+            raise self.failure
+        return [self.got[i] for i in sorted(self.got)]
 
-    def _abandon(self, agents) -> None:
+    def _step(self) -> None:
+        ray = self.s.ray
+        done, rest = ray.wait(self.pending, num_returns=len(self.pending), timeout=POLL_S)
+        for ref in done:
+            agent = self.refs[ref]
+            try:
+                self.got[agent.index] = ray.get(ref)
+            except Exception as e:
+                self.failure = self.failure or _failure(agent, e)
+                self._stop_all(self.timeout_s + 5)
+        self.pending = rest
+        if not self.pending:
+            return
+        finished = self._ask()
+        now = time.time()
+        silent = [r for r in self.pending if now - self.answered[self.refs[r].index] > GRACE_S]
+        late = self.deadline is not None and now > self.deadline
+        if silent or late:
+            lost = silent or self.pending
+            names = ", ".join(f"agent {self.refs[r].index} on {self.refs[r].node}" for r in lost)
+            why = (f"did not answer for {GRACE_S:.0f} s" if silent else
+                   f"did not finish within the run's duration, timeout and {GRACE_S:.0f} s")
+            self.failure = self.failure or AgentFailed(f"{names} {why}: lost or stalled")
+            self._abandon(self.pending)
+            self.pending = []
+            return
+        if self.progress is not None and not self.stopping and self.progress(finished) is False:
+            self._stop_all(self.timeout_s + GRACE_S)
+
+    def _ask(self) -> int:
+        """Requests finished so far over the running agents; notes which
+        agents answered (a live agent answers even while it loads)."""
+        ray = self.s.ray
+        asks = {self.refs[r].handle.finished.remote(self.run_id): self.refs[r] for r in self.pending}
+        ready, _ = ray.wait(list(asks), num_returns=len(asks), timeout=POLL_S)
+        total = 0
+        for ref in ready:
+            try:
+                total += ray.get(ref)
+                self.answered[asks[ref].index] = time.time()
+            except Exception:
+                pass  # its run's own reference reports the failure
+        return total
+
+    def _stop_all(self, within_s: float) -> None:
+        if not self.stopping:
+            for a in self.refs.values():
+                try:
+                    a.handle.stop.remote(self.run_id)
+                except Exception:
+                    pass
+            self.stopping = True
+        end = time.time() + within_s
+        self.deadline = end if self.deadline is None else min(self.deadline, end)
+
+    def _abandon(self, refs: Iterable) -> None:
         """Silent agents are killed, so that none still loads the target
         during the next run; they are replaced before it."""
-        for a in agents:
-            try:
-                self.ray.kill(a.handle)
-            except Exception:
-                pass
+        for r in refs:
+            _kill(self.s.ray, self.refs[r].handle)
 
-    def _replace_lost(self) -> None:
-        """A new actor for each agent that died in an earlier run."""
-        ray = self.ray
-        for i, a in enumerate(self.agents):
-            try:
-                ray.get(a.handle.finished.remote(), timeout=10)
-            except Exception:
-                self.agents[i] = self._start_agent(a.index)
+
+def _kill(ray, handle) -> None:
+    try:
+        ray.kill(handle)
+    except Exception:
+        pass
 
 
 def _probe(address: str) -> None:
@@ -284,9 +377,12 @@ def _failure(agent: _Agent, e: Exception) -> Exception:
 
 
 def _reason(e: BaseException) -> str:
-    """The first line that says something, without Ray's traceback."""
+    """One line: the error's first line and, from Ray's longer messages,
+    the sentence that says why (the worker's exit, a node's death)."""
     cause = getattr(e, "cause", None)
     if cause is not None and cause is not e:
         e = cause
     lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-    return f"{type(e).__name__}: {lines[0] if lines else 'no message'}"
+    why = [l for l in lines[1:] if "because" in l or "exit detail" in l.lower()]
+    text = " ".join(lines[:1] + why[:1]).split(" Some common causes")[0] or "no message"
+    return f"{type(e).__name__}: {text[:300]}"

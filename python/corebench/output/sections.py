@@ -96,6 +96,8 @@ def siege(r: LoadResult) -> list[str]:
 # The monitor's threshold (corebench.monitor.CLIENT_BOUND_SHARE): an agent
 # this busy may have been the limit rather than the server.
 AGENT_BUSY = 0.9
+# Agents start at one agreed instant; later than this is worth a word.
+AGENT_LATE_S = 0.05
 
 
 def agents(r: LoadResult) -> list[str]:
@@ -108,6 +110,9 @@ def agents(r: LoadResult) -> list[str]:
         out.append(f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failed:8d} {a.throughput_rps:10.2f} "
                    f"{_ms(a.p99_us):>8} {a.cpu_utilization:7.0%}  {a.node}")
     for a in r.agents:
+        if a.start_lag_s > AGENT_LATE_S:
+            out.append(f"  WARNING: agent {a.index} began {a.start_lag_s:.3f} s after the agreed start (slow to "
+                       "prepare, or its clock ahead of this one): its first second carried less load.")
         if a.cpu_utilization >= AGENT_BUSY:
             out.append(f"  WARNING: agent {a.index} used {a.cpu_utilization:.0%} of its {min(a.threads, a.cores)} "
                        "core(s): it, not the server, may have been the limit; add agents or nodes.")

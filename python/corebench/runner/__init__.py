@@ -78,12 +78,19 @@ def validate(exp: Experiment) -> None:
             except recipes.RecipeError as e:
                 raise UsageError(f"{where(exp.path, exp.text, ('target', 'settings'))}: {e} (at {p.label()})") from None
         try:
-            load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
+            cfg = load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
         except pydantic.ValidationError as e:
             err = e.errors()[0]
             loc = ("load",) + tuple(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
             raise UsageError(f"{where(exp.path, exp.text, loc)}: {msg} (at {p.label()})") from None
+        if exp.plan.cluster is not None:
+            from corebench.cluster.session import check as check_share
+
+            try:
+                check_share(cfg, exp.plan.cluster)
+            except UsageError as e:
+                raise UsageError(f"{where(exp.path, exp.text, ('cluster', 'agents'))}: {e} (at {p.label()})") from None
 
 
 def plan_json(exp: Experiment) -> dict:
@@ -205,16 +212,16 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
 def _load(cfg: Any, show: Progress, session: Any) -> tuple[Any, Optional[str]]:
     """One load, from this process or the cluster's agents: (result, None)
     or (None, why it failed)."""
-    from corebench.cluster import AgentFailed
+    from corebench.cluster import AgentFailed, ClusterError
 
     try:
         if session is None:
             return engine.run(cfg, progress=show.tick), None
         return session.run(cfg, progress=show.tick), None
+    except (AgentFailed, ClusterError) as x:
+        return None, f"agents: {x}"
     except (UsageError, EngineFailure) as x:
         return None, f"engine: {x}"
-    except AgentFailed as x:
-        return None, f"agents: {x}"
 
 
 def _cpus_allowed(pid: int) -> str | None:
@@ -268,9 +275,11 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
         summary = {**summary, "client_bound": bool(busy), "client_bound_agents": busy}
     layout = running.layout.to_json()
     if session is not None:
-        # The load came from the cluster's agents, not from this machine's
-        # generator cores.
-        layout = {**layout, "shared": False, "generator": "ray agents"}
+        # The load came from the cluster's agents, not this machine's
+        # generator cores; beside the target (on this machine) they may
+        # use its cores, as nothing confines them.
+        layout = {**layout, "shared": session.agents_here and bool(layout.get("target_cpus")),
+                  "generator": "ray agents"}
     store.add_run(out.experiment_id, seq=run.seq, point=run.point.levels, point_key=run.point.key,
                   repetition=run.repetition, warmup=run.warmup, status="failed" if error else "ok", error=error,
                   started=began, ended=ended, layout=layout, target=running.info,

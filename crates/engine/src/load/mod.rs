@@ -3,6 +3,7 @@
 
 pub mod control;
 pub mod pacing;
+pub mod share;
 pub mod timer;
 pub mod worker;
 
@@ -18,6 +19,7 @@ use crate::result::{LoadResult, RunFacts};
 use crate::workload::Workload;
 use control::Control;
 use pacing::{Schedule, Shape, Tickets};
+use share::Deal;
 use worker::{run_worker, PacingSpec, WorkerSpec};
 
 pub fn run(config: &LoadConfig) -> Result<LoadResult> {
@@ -35,6 +37,13 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
     let prepared = Prepared::new(config)?;
     let m = measure(config, &prepared, control)?;
     Ok(prepared.result(config, prepared.facts(config, m.clock), m.stats))
+}
+
+/// Everything a run checks before its first request (settings, the target's
+/// address, the workload: a log is read), without running it: a distributed
+/// run checks here before any agent loads.
+pub fn check(config: &LoadConfig) -> Result<()> {
+    Prepared::new(config).map(|_| ())
 }
 
 /// What a run needs before its first request, checked and built once: the
@@ -97,6 +106,8 @@ impl Prepared {
 pub(crate) struct Clock {
     pub threads: u32,
     pub started_unix_s: f64,
+    /// How long after the agreed start the first request could go.
+    pub start_lag_s: f64,
     pub duration_s: f64,
     pub interrupted: bool,
     pub cpu: CpuTimes,
@@ -124,14 +135,21 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
     let schedule = p.schedule(config);
     let conc = u64::from(config.share_of_concurrency());
-    if let Some(at) = config.start_at_unix_s {
-        wait_until(at, control)?;
-    }
-    let started_unix_s = unix_now_s();
+    let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
+        Some(at) => {
+            wait_until(at, control)?;
+            // Anchored at the agreed instant even when late (slow to prepare,
+            // or a clock ahead), so that this agent's schedule, deadline and
+            // seconds line up with the others'; the lag is reported.
+            let lag_s = (unix_now_s() - at).max(0.0);
+            let now = Instant::now();
+            (now.checked_sub(Duration::from_secs_f64(lag_s)).unwrap_or(now), at, lag_s)
+        }
+        None => (Instant::now(), unix_now_s(), 0.0),
+    };
     let cpu_before = process_cpu();
-    let start = Instant::now();
-    let my_limit = p.limit.map(|l| split(l, agents, agent));
-    let tickets = Tickets::new(my_limit, p.end.map(|d| start + d), workers).striding(agent, agents);
+    let deal = Deal { index: agent, count: agents, n: p.workload.entries.len() as u64 };
+    let tickets = Tickets::new(p.limit.map(|l| deal.share_of(l)), p.end.map(|d| start + d), workers).dealt(deal);
     let think = config.think_s.map(|(lo, hi)| (Duration::from_secs_f64(lo), Duration::from_secs_f64(hi)));
     let specs: Vec<WorkerSpec> = (0..workers)
         .map(|i| {
@@ -183,7 +201,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
             Some(m) => m.merge(stats),
         }
     }
-    let clock = Clock { threads, started_unix_s, duration_s, interrupted: control.stopped(), cpu };
+    let clock = Clock { threads, started_unix_s, start_lag_s, duration_s, interrupted: control.stopped(), cpu };
     Ok(Measured { clock, stats: merged.expect("at least one worker") })
 }
 

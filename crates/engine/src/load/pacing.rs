@@ -6,6 +6,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::load::share::Deal;
+
 /// Request numbers handed out to closed-loop workers in blocks, so the
 /// workers share one counter without touching it on every request, a worker
 /// with faster connections takes more, and a list is sent in (nearly) its
@@ -15,10 +17,9 @@ pub struct Tickets {
     limit: Option<u64>,
     deadline: Option<Instant>,
     workers: u64,
-    /// Ticket t is request `first + t * stride` of the whole load: an agent
-    /// of a distributed load takes every `stride`-th request.
-    first: u64,
-    stride: u64,
+    /// Which requests of the whole load the tickets stand for (an agent's
+    /// share of a distributed load; all of them otherwise).
+    deal: Deal,
 }
 
 const BLOCK: u64 = 8;
@@ -26,13 +27,12 @@ const BLOCK: u64 = 8;
 impl Tickets {
     pub fn new(limit: Option<u64>, deadline: Option<Instant>, workers: u64) -> Tickets {
         debug_assert!(limit.is_some() || deadline.is_some(), "unbounded load loop");
-        Tickets { next: AtomicU64::new(0), limit, deadline, workers: workers.max(1), first: 0, stride: 1 }
+        Tickets { next: AtomicU64::new(0), limit, deadline, workers: workers.max(1), deal: Deal::whole() }
     }
 
-    /// This agent's tickets when `count` agents share the load: `limit` is
-    /// then this agent's share of the requests.
-    pub fn striding(self, index: u64, count: u64) -> Tickets {
-        Tickets { first: index, stride: count.max(1), ..self }
+    /// An agent's tickets: `limit` is then its share of the requests.
+    pub fn dealt(self, deal: Deal) -> Tickets {
+        Tickets { deal, ..self }
     }
 
     fn claim(&self) -> Range<u64> {
@@ -75,8 +75,8 @@ impl TicketBook<'_> {
         if self.block.is_empty() {
             self.block = self.tickets.claim();
         }
-        let t = self.tickets;
-        self.block.next().map(|k| t.first + k * t.stride)
+        let deal = self.tickets.deal;
+        self.block.next().map(|t| deal.request(t))
     }
 
     pub fn exhausted(&self, now: Instant) -> bool {
