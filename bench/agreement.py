@@ -67,6 +67,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--page-bytes", type=int, default=44)
+    ap.add_argument("--gzip", type=int, default=None, metavar="LEVEL",
+                    help="nginx compresses the page per request (CPU work, as a dynamic page has)")
     a = ap.parse_args()
     if a.seconds < 3:
         sys.exit("agreement: --seconds must be at least 3 (1 s warm-up, a steady window, the end)")
@@ -83,7 +85,10 @@ def main() -> int:
     }
     rows = {name: [] for name in tools}
     exact = True
-    with Nginx(page_bytes=a.page_bytes, cpu_affinity="01") as n:
+    if a.gzip:
+        for cmd in tools.values():
+            cmd += ["-H", "Accept-Encoding: gzip"]
+    with Nginx(page_bytes=a.page_bytes, cpu_affinity="01", gzip_level=a.gzip) as n:
         worker = int(subprocess.run(["pgrep", "-P", str(n.proc.pid)], capture_output=True, text=True).stdout.split()[0])
         for r in range(a.rounds):
             for name, cmd in tools.items():
@@ -100,7 +105,7 @@ def main() -> int:
            for name, xs in rows.items()}
     # Adjacent runs share the machine's drift, so the per-round ratio is the steadier figure.
     paired = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench"], rows["wrk"]))
-    print(f"\n{a.page_bytes}-byte page, {a.conns} keep-alive connections, {a.seconds}s x {a.rounds} rounds, "
+    print(f"\n{a.page_bytes}-byte page{f', gzip level {a.gzip}' if a.gzip else ''}, {a.conns} keep-alive connections, {a.seconds}s x {a.rounds} rounds, "
           "1 thread each on CPU 1, nginx on CPU 0")
     print(f"{'tool':14s} {'req/s':>9s} {'nginx_us/req':>12s} {'gen_sleeps/req':>14s}")
     for name, m in med.items():

@@ -163,6 +163,10 @@ class AgentSummary(_Model):
     # agent rather than the server was the limit.
     cpu_utilization: float
 
+    @property
+    def run_cpu_s(self) -> float:
+        return self.cpu.user_s + self.cpu.system_s
+
 
 class LoadResult(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -106,6 +106,10 @@ keep_alive = true
     assert statuses == ["failed", "ok", "ok"], (statuses, err)
     assert runs[0]["error"].startswith("agents: agent"), runs[0]["error"]
     assert len(json.loads(runs[1]["result_json"])["agents"]) == 2
+    # The generator's figures are the agents': their CPU, their client-bound flag.
+    monitor = json.loads(runs[1]["monitor_json"])
+    assert monitor["generator_cpu"] > 0 and monitor["client_bound_agents"] == []
+    assert json.loads(runs[1]["layout_json"])["generator"] == "ray agents"
 
 
 def test_an_unreachable_cluster_is_an_error_before_any_load(nginx):

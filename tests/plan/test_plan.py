@@ -65,6 +65,10 @@ def test_levels_and_substitution():
         (('concurrency = "25..75:25"', 'concurrency = "75..25"'), "plan.toml:8: factors.concurrency: factor 'concurrency': range"),
         (('builtin = { model = "prefork" }', 'builtin = { model = "forking" }'), "plan.toml:11: target.builtin.model: Input should be"),
         (("[load]", "[load\n"), "plan.toml: not valid TOML"),
+        (('builtin = { model = "prefork" }', 'builtin = { model = "prefork" }\naddress = "localhost"'),
+         "plan.toml:12: target.address: 'localhost' is not an IP address"),
+        (("[load]", '[cluster]\naddress = "auto"\nagnets = 2\n\n[load]'), "plan.toml:15: cluster.agnets: unknown key (a typo?)"),
+        (("[load]", '[cluster]\naddress = "auto"\nagents = 0\n\n[load]'), "plan.toml:15: cluster.agents: Input should be greater"),
     ],
 )
 def test_errors_name_file_line_and_key(tmp_path, change, expected):

@@ -219,3 +219,36 @@ ready_timeout = "5s"
 
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert not left, f"stragglers left running: {left}"
+
+
+def test_a_target_listens_on_the_address_asked_for(tmp_path):
+    """127.0.0.2 is this machine too (all of 127/8 is), yet not the default:
+    the built-in server listens there and the load goes there."""
+    text = """
+[experiment]
+repetitions = 1
+duration = "0.3s"
+
+[target]
+builtin = { model = "async" }
+address = "127.0.0.2"
+
+[load]
+concurrency = 2
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert (out.ok, out.failed) == (1, 0), [r["error"] for r in runs]
+    assert json.loads(runs[0]["target_json"])["base_url"].startswith("http://127.0.0.2:")
+    assert json.loads(runs[0]["result_json"])["address"].startswith("127.0.0.2:")
+
+
+def test_a_target_on_a_non_loopback_address_needs_allow_remote(tmp_path):
+    from corebench.errors import UsageError
+
+    text = """
+[target]
+builtin = { model = "async" }
+address = "198.51.100.7"
+"""
+    with pytest.raises(UsageError, match=r"plan.toml:4: target.address: .* set allow_remote = true in \[load\]"):
+        experiment(tmp_path, text)

@@ -66,6 +66,7 @@ workers = [1, 2]
 recipe = "nginx"
 settings = { worker_processes = "{workers}" }
 pages = [2048]
+address = "127.0.0.3"
 
 [load]
 path = "/2048.html"
@@ -75,6 +76,7 @@ concurrency = 8
     assert (out.ok, out.starts) == (2, 2), [r["error"] for r in runs]
     assert host["server_version"].startswith("nginx version")
     assert all(json.loads(r["result_json"])["document_length"] == 2048 for r in runs)
+    assert all(json.loads(r["result_json"])["address"].startswith("127.0.0.3:") for r in runs)
     d = report.load(tmp_path / "store.sqlite")
     assert len(d.points) == 2 and d.verdicts
 

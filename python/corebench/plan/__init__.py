@@ -19,7 +19,7 @@ from corebench.plan import factors as fx
 from corebench.plan.model import Load, Plan, Target
 from corebench.plan.source import where
 
-BUILTIN_NAMES = {"port", "dir"}  # filled in per target start, not factors
+BUILTIN_NAMES = {"port", "dir", "address", "host"}  # filled in per target start, not factors
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _template_factors(files: list, levels: dict, plan_dir: Path) -> set[str]:
 
 
 def _point(path: Path, text: str, target_raw: dict, load_raw: dict, levels: dict[str, Any]) -> Point:
-    # {port} and {dir} stay as text until the target starts.
+    # {port}, {dir}, {address} and {host} stay as text until the target starts.
     values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES}}
     at = " (at " + " ".join(f"{k}={v}" for k, v in levels.items()) + ")" if levels else ""
     files = target_raw.get("files", [])

@@ -3,6 +3,7 @@ checked once per point, after its factor levels are put in."""
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 from typing import Any, Literal, Optional, Union
 
@@ -87,6 +88,15 @@ class File(_Section):
         return self
 
 
+def _ip(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IP address (e.g. 127.0.0.1, or this machine's address for remote agents)") from None
+    return v
+
+
 class Target(_Section):
     # Exactly one of: the built-in server, a command, or a server already running.
     builtin: Optional[Builtin] = None
@@ -101,6 +111,10 @@ class Target(_Section):
     env: dict[str, str] = {}
     cwd: Optional[str] = None
     files: list[File] = []
+    # The address a started target listens on, and the load is sent to:
+    # loopback unless agents on other machines must reach it (then with
+    # allow_remote = true in [load]). Filled in as {address}.
+    address: str = "127.0.0.1"
     # What is polled until it answers; default: the load's URL.
     ready_url: Optional[str] = None
     ready_timeout_s: float = Field(30.0, gt=0, alias="ready_timeout")
@@ -114,6 +128,7 @@ class Target(_Section):
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
     _argvs = field_validator("command", "version_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
+    _address = field_validator("address", mode="before")(classmethod(lambda cls, v: _ip(v)))
 
     @field_validator("stop_signal")
     @classmethod

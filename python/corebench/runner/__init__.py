@@ -7,6 +7,7 @@ the target and keeps everything committed (`--resume` goes on from there)."""
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import signal
@@ -84,6 +85,10 @@ def validate(exp: Experiment) -> None:
             loc = ("load",) + tuple(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
             raise UsageError(f"{where(exp.path, exp.text, loc)}: {msg} (at {p.label()})") from None
+        if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:
+            raise UsageError(f"{where(exp.path, exp.text, ('target', 'address'))}: the target listens on "
+                             f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
+                             "to send it load")
         if exp.plan.cluster is not None:
             from corebench.cluster.session import check as check_share
 
@@ -272,7 +277,8 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
         # The load came from the agents: their CPU, not this process's, says
         # whether the generator was the limit.
         busy = [a.index for a in result.agents if a.cpu_utilization >= CLIENT_BOUND_SHARE]
-        summary = {**summary, "client_bound": bool(busy), "client_bound_agents": busy}
+        agents_cpu = sum(a.run_cpu_s for a in result.agents) / result.duration_s if result.duration_s else None
+        summary = {**summary, "client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
     layout = running.layout.to_json()
     if session is not None:
         # The load came from the cluster's agents, not this machine's

@@ -20,12 +20,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _text(size: int) -> bytes:
+    """Words in a fixed pseudo-random order: text that compresses as a web
+    page does, the same on every start."""
+    words = b"the of and to in is for on that by this with you it not or be are from at as your all have new more".split()
+    out, x = bytearray(), 12345
+    while len(out) < size:
+        x = (x * 1103515245 + 12345) % 2**31
+        out += words[x % len(words)] + b" "
+    return bytes(out[:size - 1]) + b"\n"
+
+
 class Nginx:
     def __init__(self, page_bytes: int = 44, workers: int = 1, connections: int = 20000,
-                 cpu_affinity: str | None = None):
-        """`cpu_affinity` is nginx's worker_cpu_affinity mask, e.g. "01" for CPU 0."""
+                 cpu_affinity: str | None = None, gzip_level: int | None = None):
+        """`cpu_affinity` is nginx's worker_cpu_affinity mask, e.g. "01" for CPU 0.
+        `gzip_level` compresses the page for every request that accepts gzip
+        (a page of text, not one repeated byte): CPU work per request, as a
+        dynamic page has."""
         self.page_bytes, self.workers, self.connections = page_bytes, workers, connections
-        self.cpu_affinity = cpu_affinity
+        self.cpu_affinity, self.gzip_level = cpu_affinity, gzip_level
 
     def __enter__(self) -> "Nginx":
         if not shutil.which("nginx"):
@@ -35,7 +49,9 @@ class Nginx:
         www = os.path.join(self.root, "www")
         os.makedirs(www)
         with open(os.path.join(www, "page.html"), "wb") as f:
-            f.write(b"x" * (self.page_bytes - 1) + b"\n")
+            f.write(_text(self.page_bytes) if self.gzip_level else b"x" * (self.page_bytes - 1) + b"\n")
+        gzip = (f"gzip on; gzip_comp_level {self.gzip_level}; gzip_min_length 0; gzip_types text/html;"
+                if self.gzip_level else "")
         self.port = free_port()
         conf = os.path.join(self.root, "nginx.conf")
         with open(conf, "w") as f:
@@ -51,6 +67,7 @@ http {{
   access_log off;
   keepalive_requests 100000000;
   keepalive_timeout 120s;
+  {gzip}
   server {{
     listen 127.0.0.1:{self.port} backlog={max(4096, self.connections)};
     root {www};

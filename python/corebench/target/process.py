@@ -44,7 +44,7 @@ def builtin_command(t: Target) -> list[str]:
     b = t.builtin
     assert b is not None
     workers = b.workers or (max(1, round(t.cpus)) if t.cpus else os.cpu_count() or 1)
-    return [sys.executable, "-m", "corebench", "serve", "--port", "{port}", "--model", b.model,
+    return [sys.executable, "-m", "corebench", "serve", "--host", "{address}", "--port", "{port}", "--model", b.model,
             "--workers", str(workers), *b.args]
 
 
@@ -112,14 +112,15 @@ def _start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Pat
     except recipes.RecipeError as e:
         raise TargetError(f"recipe {t.recipe}: {e}") from None
     port = free_port()
-    values = {**levels, **settings, "port": port, "dir": str(run_dir)}
+    host = f"[{t.address}]" if ":" in t.address else t.address
+    values = {**levels, **settings, "port": port, "dir": str(run_dir), "address": t.address, "host": host}
     run_dir.mkdir(parents=True, exist_ok=True)
     # Servers that drop privileges (Apache's children run as www-data) must read their folder.
     os.chmod(run_dir, 0o755)
     _pages(t, run_dir)
     _render(t, values, plan_dir, run_dir)
     argv = [str(a) for a in substitute(builtin_command(t) if t.builtin else list(t.command or []), values)]
-    base_url = f"http://127.0.0.1:{port}/"
+    base_url = f"http://{host}:{port}/"
     ready_url = substitute(t.ready_url, values) if t.ready_url else base_url.rstrip("/") + "/" + load_path.lstrip("/")
     log_path = run_dir / "target.log"
     env = {**os.environ, **{k: str(v) for k, v in substitute(t.env, values).items()}}

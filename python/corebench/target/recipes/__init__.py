@@ -80,5 +80,5 @@ def expand(t: Target) -> Target:
         "files": [conf, *t.files],
         "version_command": t.version_command or version,
         "stop_signal": stop if t.stop_signal == "SIGTERM" else t.stop_signal,
-        "ready_url": t.ready_url or "http://127.0.0.1:{port}/",
+        "ready_url": t.ready_url or "http://{host}:{port}/",
     })
