@@ -110,6 +110,12 @@ keep_alive = true
     monitor = json.loads(runs[1]["monitor_json"])
     assert monitor["generator_cpu"] > 0 and monitor["client_bound_agents"] == []
     assert json.loads(runs[1]["layout_json"])["generator"] == "ray agents"
+    # The report lists each agent of each run that measured.
+    html = tmp_path / "report.html"
+    p = run_cli("report", str(store), "-o", str(html))
+    assert p.returncode == 0, p.stderr
+    table = html.read_text().split('<table id="agents">')[1].split("</table>")[0]
+    assert table.count("<tr>") == 1 + 2 * 2, table
 
 
 def test_an_unreachable_cluster_is_an_error_before_any_load(nginx):

@@ -47,6 +47,14 @@ class ReportData:
     scaling: list[ScalingRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
 
+    def agent_rows(self) -> list[dict[str, Any]]:
+        """Distributed runs: one row per agent of each stored result."""
+        out = []
+        for r in self.runs:
+            agents = json.loads(r["result_json"]).get("agents", []) if r["result_json"] else []
+            out += [{"seq": r["seq"], "point": r["point_json"], "warmup": r["warmup"], **a} for a in agents]
+        return out
+
 
 def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = None) -> ReportData:
     if not store_path.exists():
