@@ -85,17 +85,23 @@ def validate(exp: Experiment) -> None:
             loc = ("load",) + tuple(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
             raise UsageError(f"{where(exp.path, exp.text, loc)}: {msg} (at {p.label()})") from None
-        if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:
-            raise UsageError(f"{where(exp.path, exp.text, ('target', 'address'))}: the target listens on "
-                             f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
-                             "to send it load")
-        if exp.plan.cluster is not None:
-            from corebench.cluster.session import check as check_share
+        _check_reach(exp, p, cfg)
 
-            try:
-                check_share(cfg, exp.plan.cluster)
-            except UsageError as e:
-                raise UsageError(f"{where(exp.path, exp.text, ('cluster', 'agents'))}: {e} (at {p.label()})") from None
+
+def _check_reach(exp: Experiment, p: Point, cfg: Any) -> None:
+    """Who sends the load where: a target beyond loopback needs allow_remote,
+    and a cluster's agents must be able to share the point's load."""
+    if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:
+        raise UsageError(f"{where(exp.path, exp.text, ('target', 'address'))}: the target listens on "
+                         f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
+                         "to send it load")
+    if exp.plan.cluster is not None:
+        from corebench.cluster.session import check as check_share
+
+        try:
+            check_share(cfg, exp.plan.cluster)
+        except UsageError as e:
+            raise UsageError(f"{where(exp.path, exp.text, ('cluster', 'agents'))}: {e} (at {p.label()})") from None
 
 
 def plan_json(exp: Experiment) -> dict:
