@@ -173,3 +173,24 @@ def test_connections_too_few_for_the_agents_are_refused_before_connecting():
     p = run_cli("load", "http://127.0.0.1:9/", "-n", "10", "--ray", "127.0.0.1:1", "--agents", "2")
     assert p.returncode == 2
     assert "1 connections cannot be shared by 2 agents" in p.stderr, p.stderr
+
+
+def test_a_plan_whose_load_the_agents_cannot_share_fails_before_connecting(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text("""
+[experiment]
+duration = "1s"
+
+[cluster]
+address = "127.0.0.1:1"
+agents = 4
+
+[target]
+builtin = { model = "async" }
+
+[load]
+concurrency = 2
+""")
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q")
+    assert p.returncode == 2
+    assert "plan.toml:7: cluster.agents:" in p.stderr and "2 connections cannot be shared by 4 agents" in p.stderr, p.stderr

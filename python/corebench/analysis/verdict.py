@@ -73,7 +73,7 @@ def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | Non
     if shared:
         out.append(f"Not shown here: at {len(shared)} point(s) ({', '.join(shared[:3])}{', ...' if len(shared) > 3 else ''}) "
                    "the generator had no core of its own and shared the target's: those figures understate the server. "
-                   "Measure them on a machine with cores to spare, or with the generator on another machine.")
+                   "Measure them on a machine with cores to spare, or with the load from other machines (a [cluster] of load agents in the plan).")
     return out
 
 
