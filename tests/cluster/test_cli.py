@@ -194,3 +194,27 @@ concurrency = 2
     p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q")
     assert p.returncode == 2
     assert "plan.toml:7: cluster.agents:" in p.stderr and "2 connections cannot be shared by 4 agents" in p.stderr, p.stderr
+
+
+def test_an_agent_that_stops_answering_fails_the_run_without_a_hang(ray_cluster, nginx):
+    """SIGSTOP: the process lives, so Ray sees no death; corebench's own
+    check (an agent must answer within 30 s) ends the run, long before its
+    120 s duration."""
+    earlier = _agent_pids()
+    proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "120s", "-k", "--ray", ray_cluster.address,
+                                   "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = nginx.served()
+        end = time.monotonic() + 90
+        while time.monotonic() < end and not (_agent_pids() - earlier and nginx.served() - base > 100):
+            time.sleep(0.05)
+        frozen = sorted(_agent_pids() - earlier)[0]
+        os.kill(frozen, signal.SIGSTOP)
+        stopped = time.monotonic()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert "did not answer for 30 s: lost or stalled" in err, err
+    assert time.monotonic() - stopped < 60
+    assert not psutil.pid_exists(frozen) or psutil.Process(frozen).status() == psutil.STATUS_ZOMBIE, "killed, not left frozen"
