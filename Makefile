@@ -1,12 +1,19 @@
 # The two commands of the README: `make demo` and `make test`. Both work on
 # a fresh machine: they install what they need, then build, then run.
+# `make lint typecheck` are the checks CI runs beside the tests; `make fmt`
+# rewrites the tree in the house style.
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 JOBS   ?= $(shell nproc)
 export CARGO_BUILD_JOBS := $(JOBS)
+# The Rust crates with tests (the binding is a cdylib, tested from Python).
+CRATES := -p corebench-accesslog -p corebench-engine -p corebench-serve
+# pyproject.toml is the one list of Python dependencies: the build backend,
+# the package's own, and the extras named here.
+EXTRAS := test dev
 
-.PHONY: demo test test-rust test-python build venv system-deps bench clean
+.PHONY: demo test test-rust test-python build venv system-deps bench lint fmt typecheck clean
 
 demo: build system-deps
 	$(PY) scripts/demo.py
@@ -14,7 +21,7 @@ demo: build system-deps
 test: test-rust test-python
 
 test-rust:
-	cargo test --release -p corebench-engine
+	cargo test --release $(CRATES)
 
 test-python: build system-deps
 	$(PY) -m pytest -q tests
@@ -24,14 +31,31 @@ build: venv
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml scripts/pydeps.py
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "typer>=0.29" "rich>=13" "pydantic>=2.6" "psutil>=5.9" "jinja2>=3.1" "numpy>=1.26" "scipy>=1.11" "matplotlib>=3.8" "pytest>=8" "hdrhistogram>=0.10" "ray>=2.9"
+	$(PY) -m pip install --quiet $$($(PY) scripts/pydeps.py $(EXTRAS))
 	touch $@
 
 system-deps:
 	scripts/install-system-deps
+
+lint: venv
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+fmt: venv
+	cargo fmt --all
+	$(VENV)/bin/ruff check --fix-only --quiet .
+	$(VENV)/bin/ruff format .
+
+# mypy (strict) on the package, then the compiled module against its stub.
+typecheck: build
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest corebench._engine
 
 bench: build system-deps
 	bench/generator-cost.sh

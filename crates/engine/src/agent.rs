@@ -12,25 +12,9 @@ use crate::load::control::Control;
 use crate::load::{measure, Clock, Prepared};
 use crate::measure::cpu::CpuTimes;
 use crate::measure::stats::{Second, Stats};
-use crate::result::LoadResult;
+use crate::result::{AgentRun, AgentSummary, LoadResult};
 
 pub const PART_SCHEMA: &str = "corebench.agent-part/1";
-
-/// How one agent ran: on what, when, and at what cost.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AgentRun {
-    /// The CPUs the agent's process could use.
-    pub cores: u32,
-    pub threads: u32,
-    pub concurrency: u32,
-    pub started_unix_s: f64,
-    /// How long after the agreed start this agent could begin (slow to
-    /// prepare, or its clock ahead of the coordinator's).
-    pub start_lag_s: f64,
-    pub duration_s: f64,
-    pub interrupted: bool,
-    pub cpu: CpuTimes,
-}
 
 /// What one agent measured: its whole `Stats`, not a summary, so the merge
 /// is exact.
@@ -43,33 +27,13 @@ pub struct AgentPart {
     pub stats: Stats,
 }
 
-/// One agent's line in a merged result: enough to see that each did its
-/// share and whether any was short of CPU (client-bound).
-#[derive(Debug, Clone, Serialize)]
-pub struct AgentSummary {
-    pub index: u32,
-    pub node: String,
-    #[serde(flatten)]
-    pub run: AgentRun,
-    pub requests: u64,
-    pub responses: u64,
-    pub failed: u64,
-    pub throughput_rps: f64,
-    /// Open loop: this agent's sends, late sends and dropped sends.
-    pub sent: u64,
-    pub late: u64,
-    pub dropped: u64,
-    pub p50_us: u64,
-    pub p99_us: u64,
-    /// CPU time over the wall time of the cores it could use
-    /// (min(threads, cores)): near 1 means the agent was the limit.
-    pub cpu_utilization: f64,
-}
-
 /// Runs this agent's share (`config.agent`) of the load.
 pub fn run_agent(config: &LoadConfig, control: &Control) -> Result<AgentPart> {
     let Some(share) = config.agent.clone() else {
-        return Err(EngineError::BadConfig { key: "agent", reason: "an agent's run needs its share: index and count".into() });
+        return Err(EngineError::BadConfig {
+            key: "agent",
+            reason: "an agent's run needs its share: index and count".into(),
+        });
     };
     let prepared = Prepared::new(config)?;
     let m = measure(config, &prepared, control)?;

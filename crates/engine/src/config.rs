@@ -223,11 +223,16 @@ impl LoadConfig {
             return Err(bad("think_s", "think time belongs to closed-loop users; an open-loop schedule has none"));
         }
         if self.rate.is_some() && self.replay.as_ref().is_some_and(|r| r.speed.is_some()) {
-            return Err(bad("rate", "a replay at the log's own speed has its own schedule: give rate or speed, not both"));
+            return Err(bad(
+                "rate",
+                "a replay at the log's own speed has its own schedule: give rate or speed, not both",
+            ));
         }
         if let Some(r) = &self.rate {
             let end = r.end_rps.unwrap_or(r.rps);
-            if !(r.rps.is_finite() && r.rps >= 0.0 && end >= MIN_RATE_RPS) || (r.end_rps.is_none() && r.rps < MIN_RATE_RPS) {
+            if !(r.rps.is_finite() && r.rps >= 0.0 && end >= MIN_RATE_RPS)
+                || (r.end_rps.is_none() && r.rps < MIN_RATE_RPS)
+            {
                 return Err(bad("rate", format!("rates must be at least {MIN_RATE_RPS} requests per second")));
             }
             if r.rps > MAX_RATE_RPS || end > MAX_RATE_RPS {
@@ -267,7 +272,10 @@ impl LoadConfig {
             if self.concurrency < a.count {
                 return Err(bad(
                     "concurrency",
-                    format!("{} connections cannot be shared by {} agents: each needs at least one", self.concurrency, a.count),
+                    format!(
+                        "{} connections cannot be shared by {} agents: each needs at least one",
+                        self.concurrency, a.count
+                    ),
                 ));
             }
         }
@@ -287,7 +295,7 @@ impl LoadConfig {
     /// The connections (or users) this process opens: its share of `concurrency`.
     pub fn share_of_concurrency(&self) -> u32 {
         let (index, count) = self.share();
-        crate::load::split(u64::from(self.concurrency), count, index) as u32
+        split(u64::from(self.concurrency), count, index) as u32
     }
 
     /// True when requests follow a schedule rather than the responses.
@@ -310,4 +318,9 @@ impl LoadConfig {
         let wanted = if self.threads == 0 { avail } else { self.threads };
         wanted.clamp(1, self.share_of_concurrency().max(1))
     }
+}
+
+/// Splits `total` into `parts` shares that differ by at most one.
+pub fn split(total: u64, parts: u64, index: u64) -> u64 {
+    total / parts + u64::from(index < total % parts)
 }

@@ -4,20 +4,20 @@
 //! One entry point, `run(config) -> result`, used by the Python binding
 //! (`corebench._engine`) and by this crate's own tests.
 
-pub mod accesslog;
-pub mod agent;
-pub mod client;
+#![warn(unreachable_pub)]
+
+mod agent;
+mod client;
 pub mod config;
-pub mod error;
-pub mod load;
+mod error;
+mod load;
 pub mod measure;
 pub mod result;
-pub mod serve;
-pub mod workload;
+mod workload;
 
-pub use config::{HttpVersion, LoadConfig};
+pub use agent::{merge, run_agent, AgentPart, PART_SCHEMA};
+pub use config::{split, HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};
 pub use load::control::Control;
-pub use agent::{merge, run_agent, AgentPart};
 pub use load::{check, run, run_with};
 pub use result::LoadResult;

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use corebench_engine::config::{AgentShare, RateConfig, UrlSpec};
-use corebench_engine::load::split;
 use corebench_engine::measure::summary::{decode, encode};
+use corebench_engine::split;
 use corebench_engine::{merge, run_agent, AgentPart, Control, EngineError, LoadConfig};
 use server::{start, Reply};
 
@@ -86,7 +86,11 @@ fn a_url_list_is_shared_out_exactly_across_agents() {
     let srv = start(Reply::Bytes(OK, true));
     let urls = ["/a", "/b", "/c"]
         .iter()
-        .map(|p| UrlSpec { url: format!("{}{}", srv.url.trim_end_matches('/'), p), method: "GET".into(), body_base64: String::new() })
+        .map(|p| UrlSpec {
+            url: format!("{}{}", srv.url.trim_end_matches('/'), p),
+            method: "GET".into(),
+            body_base64: String::new(),
+        })
         .collect();
     let cfg = LoadConfig { urls, requests: Some(9), threads: 1, ..keep_alive(&srv.url, 2) };
     let r = merge(&cfg, run_agents(&cfg, 2)).unwrap();
@@ -126,7 +130,8 @@ fn a_late_agent_keeps_the_agreed_start_and_reports_its_lag() {
     let srv = start(Reply::Bytes(OK, true));
     let at = now_s() - 0.5;
     let share = AgentShare { index: 0, count: 1, node: String::new() };
-    let cfg = LoadConfig { requests: Some(10), agent: Some(share), start_at_unix_s: Some(at), ..keep_alive(&srv.url, 2) };
+    let cfg =
+        LoadConfig { requests: Some(10), agent: Some(share), start_at_unix_s: Some(at), ..keep_alive(&srv.url, 2) };
     let part = run_agent(&cfg, &Control::default()).unwrap();
     assert_eq!(part.run.started_unix_s, at);
     assert!((0.5..5.0).contains(&part.run.start_lag_s), "{}", part.run.start_lag_s);

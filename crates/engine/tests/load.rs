@@ -72,7 +72,8 @@ fn short_body_is_a_length_error_and_cut_head_a_receive_error() {
 
 #[test]
 fn chunked_responses_are_complete() {
-    let srv = start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true));
+    let srv =
+        start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true));
     let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 2, 100) }).unwrap();
     assert_eq!((r.responses, r.failed), (100, 0));
 }

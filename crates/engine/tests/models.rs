@@ -72,7 +72,10 @@ fn users_think_between_requests() {
 
 fn urls(base: &str, paths: &[&str]) -> Vec<UrlSpec> {
     let base = base.trim_end_matches('/');
-    paths.iter().map(|p| UrlSpec { url: format!("{base}{p}"), method: "GET".into(), body_base64: String::new() }).collect()
+    paths
+        .iter()
+        .map(|p| UrlSpec { url: format!("{base}{p}"), method: "GET".into(), body_base64: String::new() })
+        .collect()
 }
 
 #[test]
@@ -117,7 +120,11 @@ fn random_order_is_repeatable_with_a_seed() {
 
 #[test]
 fn url_lists_stay_on_one_origin() {
-    let cfg = LoadConfig { urls: urls("http://127.0.0.2:9", &["/a"]), requests: Some(1), ..keep_alive("http://127.0.0.1:9/", 1) };
+    let cfg = LoadConfig {
+        urls: urls("http://127.0.0.2:9", &["/a"]),
+        requests: Some(1),
+        ..keep_alive("http://127.0.0.1:9/", 1)
+    };
     let err = run(&cfg).unwrap_err();
     assert!(matches!(err, EngineError::BadConfig { key: "urls", .. }), "{err}");
     assert!(err.to_string().contains("urls[0]"), "{err}");
@@ -175,7 +182,14 @@ fn replay_sends_only_valid_lines_and_accounts_for_every_line() {
     let mut lines = HOSTILE.to_vec();
     lines.push(long.as_bytes());
     let log = log_file(&lines);
-    let replay = ReplayConfig { path: log.0.clone(), log_format: None, allow_unsafe: false, limit: None, looped: false, speed: None };
+    let replay = ReplayConfig {
+        path: log.0.clone(),
+        log_format: None,
+        allow_unsafe: false,
+        limit: None,
+        looped: false,
+        speed: None,
+    };
     let r = run(&LoadConfig { replay: Some(replay), variable_length: true, ..keep_alive(&srv.url, 2) }).unwrap();
     let src = r.replay.as_ref().unwrap();
     let skipped: u64 = src.skipped.iter().map(|s| s.count).sum();
@@ -194,8 +208,16 @@ fn timed_replay_follows_the_log_clock() {
     let srv = start(Reply::Bytes(OK, true));
     let log = log_file(HOSTILE);
     // 8 s of log time (13:55:35 .. 13:55:43) at 40x: 0.2 s.
-    let replay = ReplayConfig { path: log.0.clone(), log_format: None, allow_unsafe: true, limit: None, looped: false, speed: Some(40.0) };
-    let r = run(&LoadConfig { replay: Some(replay), variable_length: true, threads: 1, ..keep_alive(&srv.url, 4) }).unwrap();
+    let replay = ReplayConfig {
+        path: log.0.clone(),
+        log_format: None,
+        allow_unsafe: true,
+        limit: None,
+        looped: false,
+        speed: Some(40.0),
+    };
+    let r = run(&LoadConfig { replay: Some(replay), variable_length: true, threads: 1, ..keep_alive(&srv.url, 4) })
+        .unwrap();
     let src = r.replay.as_ref().unwrap();
     assert_eq!((src.replayed, r.responses), (4, 4), "{:?}", src.skipped);
     assert_eq!(src.out_of_order, 1, "the HEAD line is stamped before the lines above it");
@@ -209,7 +231,14 @@ fn timed_replay_follows_the_log_clock() {
 #[test]
 fn a_log_without_a_usable_line_is_an_error() {
     let log = log_file(&[b"junk", b""]);
-    let replay = ReplayConfig { path: log.0.clone(), log_format: None, allow_unsafe: false, limit: None, looped: false, speed: None };
+    let replay = ReplayConfig {
+        path: log.0.clone(),
+        log_format: None,
+        allow_unsafe: false,
+        limit: None,
+        looped: false,
+        speed: None,
+    };
     let err = run(&LoadConfig { replay: Some(replay), ..keep_alive("http://127.0.0.1:9/", 1) }).unwrap_err();
     assert!(err.to_string().contains("none of its 2 lines"), "{err}");
 }
@@ -219,24 +248,40 @@ fn idle_keep_alive_connections_are_not_in_flight() {
     // Users think, and an open loop waits, longer than the timeout: their
     // idle connections must neither time out nor be counted twice.
     let srv = start(Reply::Bytes(OK, true));
-    let think = LoadConfig { think_s: Some((0.3, 0.3)), timeout_s: 0.1, duration_s: Some(0.7), threads: 1, ..keep_alive(&srv.url, 2) };
+    let think = LoadConfig {
+        think_s: Some((0.3, 0.3)),
+        timeout_s: 0.1,
+        duration_s: Some(0.7),
+        threads: 1,
+        ..keep_alive(&srv.url, 2)
+    };
     let r = run(&think).unwrap();
     assert_eq!(r.failed, 0, "{:?}", r.error_samples);
     assert!((2..=6).contains(&r.responses), "{}", r.responses);
-    let open = LoadConfig { rate: rate(5.0), timeout_s: 0.1, duration_s: Some(1.0), threads: 1, ..keep_alive(&srv.url, 2) };
+    let open =
+        LoadConfig { rate: rate(5.0), timeout_s: 0.1, duration_s: Some(1.0), threads: 1, ..keep_alive(&srv.url, 2) };
     let r = run(&open).unwrap();
     assert_eq!((r.responses, r.failed), (5, 0), "{:?}", r.error_samples);
     // A server that closes each connection after answering, without saying
     // so: the idle connection's close is no error, the next request retries.
     let closing = start(Reply::Bytes(OK, false));
-    let r = run(&LoadConfig { rate: rate(10.0), duration_s: Some(1.0), threads: 1, ..keep_alive(&closing.url, 2) }).unwrap();
+    let r = run(&LoadConfig { rate: rate(10.0), duration_s: Some(1.0), threads: 1, ..keep_alive(&closing.url, 2) })
+        .unwrap();
     assert_eq!((r.responses, r.failed), (10, 0), "{:?}", r.error_samples);
 }
 
 #[test]
 fn a_replay_too_fast_to_schedule_is_refused() {
     let log = log_file(HOSTILE);
-    let replay = ReplayConfig { path: log.0.clone(), log_format: None, allow_unsafe: false, limit: None, looped: true, speed: Some(1e12) };
-    let err = run(&LoadConfig { replay: Some(replay), duration_s: Some(0.3), ..keep_alive("http://127.0.0.1:9/", 1) }).unwrap_err();
+    let replay = ReplayConfig {
+        path: log.0.clone(),
+        log_format: None,
+        allow_unsafe: false,
+        limit: None,
+        looped: true,
+        speed: Some(1e12),
+    };
+    let err = run(&LoadConfig { replay: Some(replay), duration_s: Some(0.3), ..keep_alive("http://127.0.0.1:9/", 1) })
+        .unwrap_err();
     assert!(matches!(err, EngineError::BadConfig { key: "speed", .. }), "{err}");
 }

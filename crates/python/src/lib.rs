@@ -5,8 +5,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use corebench_engine::serve::ServeConfig;
 use corebench_engine::{run_with, Control, EngineError, LoadConfig};
+use corebench_serve::{ServeConfig, ServeError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -22,6 +22,14 @@ fn to_py(e: EngineError) -> PyErr {
     }
 }
 
+fn serve_to_py(e: ServeError) -> PyErr {
+    if e.is_user_error() {
+        UsageError::new_err(e.to_string())
+    } else {
+        EngineFailure::new_err(e.to_string())
+    }
+}
+
 /// Runs one load. The GIL is released while the engine works; Ctrl-C (or any
 /// pending signal) stops the run, which then returns what it measured with
 /// `"interrupted": true`.
@@ -30,7 +38,12 @@ fn to_py(e: EngineError) -> PyErr {
 /// `False` stops the run as Ctrl-C does.
 #[pyfunction]
 #[pyo3(signature = (config_json, body=None, progress=None))]
-fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+fn run(
+    py: Python<'_>,
+    config_json: &str,
+    body: Option<Vec<u8>>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<String> {
     let config = load_config(config_json, body)?;
     let result = drive(py, progress, |control| run_with(&config, control))?;
     serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
@@ -40,7 +53,12 @@ fn run(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Optio
 /// returns its part (JSON) for `merge`; otherwise as `run`.
 #[pyfunction]
 #[pyo3(signature = (config_json, body=None, progress=None))]
-fn run_agent(py: Python<'_>, config_json: &str, body: Option<Vec<u8>>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+fn run_agent(
+    py: Python<'_>,
+    config_json: &str,
+    body: Option<Vec<u8>>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<String> {
     let config = load_config(config_json, body)?;
     let part = drive(py, progress, |control| corebench_engine::run_agent(&config, control))?;
     serde_json::to_string(&part).map_err(|e| EngineFailure::new_err(e.to_string()))
@@ -131,18 +149,19 @@ fn keep_going(py: Python<'_>, cb: &Bound<'_, PyAny>, finished: u64) -> bool {
 fn serve(py: Python<'_>, config_json: &str) -> PyResult<()> {
     let config: ServeConfig =
         serde_json::from_str(config_json).map_err(|e| UsageError::new_err(format!("serve config: {e}")))?;
-    corebench_engine::serve::install_signal_handlers();
+    corebench_serve::install_signal_handlers();
     let ready = |addr: std::net::SocketAddr| {
         use std::io::Write;
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
             "corebench serve: listening on http://{addr}/ (model {}, {} workers)",
-            config.model.name(), config.workers
+            config.model.name(),
+            config.workers
         );
         let _ = err.flush();
     };
-    py.detach(|| corebench_engine::serve::serve(&config, &corebench_engine::serve::SIGNALLED, &ready)).map_err(to_py)
+    py.detach(|| corebench_serve::serve(&config, &corebench_serve::SIGNALLED, &ready)).map_err(serve_to_py)
 }
 
 #[pymodule]
@@ -156,6 +175,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("RESULT_SCHEMA", corebench_engine::result::SCHEMA)?;
-    m.add("PART_SCHEMA", corebench_engine::agent::PART_SCHEMA)?;
+    m.add("PART_SCHEMA", corebench_engine::PART_SCHEMA)?;
     Ok(())
 }

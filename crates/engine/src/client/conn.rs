@@ -10,11 +10,11 @@ use mio::{Interest, Registry, Token};
 
 use super::response::{Progress, ResponseParser};
 use super::transport::{TlsContext, Transport};
+use crate::client::target::Entry;
 use crate::measure::stats::ErrorKind;
-use crate::workload::Entry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Idle,
     Connecting,
     Handshake,
@@ -24,7 +24,7 @@ pub enum Phase {
 
 /// How a step of I/O left the request.
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     /// Waiting for the socket.
     Pending,
     /// A complete response is in the parser.
@@ -35,7 +35,7 @@ pub enum Step {
     Failed(ErrorKind, String),
 }
 
-pub struct Times {
+pub(crate) struct Times {
     /// When the request was due: the start of its latency.
     pub start: Instant,
     /// When it was actually begun: later than `start` when an open-loop
@@ -46,7 +46,7 @@ pub struct Times {
     pub first_byte: Option<Instant>,
 }
 
-pub struct Conn {
+pub(crate) struct Conn {
     pub token: Token,
     pub transport: Option<Transport>,
     pub phase: Phase,
@@ -66,7 +66,7 @@ fn failed(kind: ErrorKind, what: &str, e: impl std::fmt::Display) -> Step {
 }
 
 impl Conn {
-    pub fn new(token: Token, now: Instant) -> Conn {
+    pub(crate) fn new(token: Token, now: Instant) -> Conn {
         Conn {
             token,
             transport: None,
@@ -81,7 +81,7 @@ impl Conn {
         }
     }
 
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.transport = None;
         self.phase = Phase::Idle;
         self.served = 0;
@@ -90,7 +90,7 @@ impl Conn {
     /// Begins, at `now`, a request due at `start`, opening a connection
     /// when there is none.
     #[allow(clippy::too_many_arguments)]
-    pub fn begin(
+    pub(crate) fn begin(
         &mut self,
         start: Instant,
         now: Instant,
@@ -128,7 +128,14 @@ impl Conn {
     /// `peer_closed` is the event's read-closed flag (EPOLLRDHUP): the end of
     /// the stream is already queued behind the data, and no further edge
     /// will report it, so the socket is read to the end.
-    pub fn ready(&mut self, now: Instant, buf: &mut [u8], request: &[u8], head: bool, peer_closed: bool) -> Step {
+    pub(crate) fn ready(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        request: &[u8],
+        head: bool,
+        peer_closed: bool,
+    ) -> Step {
         match self.phase {
             Phase::Idle => {
                 // Between requests a keep-alive connection has nothing to say:

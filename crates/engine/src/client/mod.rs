@@ -1,7 +1,7 @@
 //! The HTTP/1.x client: target, transport (TCP, TLS), connection slots,
 //! response parsing.
 
-pub mod conn;
-pub mod response;
-pub mod target;
-pub mod transport;
+pub(crate) mod conn;
+pub(crate) mod response;
+pub(crate) mod target;
+pub(crate) mod transport;

@@ -7,7 +7,7 @@ const MAX_HEADERS: usize = 100;
 const MAX_LINE_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProtocolError {
+pub(crate) enum ProtocolError {
     Head(String),
     HeadTooLarge,
     BadContentLength,
@@ -26,7 +26,7 @@ impl std::fmt::Display for ProtocolError {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     NeedMore,
     /// The response ended after this many bytes of the last piece fed.
     Complete(usize),
@@ -46,7 +46,7 @@ enum State {
 }
 
 #[derive(Debug)]
-pub struct ResponseParser {
+pub(crate) struct ResponseParser {
     state: State,
     carry: Vec<u8>,
     pub status: u16,
@@ -132,7 +132,7 @@ fn frame(
 }
 
 impl ResponseParser {
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.state = State::Head;
         self.carry.clear();
         self.status = 0;
@@ -141,17 +141,17 @@ impl ResponseParser {
         self.reusable = false;
     }
 
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.state != State::Head || !self.carry.is_empty()
     }
 
-    pub fn in_body(&self) -> bool {
+    pub(crate) fn in_body(&self) -> bool {
         !matches!(self.state, State::Head | State::Done)
     }
 
     /// The peer closed the connection: for a body delimited by the close, that
     /// is the end of the response.
-    pub fn finish_on_close(&mut self) -> bool {
+    pub(crate) fn finish_on_close(&mut self) -> bool {
         if self.state == State::UntilClose {
             self.state = State::Done;
             return true;
@@ -159,7 +159,7 @@ impl ResponseParser {
         false
     }
 
-    pub fn feed(&mut self, data: &[u8], head_request: bool) -> Result<Progress, ProtocolError> {
+    pub(crate) fn feed(&mut self, data: &[u8], head_request: bool) -> Result<Progress, ProtocolError> {
         let mut pos = 0;
         while pos < data.len() || matches!(self.state, State::Length(0)) {
             let rest = &data[pos..];
@@ -178,7 +178,8 @@ impl ResponseParser {
                 State::ChunkSize | State::Trailer => self.feed_line(rest)?,
                 State::ChunkData(n) => {
                     let take = (n.min(rest.len() as u64)) as usize;
-                    self.state = if take as u64 == n { State::ChunkEnd(false) } else { State::ChunkData(n - take as u64) };
+                    self.state =
+                        if take as u64 == n { State::ChunkEnd(false) } else { State::ChunkData(n - take as u64) };
                     self.body_bytes += take as u64;
                     take
                 }
@@ -301,7 +302,8 @@ mod tests {
 
     #[test]
     fn every_split_point_gives_the_same_answer() {
-        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n";
+        let r =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n";
         for cut in 1..r.len() {
             let (p, res) = feed_pieces(&[&r[..cut], &r[cut..]], false);
             assert_eq!(res, Ok(Progress::Complete(r.len() - cut)), "cut at {cut}");

@@ -7,7 +7,7 @@ use crate::config::{HttpVersion, LoadConfig};
 use crate::error::{EngineError, Result};
 
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     pub host: String,
     pub port: u16,
     pub path: String,
@@ -17,7 +17,7 @@ pub struct Target {
     pub host_header: String,
 }
 
-pub fn parse_url(raw: &str) -> Result<url::Url> {
+pub(crate) fn parse_url(raw: &str) -> Result<url::Url> {
     let u = url::Url::parse(raw).map_err(|e| EngineError::BadUrl { url: raw.into(), reason: e.to_string() })?;
     match u.scheme() {
         "http" | "https" => {}
@@ -53,7 +53,7 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
 }
 
 impl Target {
-    pub fn from_config(cfg: &LoadConfig) -> Result<Target> {
+    pub(crate) fn from_config(cfg: &LoadConfig) -> Result<Target> {
         let u = parse_url(&cfg.url)?;
         let tls = u.scheme() == "https";
         let host = u.host_str().unwrap_or_default().to_string();
@@ -71,7 +71,7 @@ impl Target {
     }
 
     /// True when `u` names this target's scheme, host and port.
-    pub fn same_origin(&self, u: &url::Url) -> bool {
+    pub(crate) fn same_origin(&self, u: &url::Url) -> bool {
         (u.scheme() == "https") == self.tls
             && u.host_str() == Some(self.host.as_str())
             && u.port_or_known_default() == Some(self.port)
@@ -79,7 +79,7 @@ impl Target {
 }
 
 /// The path and query of a URL, as a request target.
-pub fn request_target(u: &url::Url) -> String {
+pub(crate) fn request_target(u: &url::Url) -> String {
     let mut path = u.path().to_string();
     if let Some(q) = u.query() {
         path.push('?');
@@ -90,7 +90,7 @@ pub fn request_target(u: &url::Url) -> String {
 
 /// The bytes of one request: the config's headers and defaults with this
 /// method, target and body.
-pub fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_header: &str, body: &[u8]) -> Vec<u8> {
+pub(crate) fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_header: &str, body: &[u8]) -> Vec<u8> {
     let version = match cfg.http_version {
         HttpVersion::Http10 => "HTTP/1.0",
         HttpVersion::Http11 => "HTTP/1.1",
@@ -176,9 +176,14 @@ mod tests {
         assert!(matches!(parse_url("http://"), Err(EngineError::BadUrl { .. })));
         let err = Target::from_config(&cfg("http://192.0.2.1/")).unwrap_err();
         assert!(matches!(err, EngineError::NotLoopback { .. }));
-        assert!(matches!(
-            Target::from_config(&cfg("http://no-such-host.invalid/")),
-            Err(EngineError::Resolve { .. })
-        ));
+        assert!(matches!(Target::from_config(&cfg("http://no-such-host.invalid/")), Err(EngineError::Resolve { .. })));
     }
+}
+
+/// One request of the sequence: which prepared request, and the status the
+/// access log recorded for it (0 when there is no log).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Entry {
+    pub request: u32,
+    pub status: u16,
 }

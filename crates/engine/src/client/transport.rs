@@ -8,18 +8,18 @@ use mio::net::TcpStream;
 use rustls::pki_types::ServerName;
 use rustls::ClientConnection;
 
-pub enum Transport {
+pub(crate) enum Transport {
     Plain(TcpStream),
     Tls(Box<(TcpStream, ClientConnection)>),
 }
 
-pub struct TlsContext {
+pub(crate) struct TlsContext {
     pub config: Arc<rustls::ClientConfig>,
     pub name: ServerName<'static>,
 }
 
 impl Transport {
-    pub fn new(sock: TcpStream, tls: Option<&TlsContext>) -> io::Result<Transport> {
+    pub(crate) fn new(sock: TcpStream, tls: Option<&TlsContext>) -> io::Result<Transport> {
         Ok(match tls {
             None => Transport::Plain(sock),
             Some(ctx) => {
@@ -30,7 +30,7 @@ impl Transport {
         })
     }
 
-    pub fn socket(&mut self) -> &mut TcpStream {
+    pub(crate) fn socket(&mut self) -> &mut TcpStream {
         match self {
             Transport::Plain(s) => s,
             Transport::Tls(b) => &mut b.0,
@@ -38,7 +38,7 @@ impl Transport {
     }
 
     /// True while the TLS handshake is unfinished: ab counts it as connect time.
-    pub fn handshaking(&self) -> bool {
+    pub(crate) fn handshaking(&self) -> bool {
         match self {
             Transport::Plain(_) => false,
             Transport::Tls(b) => b.1.is_handshaking(),
@@ -46,7 +46,7 @@ impl Transport {
     }
 
     /// Sends whatever TLS records are queued; Ok(true) when all went out.
-    pub fn flush(&mut self) -> io::Result<bool> {
+    pub(crate) fn flush(&mut self) -> io::Result<bool> {
         if let Transport::Tls(b) = self {
             let (sock, conn) = &mut **b;
             while conn.wants_write() {
@@ -62,7 +62,7 @@ impl Transport {
 
     /// Writes plaintext; returns how much was accepted (TLS takes it all and
     /// queues records, flushed as the socket allows).
-    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(s) => s.write(data),
             Transport::Tls(b) => {
@@ -76,7 +76,7 @@ impl Transport {
     /// Reads plaintext. Ok(0) is the end of the stream; WouldBlock means no
     /// plaintext now. `drained` is set when the socket was read to empty, so
     /// the edge-triggered poll will report the next arrival.
-    pub fn read(&mut self, buf: &mut [u8], drained: &mut bool) -> io::Result<usize> {
+    pub(crate) fn read(&mut self, buf: &mut [u8], drained: &mut bool) -> io::Result<usize> {
         match self {
             Transport::Plain(s) => {
                 let n = s.read(buf)?;
@@ -119,7 +119,7 @@ impl Transport {
     }
 
     /// Advances a TLS handshake as far as the socket allows.
-    pub fn handshake(&mut self) -> io::Result<()> {
+    pub(crate) fn handshake(&mut self) -> io::Result<()> {
         self.flush()?;
         if let Transport::Tls(b) = self {
             let (sock, conn) = &mut **b;
@@ -177,7 +177,7 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
     }
 }
 
-pub fn tls_context(host: &str) -> Result<TlsContext, String> {
+pub(crate) fn tls_context(host: &str) -> Result<TlsContext, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -1,17 +1,18 @@
 //! Running a load: split the connections over worker threads, run them
 //! together, merge their measurements once at the end.
 
-pub mod control;
-pub mod pacing;
-pub mod share;
-pub mod timer;
-pub mod worker;
+pub(crate) mod control;
+pub(crate) mod pacing;
+pub(crate) mod share;
+mod summarize;
+pub(crate) mod timer;
+pub(crate) mod worker;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::target::Target;
 use crate::client::transport::tls_context;
-use crate::config::LoadConfig;
+use crate::config::{split, LoadConfig};
 use crate::error::{EngineError, Result};
 use crate::measure::cpu::{process_cpu, CpuTimes};
 use crate::measure::stats::Stats;
@@ -24,11 +25,6 @@ use worker::{run_worker, PacingSpec, WorkerSpec};
 
 pub fn run(config: &LoadConfig) -> Result<LoadResult> {
     run_with(config, &Control::default())
-}
-
-/// Splits `total` into `parts` shares that differ by at most one.
-pub fn split(total: u64, parts: u64, index: u64) -> u64 {
-    total / parts + u64::from(index < total % parts)
 }
 
 /// Runs the load described by `config`; `control` lets another thread stop
@@ -57,7 +53,7 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(config: &LoadConfig) -> Result<Prepared> {
+    pub(crate) fn new(config: &LoadConfig) -> Result<Prepared> {
         config.validate()?;
         let target = Target::from_config(config)?;
         let workload = Workload::build(config, &target)?;
@@ -68,11 +64,11 @@ impl Prepared {
         Ok(Prepared { target, workload, limit, end: config.duration_s.map(Duration::from_secs_f64) })
     }
 
-    pub fn schedule(&self, config: &LoadConfig) -> Option<Schedule<'_>> {
+    pub(crate) fn schedule(&self, config: &LoadConfig) -> Option<Schedule<'_>> {
         schedule(config, &self.workload, self.limit, self.end)
     }
 
-    pub fn facts(&self, config: &LoadConfig, clock: Clock) -> RunFacts {
+    pub(crate) fn facts(&self, config: &LoadConfig, clock: Clock) -> RunFacts {
         let t = &self.target;
         RunFacts {
             url: config.url.clone(),
@@ -96,8 +92,8 @@ impl Prepared {
         }
     }
 
-    pub fn result(&self, config: &LoadConfig, facts: RunFacts, stats: Stats) -> LoadResult {
-        LoadResult::build(facts, stats, &self.workload, self.schedule(config).as_ref())
+    pub(crate) fn result(&self, config: &LoadConfig, facts: RunFacts, stats: Stats) -> LoadResult {
+        summarize::build(facts, stats, &self.workload, self.schedule(config).as_ref())
     }
 }
 
@@ -193,9 +189,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let cpu = process_cpu().since(cpu_before);
     let mut merged: Option<Stats> = None;
     for outcome in outcomes {
-        let stats = outcome
-            .map_err(|p| EngineError::WorkerPanic(panic_message(&p)))?
-            .map_err(EngineError::Io)?;
+        let stats = outcome.map_err(|p| EngineError::WorkerPanic(panic_message(&p)))?.map_err(EngineError::Io)?;
         match &mut merged {
             None => merged = Some(stats),
             Some(m) => m.merge(stats),
@@ -227,7 +221,12 @@ fn wait_until(at_unix_s: f64, control: &Control) -> Result<()> {
 }
 
 /// The open-loop schedule, when the config asks for one.
-fn schedule<'a>(config: &LoadConfig, w: &'a Workload, limit: Option<u64>, end: Option<Duration>) -> Option<Schedule<'a>> {
+fn schedule<'a>(
+    config: &LoadConfig,
+    w: &'a Workload,
+    limit: Option<u64>,
+    end: Option<Duration>,
+) -> Option<Schedule<'a>> {
     let shape = if let Some(r) = &config.rate {
         let end_rps = r.end_rps.unwrap_or(r.rps);
         Shape::Rate { start_rps: r.rps, end_rps, ramp_s: r.ramp_s.unwrap_or(0.0) }

@@ -12,7 +12,7 @@ use crate::load::share::Deal;
 /// workers share one counter without touching it on every request, a worker
 /// with faster connections takes more, and a list is sent in (nearly) its
 /// own order.
-pub struct Tickets {
+pub(crate) struct Tickets {
     next: AtomicU64,
     limit: Option<u64>,
     deadline: Option<Instant>,
@@ -25,13 +25,13 @@ pub struct Tickets {
 const BLOCK: u64 = 8;
 
 impl Tickets {
-    pub fn new(limit: Option<u64>, deadline: Option<Instant>, workers: u64) -> Tickets {
+    pub(crate) fn new(limit: Option<u64>, deadline: Option<Instant>, workers: u64) -> Tickets {
         debug_assert!(limit.is_some() || deadline.is_some(), "unbounded load loop");
         Tickets { next: AtomicU64::new(0), limit, deadline, workers: workers.max(1), deal: Deal::whole() }
     }
 
     /// An agent's tickets: `limit` is then its share of the requests.
-    pub fn dealt(self, deal: Deal) -> Tickets {
+    pub(crate) fn dealt(self, deal: Deal) -> Tickets {
         Tickets { deal, ..self }
     }
 
@@ -55,20 +55,20 @@ impl Tickets {
         }
     }
 
-    pub fn book(&self) -> TicketBook<'_> {
+    pub(crate) fn book(&self) -> TicketBook<'_> {
         TicketBook { tickets: self, block: 0..0 }
     }
 }
 
 /// One worker's share of the tickets.
-pub struct TicketBook<'a> {
+pub(crate) struct TicketBook<'a> {
     tickets: &'a Tickets,
     block: Range<u64>,
 }
 
 impl TicketBook<'_> {
     /// The number of the next request, if the run has one left at `now`.
-    pub fn take(&mut self, now: Instant) -> Option<u64> {
+    pub(crate) fn take(&mut self, now: Instant) -> Option<u64> {
         if self.tickets.deadline.is_some_and(|d| now >= d) {
             return None;
         }
@@ -79,7 +79,7 @@ impl TicketBook<'_> {
         self.block.next().map(|t| deal.request(t))
     }
 
-    pub fn exhausted(&self, now: Instant) -> bool {
+    pub(crate) fn exhausted(&self, now: Instant) -> bool {
         let t = self.tickets;
         t.deadline.is_some_and(|d| now >= d)
             || (self.block.is_empty() && t.limit.is_some_and(|l| t.next.load(Ordering::Relaxed) >= l))
@@ -88,7 +88,7 @@ impl TicketBook<'_> {
 
 /// The shape of an open-loop schedule.
 #[derive(Debug, Clone)]
-pub enum Shape<'a> {
+pub(crate) enum Shape<'a> {
     /// A constant rate, or a linear ramp from `start_rps` to `end_rps`
     /// over `ramp_s`, then `end_rps`.
     Rate { start_rps: f64, end_rps: f64, ramp_s: f64 },
@@ -100,19 +100,21 @@ pub enum Shape<'a> {
 /// When request `k` is due, from the start of the run; bounded by a count
 /// and an end, so every open loop ends.
 #[derive(Debug, Clone)]
-pub struct Schedule<'a> {
+pub(crate) struct Schedule<'a> {
     pub shape: Shape<'a>,
     pub limit: Option<u64>,
     pub end: Option<Duration>,
 }
 
 impl Schedule<'_> {
-    pub fn due(&self, k: u64) -> Option<Duration> {
+    pub(crate) fn due(&self, k: u64) -> Option<Duration> {
         if self.limit.is_some_and(|l| k >= l) {
             return None;
         }
         let at = match self.shape {
-            Shape::Rate { start_rps, end_rps, ramp_s } => Duration::from_secs_f64(rate_due_s(k, start_rps, end_rps, ramp_s)),
+            Shape::Rate { start_rps, end_rps, ramp_s } => {
+                Duration::from_secs_f64(rate_due_s(k, start_rps, end_rps, ramp_s))
+            }
             Shape::Log { offsets_us, period_us, cycle } => {
                 let n = offsets_us.len() as u64;
                 if !cycle && k >= n {
@@ -127,7 +129,7 @@ impl Schedule<'_> {
     /// How many of the requests `first`, `first + step`, ... are still due:
     /// due times only grow with k, so an exponential then a binary search
     /// finds the end without stepping through every request.
-    pub fn remaining(&self, first: u64, step: u64) -> u64 {
+    pub(crate) fn remaining(&self, first: u64, step: u64) -> u64 {
         let due = |j: u64| first.checked_add(j.saturating_mul(step)).and_then(|k| self.due(k)).is_some();
         if !due(0) {
             return 0;
@@ -152,7 +154,7 @@ impl Schedule<'_> {
     }
 
     /// The mean rate the schedule asks for over its window, for reports.
-    pub fn mean_rps(&self, window_s: f64) -> f64 {
+    pub(crate) fn mean_rps(&self, window_s: f64) -> f64 {
         match self.shape {
             Shape::Rate { start_rps, end_rps, ramp_s } => {
                 if window_s <= 0.0 {
@@ -192,7 +194,11 @@ mod tests {
 
     #[test]
     fn constant_rate_spaces_requests_evenly() {
-        let s = Schedule { shape: Shape::Rate { start_rps: 1000.0, end_rps: 1000.0, ramp_s: 0.0 }, limit: None, end: Some(Duration::from_secs(1)) };
+        let s = Schedule {
+            shape: Shape::Rate { start_rps: 1000.0, end_rps: 1000.0, ramp_s: 0.0 },
+            limit: None,
+            end: Some(Duration::from_secs(1)),
+        };
         assert_eq!(s.due(0), Some(Duration::ZERO));
         assert_eq!(s.due(500), Some(Duration::from_millis(500)));
         assert_eq!(s.due(1000), None, "the end bounds the schedule");
@@ -202,24 +208,37 @@ mod tests {
     #[test]
     fn ramp_schedules_the_integral_of_the_rate() {
         // 0 -> 200 rps over 10 s: 1000 requests in the ramp, then 200 per second.
-        let s = Schedule { shape: Shape::Rate { start_rps: 0.0, end_rps: 200.0, ramp_s: 10.0 }, limit: Some(1200), end: None };
+        let s = Schedule {
+            shape: Shape::Rate { start_rps: 0.0, end_rps: 200.0, ramp_s: 10.0 },
+            limit: Some(1200),
+            end: None,
+        };
         let t = |k| s.due(k).unwrap().as_secs_f64();
         assert!((t(250) - 5.0).abs() < 1e-9, "half way through the ramp: 20·t²/2 = 250 at t = 5");
         assert!((t(1000) - 10.0).abs() < 1e-9);
         assert!((t(1100) - 10.5).abs() < 1e-9);
         assert_eq!(s.due(1200), None);
         assert!((s.mean_rps(20.0) - 150.0).abs() < 1e-9);
-        let down = Schedule { shape: Shape::Rate { start_rps: 200.0, end_rps: 100.0, ramp_s: 10.0 }, limit: None, end: None };
+        let down =
+            Schedule { shape: Shape::Rate { start_rps: 200.0, end_rps: 100.0, ramp_s: 10.0 }, limit: None, end: None };
         assert!((down.due(1500).unwrap().as_secs_f64() - 10.0).abs() < 1e-6);
     }
 
     #[test]
     fn log_schedule_cycles_by_period() {
         let offsets = [0, 10, 30];
-        let s = Schedule { shape: Shape::Log { offsets_us: &offsets, period_us: 100, cycle: true }, limit: Some(5), end: None };
+        let s = Schedule {
+            shape: Shape::Log { offsets_us: &offsets, period_us: 100, cycle: true },
+            limit: Some(5),
+            end: None,
+        };
         let due: Vec<_> = (0..6).map(|k| s.due(k).map(|d| d.as_micros())).collect();
         assert_eq!(due, vec![Some(0), Some(10), Some(30), Some(100), Some(110), None]);
-        let once = Schedule { shape: Shape::Log { offsets_us: &offsets, period_us: 100, cycle: false }, limit: None, end: None };
+        let once = Schedule {
+            shape: Shape::Log { offsets_us: &offsets, period_us: 100, cycle: false },
+            limit: None,
+            end: None,
+        };
         assert_eq!(once.due(3), None);
     }
 
@@ -249,18 +268,27 @@ mod tests {
 
     #[test]
     fn remaining_counts_what_is_still_due() {
-        let s = Schedule { shape: Shape::Rate { start_rps: 1000.0, end_rps: 1000.0, ramp_s: 0.0 }, limit: None, end: Some(Duration::from_secs(1)) };
+        let s = Schedule {
+            shape: Shape::Rate { start_rps: 1000.0, end_rps: 1000.0, ramp_s: 0.0 },
+            limit: None,
+            end: Some(Duration::from_secs(1)),
+        };
         assert_eq!(s.remaining(0, 1), 1000);
         assert_eq!(s.remaining(1, 2), 500, "1, 3, ..., 999");
         assert_eq!(s.remaining(990, 3), 4, "990, 993, 996, 999");
         assert_eq!(s.remaining(1000, 1), 0);
-        let tiny = Schedule { shape: Shape::Rate { start_rps: 1e7, end_rps: 1e7, ramp_s: 0.0 }, limit: None, end: Some(Duration::from_secs(3600)) };
+        let tiny = Schedule {
+            shape: Shape::Rate { start_rps: 1e7, end_rps: 1e7, ramp_s: 0.0 },
+            limit: None,
+            end: Some(Duration::from_secs(3600)),
+        };
         assert_eq!(tiny.remaining(0, 1), 36_000_000_000);
     }
 
     #[test]
     fn a_fast_ramp_keeps_microsecond_precision() {
-        let s = Schedule { shape: Shape::Rate { start_rps: 1e7, end_rps: 1.0001e7, ramp_s: 1.0 }, limit: None, end: None };
+        let s =
+            Schedule { shape: Shape::Rate { start_rps: 1e7, end_rps: 1.0001e7, ramp_s: 1.0 }, limit: None, end: None };
         assert_eq!(s.due(1).unwrap().as_nanos(), 100);
     }
 }

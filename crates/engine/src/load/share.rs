@@ -7,10 +7,10 @@
 //! over any K passes each agent makes exactly n requests. An agent that is
 //! faster than the others therefore does not skew the mix of URLs.
 
-use crate::load::split;
+use crate::config::split;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deal {
+pub(crate) struct Deal {
     pub index: u64,
     pub count: u64,
     /// The workload's entries: a pass's length.
@@ -18,7 +18,7 @@ pub struct Deal {
 }
 
 impl Deal {
-    pub fn whole() -> Deal {
+    pub(crate) fn whole() -> Deal {
         Deal { index: 0, count: 1, n: 1 }
     }
 
@@ -32,7 +32,7 @@ impl Deal {
     }
 
     /// The whole load's number of this agent's `t`-th request.
-    pub fn request(&self, t: u64) -> u64 {
+    pub(crate) fn request(&self, t: u64) -> u64 {
         if self.count == 1 {
             return t;
         }
@@ -49,7 +49,7 @@ impl Deal {
     }
 
     /// How many of the whole load's first `limit` requests are this agent's.
-    pub fn share_of(&self, limit: u64) -> u64 {
+    pub(crate) fn share_of(&self, limit: u64) -> u64 {
         if self.count == 1 {
             return limit;
         }

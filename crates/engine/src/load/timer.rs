@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
-pub struct Timer {
+pub(crate) struct Timer {
     fd: OwnedFd,
     armed_for: Option<Instant>,
 }
 
 impl Timer {
-    pub fn new(registry: &Registry, token: Token) -> io::Result<Timer> {
+    pub(crate) fn new(registry: &Registry, token: Token) -> io::Result<Timer> {
         // SAFETY: timerfd_create has no preconditions; the result is checked.
         let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
         if fd < 0 {
@@ -29,14 +29,17 @@ impl Timer {
 
     /// Wakes the loop at `at` (at once when it has passed). Re-arming resets
     /// the expiry count, so a new edge follows.
-    pub fn arm(&mut self, at: Instant, now: Instant) {
+    pub(crate) fn arm(&mut self, at: Instant, now: Instant) {
         if self.armed_for == Some(at) {
             return;
         }
         let wait = at.saturating_duration_since(now).max(Duration::from_nanos(1));
         let spec = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as libc::c_long },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs() as libc::time_t,
+                tv_nsec: wait.subsec_nanos() as libc::c_long,
+            },
         };
         // SAFETY: valid fd and a fully initialised itimerspec.
         unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
@@ -44,7 +47,7 @@ impl Timer {
     }
 
     /// Consumes an expiry after the timer's event.
-    pub fn fired(&mut self) {
+    pub(crate) fn fired(&mut self) {
         let mut ticks = [0u8; 8];
         // SAFETY: reads at most 8 bytes into a buffer of 8; EAGAIN is fine.
         unsafe { libc::read(self.fd.as_raw_fd(), ticks.as_mut_ptr().cast(), ticks.len()) };

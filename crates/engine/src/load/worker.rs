@@ -25,12 +25,12 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(10);
 const TIMER: Token = Token(usize::MAX);
 
-pub enum PacingSpec<'a> {
+pub(crate) enum PacingSpec<'a> {
     Closed { tickets: &'a Tickets, think: Option<(Duration, Duration)> },
     Open { schedule: &'a Schedule<'a>, first: u64, step: u64 },
 }
 
-pub struct WorkerSpec<'a> {
+pub(crate) struct WorkerSpec<'a> {
     pub target: &'a Target,
     pub workload: &'a Workload,
     pub pacing: PacingSpec<'a>,
@@ -86,7 +86,7 @@ struct Worker<'a> {
     deferred: Vec<(usize, bool)>,
 }
 
-pub fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
+pub(crate) fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
     let now = Instant::now();
     let n = spec.connections;
     let pace = match spec.pacing {
@@ -311,7 +311,8 @@ impl Worker<'_> {
             c.k = k;
             c.entry = entry;
             let reused = c.transport.is_some();
-            let step = c.begin(due, now, now + self.spec.timeout, t.addr, self.spec.tls, self.poll.registry(), &req.bytes);
+            let step =
+                c.begin(due, now, now + self.spec.timeout, t.addr, self.spec.tls, self.poll.registry(), &req.bytes);
             if !reused && c.transport.is_some() {
                 self.stats.connections_opened += 1;
             }
@@ -445,7 +446,9 @@ impl Worker<'_> {
         let doc = *s.document_length.get_or_insert(len);
         if doc != len && !self.spec.variable_length {
             s.mismatched_responses += 1;
-            s.error(ErrorKind::Length, second, || format!("document length {len} differs from the first, {doc} (ab's rule; -l accepts variable lengths)"));
+            s.error(ErrorKind::Length, second, || {
+                format!("document length {len} differs from the first, {doc} (ab's rule; -l accepts variable lengths)")
+            });
         }
         c.served += 1;
         if c.parser.reusable {

@@ -63,7 +63,11 @@ pub fn summarize(h: &Histogram<u64>) -> LatencySummary {
         h.iter_quantiles(5)
             .map(|v| {
                 total += v.count_since_last_iteration();
-                SpectrumPoint { value_us: v.value_iterated_to(), percentile: v.quantile_iterated_to(), total_count: total }
+                SpectrumPoint {
+                    value_us: v.value_iterated_to(),
+                    percentile: v.quantile_iterated_to(),
+                    total_count: total,
+                }
             })
             .collect()
     };

@@ -2,7 +2,7 @@
 //! log. Every distinct request is turned into bytes once, before the load;
 //! the hot path only picks one by index.
 
-pub mod replay;
+pub(crate) mod replay;
 
 use std::collections::HashMap;
 
@@ -10,13 +10,14 @@ use base64::Engine as _;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
+pub(crate) use crate::client::target::Entry;
 use crate::client::target::{build_request, parse_url, request_target, Target};
 use crate::config::LoadConfig;
 use crate::error::{EngineError, Result};
 use replay::ReplaySource;
 
 /// One distinct request, ready to write.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub method: String,
     pub target: String,
     pub bytes: Vec<u8>,
@@ -24,15 +25,7 @@ pub struct Prepared {
     pub head: bool,
 }
 
-/// One request of the sequence: which prepared request, and the status the
-/// access log recorded for it (0 when there is no log).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Entry {
-    pub request: u32,
-    pub status: u16,
-}
-
-pub struct Workload {
+pub(crate) struct Workload {
     pub requests: Vec<Prepared>,
     pub entries: Vec<Entry>,
     /// A timed replay's send offsets, µs from the first line, one per entry.
@@ -46,7 +39,7 @@ pub struct Workload {
 }
 
 impl Workload {
-    pub fn build(cfg: &LoadConfig, target: &Target) -> Result<Workload> {
+    pub(crate) fn build(cfg: &LoadConfig, target: &Target) -> Result<Workload> {
         let mut w = Workload {
             requests: Vec::new(),
             entries: Vec::new(),
@@ -78,7 +71,10 @@ impl Workload {
             w.entries.push(Entry { request, status: 0 });
         } else {
             for (i, spec) in cfg.urls.iter().enumerate() {
-                let bad = |reason: String| EngineError::BadConfig { key: "urls", reason: format!("urls[{i}] {}: {reason}", spec.url) };
+                let bad = |reason: String| EngineError::BadConfig {
+                    key: "urls",
+                    reason: format!("urls[{i}] {}: {reason}", spec.url),
+                };
                 let u = parse_url(&spec.url)?;
                 if !target.same_origin(&u) {
                     return Err(bad(format!("not on {}:{} (one server per run)", target.host, target.port)));
@@ -119,7 +115,7 @@ impl Workload {
     }
 
     /// The `k`-th request of the run.
-    pub fn entry(&self, k: u64, rng: &mut SmallRng) -> Entry {
+    pub(crate) fn entry(&self, k: u64, rng: &mut SmallRng) -> Entry {
         let n = self.entries.len();
         if self.random && n > 1 {
             self.entries[rng.random_range(0..n)]
@@ -129,7 +125,7 @@ impl Workload {
     }
 
     /// How many requests the workload holds when it does not start over.
-    pub fn limit(&self) -> Option<u64> {
+    pub(crate) fn limit(&self) -> Option<u64> {
         (!self.cycle).then_some(self.entries.len() as u64)
     }
 }

@@ -6,13 +6,13 @@ use std::io::BufReader;
 
 use serde::Serialize;
 
-use crate::accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, MAX_LINE_BYTES};
 use crate::config::{ReplayConfig, MAX_RATE_RPS};
 use crate::error::{EngineError, Result};
+use corebench_accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, MAX_LINE_BYTES};
 
 const EXAMPLES: usize = 5;
 const EXAMPLE_CHARS: usize = 120;
-pub const COMMON_OR_COMBINED: &str = "Common or Combined Log Format";
+pub(crate) const COMMON_OR_COMBINED: &str = "Common or Combined Log Format";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SkipCount {
@@ -48,7 +48,7 @@ pub struct ReplaySource {
     pub span_s: f64,
 }
 
-pub struct ReplayLog {
+pub(crate) struct ReplayLog {
     /// A timed replay's send order (indices of the replayed lines, sorted by
     /// time) and offsets (µs from the first request, already divided by the
     /// speed); both empty when not timed.
@@ -66,7 +66,7 @@ fn bad(key: &'static str, reason: String) -> EngineError {
 
 /// Reads the log, calling `on_request(method, target, status)` for every
 /// line to replay, in the log's order.
-pub fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> Result<ReplayLog> {
+pub(crate) fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> Result<ReplayLog> {
     let format = match &cfg.log_format {
         Some(spec) => Some(LogFormat::parse(spec).map_err(|e| bad("log_format", e))?),
         None => None,
@@ -132,7 +132,10 @@ pub fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> 
         let speed = cfg.speed.unwrap_or(1.0);
         return Err(bad(
             "speed",
-            format!("at {speed}x the log's {} requests would come faster than {MAX_RATE_RPS} per second: lower the speed", src.replayed),
+            format!(
+                "at {speed}x the log's {} requests would come faster than {MAX_RATE_RPS} per second: lower the speed",
+                src.replayed
+            ),
         ));
     }
     Ok(ReplayLog { order, offsets_us: offsets, period_us, source: src })

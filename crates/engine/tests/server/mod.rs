@@ -94,7 +94,9 @@ pub fn start(reply: Reply) -> TestServer {
                                 match s.read(&mut sink) {
                                     Ok(0) => return,
                                     Ok(_) => {}
-                                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+                                    Err(e)
+                                        if e.kind() == std::io::ErrorKind::WouldBlock
+                                            || e.kind() == std::io::ErrorKind::TimedOut => {}
                                     Err(_) => return,
                                 }
                             }

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
-pub struct Work {
+pub(crate) struct Work {
     iterations_per_us: f64,
 }
 
@@ -21,7 +21,7 @@ fn spin(iterations: u64) -> u64 {
 impl Work {
     /// Times the loop a few times and keeps the fastest rate: the least
     /// disturbed measurement of what one core does.
-    pub fn calibrate() -> Work {
+    pub(crate) fn calibrate() -> Work {
         let n = 2_000_000;
         let best_us = (0..5)
             .map(|_| {
@@ -34,7 +34,7 @@ impl Work {
         Work { iterations_per_us: n as f64 / best_us }
     }
 
-    pub fn run_us(&self, us: u64) -> u64 {
+    pub(crate) fn run_us(&self, us: u64) -> u64 {
         spin((us as f64 * self.iterations_per_us) as u64)
     }
 }

@@ -14,7 +14,7 @@ use super::routes::Router;
 /// `every`, on a schedule counted from one start instant shared by all
 /// workers (taken before a prefork server forks).
 #[derive(Debug, Clone, Copy)]
-pub struct Stall {
+pub(crate) struct Stall {
     pub start: Instant,
     pub pause: Duration,
     pub every: Duration,
@@ -22,7 +22,7 @@ pub struct Stall {
 
 impl Stall {
     /// When the stall in progress at `now` ends, if one is.
-    pub fn ends_at(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn ends_at(&self, now: Instant) -> Option<Instant> {
         let into = now.saturating_duration_since(self.start).as_nanos() % self.every.as_nanos();
         let into = Duration::from_nanos(into as u64);
         (into < self.pause).then(|| now + (self.pause - into))
@@ -32,19 +32,19 @@ impl Stall {
 /// What each worker (thread or process) owns: its log buffer and its
 /// database connection.
 #[derive(Default)]
-pub struct Local {
+pub(crate) struct Local {
     pub log: Option<AccessLog>,
     pub db: Option<Db>,
 }
 
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub router: Router,
     pub stall: Option<Stall>,
     pub keep_alive_timeout: Duration,
 }
 
 /// A response on its way out: the head, then the body, written together.
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     pub head: Vec<u8>,
     pub body: Body,
     pub sent: usize,
@@ -56,7 +56,7 @@ impl Outgoing {
     }
 
     /// Writes as much as the socket takes; Ok(true) when all is sent.
-    pub fn write_to(&mut self, w: &mut impl Write) -> io::Result<bool> {
+    pub(crate) fn write_to(&mut self, w: &mut impl Write) -> io::Result<bool> {
         while self.sent < self.total() {
             let body = self.body.bytes();
             let n = if self.sent < self.head.len() {
@@ -73,13 +73,13 @@ impl Outgoing {
     }
 }
 
-pub enum Handled {
+pub(crate) enum Handled {
     NeedMore,
     Respond { out: Outgoing, keep_alive: bool, delay: Option<Duration>, consumed: usize },
 }
 
 /// Handles the request at the start of `buf`, if it is all there.
-pub fn handle(ctx: &Ctx, buf: &[u8], peer: Option<SocketAddr>, local: &mut Local) -> Handled {
+pub(crate) fn handle(ctx: &Ctx, buf: &[u8], peer: Option<SocketAddr>, local: &mut Local) -> Handled {
     let (head, response) = match parse(buf) {
         Parsed::Partial => return Handled::NeedMore,
         Parsed::Bad(status, why) => (None, Response::text(status, why)),

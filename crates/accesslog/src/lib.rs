@@ -4,6 +4,8 @@
 //! `read_lines`. Real logs are not clean: a line that cannot be replayed as
 //! it was sent is reported with the reason, never guessed at.
 
+#![warn(unreachable_pub)]
+
 mod fields;
 mod format;
 mod lines;
@@ -112,7 +114,8 @@ mod tests {
         assert_eq!(parse_line(combined), Ok(entry("GET", "/a.png?x=1", 200, Some(203_023), T)));
         let common = r#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326"#;
         assert_eq!(parse_line(common), Ok(entry("GET", "/apache_pb.gif", 200, Some(2326), Some(971_211_336.0))));
-        let nginx = r#"192.168.1.20 - - [17/May/2015:10:05:03 +0000] "POST /api/v1/items HTTP/1.1" 201 612 "-" "curl/7.68.0""#;
+        let nginx =
+            r#"192.168.1.20 - - [17/May/2015:10:05:03 +0000] "POST /api/v1/items HTTP/1.1" 201 612 "-" "curl/7.68.0""#;
         assert_eq!(parse_line(nginx), Ok(entry("POST", "/api/v1/items", 201, Some(612), T)));
         // Fields a site appended after the user agent (e.g. nginx's
         // `$request_time`) do not stop the line from being Combined.
@@ -175,11 +178,9 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/access-logs/apache-combined-10k.log");
         let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path} (shared/ beside the checkout): {e}"));
         let (mut parsed, mut skipped) = (0u64, BTreeMap::<Skip, u64>::new());
-        let lines = read_lines(BufReader::new(file), MAX_LINE_BYTES, |_, line| {
-            match line.and_then(parse_line) {
-                Ok(_) => parsed += 1,
-                Err(why) => *skipped.entry(why).or_default() += 1,
-            }
+        let lines = read_lines(BufReader::new(file), MAX_LINE_BYTES, |_, line| match line.and_then(parse_line) {
+            Ok(_) => parsed += 1,
+            Err(why) => *skipped.entry(why).or_default() += 1,
         })
         .unwrap();
         println!("{path}: {lines} lines, {parsed} parsed");

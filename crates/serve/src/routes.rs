@@ -11,15 +11,15 @@ use super::http::{Body, Response};
 use super::site::Site;
 use super::work::Work;
 
-pub const MAX_STATIC_BYTES: usize = 16 * 1024 * 1024;
-pub const MAX_WORK_US: u64 = 1_000_000;
-pub const MAX_SLEEP_MS: u64 = 60_000;
+pub(crate) const MAX_STATIC_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_WORK_US: u64 = 1_000_000;
+pub(crate) const MAX_SLEEP_MS: u64 = 60_000;
 const DEFAULT_WORK_US: u64 = 1_000;
 const DEFAULT_SLEEP_MS: u64 = 100;
 
 /// The bytes every static page is cut from, made once (before a prefork
 /// server forks, so its processes share the pages).
-pub fn static_bytes() -> &'static [u8] {
+pub(crate) fn static_bytes() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| {
         let line = b"corebench static page: the quick brown fox jumps over the lazy dog 0123456789\n";
@@ -29,7 +29,7 @@ pub fn static_bytes() -> &'static [u8] {
 
 /// `44`, `44b`, `2k`, `2kb`, `200k`, `2m`, `2mb` (binary multiples, as the
 /// field reports' 2 KB and 2 MB pages).
-pub fn parse_size(text: &str) -> Option<usize> {
+pub(crate) fn parse_size(text: &str) -> Option<usize> {
     let t = text.to_ascii_lowercase();
     let t = t.strip_suffix('b').unwrap_or(&t);
     let (digits, scale) = match t.as_bytes().last()? {
@@ -67,13 +67,13 @@ fn number(params: &[(&str, &str)], key: &str, default: u64, max: u64) -> Result<
     }
 }
 
-pub struct Router {
+pub(crate) struct Router {
     pub work: Work,
     pub site: Option<Site>,
 }
 
 impl Router {
-    pub fn respond(&self, target: &str, db: &mut Option<Db>) -> Response {
+    pub(crate) fn respond(&self, target: &str, db: &mut Option<Db>) -> Response {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         if let Some((status, bytes)) = self.site.as_ref().and_then(|s| s.get(target)) {
             if path != "/health" {
@@ -102,7 +102,12 @@ impl Router {
         let p = params(query, &["work_us"])?;
         let work_us = number(&p, "work_us", DEFAULT_WORK_US, MAX_WORK_US)?;
         let seed = self.work.run_us(work_us);
-        Ok(Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(render(work_us, seed)), delay: None })
+        Ok(Response {
+            status: 200,
+            content_type: "text/html; charset=utf-8",
+            body: Body::Owned(render(work_us, seed)),
+            delay: None,
+        })
     }
 }
 
@@ -123,7 +128,9 @@ fn logged_db_page(target: &str, db: &mut Db) -> Response {
     let hash = target.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
     let id = hash % db.articles() + 1;
     match db.page(id) {
-        Ok(body) => Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(body), delay: None },
+        Ok(body) => {
+            Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(body), delay: None }
+        }
         Err(e) => Response::text(500, format!("database: {e}")),
     }
 }
@@ -192,7 +199,12 @@ fn default_page(path: &str) -> Response {
     let filler = size.saturating_sub(body.len() + 24);
     body.push_str(std::str::from_utf8(&static_bytes()[..filler]).unwrap_or(""));
     body.push_str("</pre></body></html>\n");
-    Response { status: 200, content_type: "text/html; charset=utf-8", body: Body::Owned(body.into_bytes()), delay: None }
+    Response {
+        status: 200,
+        content_type: "text/html; charset=utf-8",
+        body: Body::Owned(body.into_bytes()),
+        delay: None,
+    }
 }
 
 #[cfg(test)]
@@ -236,7 +248,14 @@ mod tests {
     #[test]
     fn absurd_or_unknown_parameters_are_400() {
         let r = router();
-        for target in ["/static/99g", "/static/17m", "/dynamic?work_us=99999999", "/dynamic?work=1", "/sleep?ms=-1", "/static/2k?x=1"] {
+        for target in [
+            "/static/99g",
+            "/static/17m",
+            "/dynamic?work_us=99999999",
+            "/dynamic?work=1",
+            "/sleep?ms=-1",
+            "/static/2k?x=1",
+        ] {
             let resp = r.respond_(target);
             assert_eq!(resp.status, 400, "{target}");
             assert!(!resp.body.bytes().is_empty());

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OpenFlags};
 
-pub const COMMENTS_PER_ARTICLE: u64 = 5;
+pub(crate) const COMMENTS_PER_ARTICLE: u64 = 5;
 const SCHEMA_VERSION: i64 = 1;
 const BODY_BYTES: usize = 2000;
 
-pub struct Db {
+pub(crate) struct Db {
     conn: Connection,
     articles: u64,
     /// xorshift64 state: which article a request without `article=` reads.
@@ -21,7 +21,7 @@ pub struct Db {
 
 /// Where a database of `articles` rows lives unless a path is given: one
 /// file per size, reused by later starts (generation takes seconds).
-pub fn default_path(articles: u64) -> PathBuf {
+pub(crate) fn default_path(articles: u64) -> PathBuf {
     std::env::temp_dir().join(format!("corebench-db-v{SCHEMA_VERSION}-{articles}.sqlite"))
 }
 
@@ -33,8 +33,22 @@ fn complete(path: &Path, articles: u64) -> bool {
 
 fn text(seed: u64, bytes: usize) -> String {
     const WORDS: [&str; 16] = [
-        "server", "cores", "latency", "apache", "worker", "cache", "request", "throughput", "linux", "kernel",
-        "benchmark", "memory", "thread", "process", "database", "page",
+        "server",
+        "cores",
+        "latency",
+        "apache",
+        "worker",
+        "cache",
+        "request",
+        "throughput",
+        "linux",
+        "kernel",
+        "benchmark",
+        "memory",
+        "thread",
+        "process",
+        "database",
+        "page",
     ];
     let mut s = String::with_capacity(bytes + 16);
     let mut x = seed | 1;
@@ -50,7 +64,7 @@ fn text(seed: u64, bytes: usize) -> String {
 
 /// Creates the database at `path` unless a complete one is there; writes a
 /// temporary file and renames it, so a concurrent start never reads half.
-pub fn ensure(path: &Path, articles: u64) -> rusqlite::Result<()> {
+pub(crate) fn ensure(path: &Path, articles: u64) -> rusqlite::Result<()> {
     if complete(path, articles) {
         return Ok(());
     }
@@ -68,7 +82,12 @@ pub fn ensure(path: &Path, articles: u64) -> rusqlite::Result<()> {
         let mut art = tx.prepare("INSERT INTO articles VALUES (?1, ?2, ?3, ?4)")?;
         let mut com = tx.prepare("INSERT INTO comments(article_id, author, body) VALUES (?1, ?2, ?3)")?;
         for id in 1..=articles {
-            art.execute(params![id as i64, format!("Article {id}: {}", text(id, 40)), text(id * 7919, BODY_BYTES), 1_170_000_000 + id as i64 * 3600])?;
+            art.execute(params![
+                id as i64,
+                format!("Article {id}: {}", text(id, 40)),
+                text(id * 7919, BODY_BYTES),
+                1_170_000_000 + id as i64 * 3600
+            ])?;
             for c in 0..COMMENTS_PER_ARTICLE {
                 com.execute(params![id as i64, format!("reader{}", (id * 31 + c) % 997), text(id * 104_729 + c, 300)])?;
             }
@@ -83,19 +102,20 @@ pub fn ensure(path: &Path, articles: u64) -> rusqlite::Result<()> {
 
 impl Db {
     /// A read-only connection with a page cache of `cache_kb` KiB.
-    pub fn open(path: &Path, articles: u64, cache_kb: u64, seed: u64) -> rusqlite::Result<Db> {
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    pub(crate) fn open(path: &Path, articles: u64, cache_kb: u64, seed: u64) -> rusqlite::Result<Db> {
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         // A negative cache_size is in KiB (sqlite.org/pragma.html#pragma_cache_size).
         conn.execute_batch(&format!("PRAGMA cache_size = -{cache_kb}; PRAGMA mmap_size = 0;"))?;
         Ok(Db { conn, articles, rng: seed | 1 })
     }
 
-    pub fn articles(&self) -> u64 {
+    pub(crate) fn articles(&self) -> u64 {
         self.articles
     }
 
     /// A uniformly drawn article, so the working set is the whole database.
-    pub fn random_article(&mut self) -> u64 {
+    pub(crate) fn random_article(&mut self) -> u64 {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
@@ -103,13 +123,14 @@ impl Db {
     }
 
     /// The article page: the article and its comments, rendered as HTML.
-    pub fn page(&mut self, id: u64) -> rusqlite::Result<Vec<u8>> {
+    pub(crate) fn page(&mut self, id: u64) -> rusqlite::Result<Vec<u8>> {
         let mut stmt = self.conn.prepare_cached("SELECT title, body, created FROM articles WHERE id = ?1")?;
         let (title, body, created): (String, String, i64) =
             stmt.query_row([id as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         let mut html = String::with_capacity(body.len() + 2048);
         let _ = write!(html, "<!DOCTYPE html>\n<html><head><title>{title}</title></head><body>\n<article><h1>{title}</h1><p class=\"date\">{created}</p><p>{body}</p></article>\n<section id=\"comments\">\n");
-        let mut stmt = self.conn.prepare_cached("SELECT author, body FROM comments WHERE article_id = ?1 ORDER BY id")?;
+        let mut stmt =
+            self.conn.prepare_cached("SELECT author, body FROM comments WHERE article_id = ?1 ORDER BY id")?;
         let rows = stmt.query_map([id as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
         for row in rows {
             let (author, text) = row?;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{EngineError, Result};
+use crate::error::{Result, ServeError};
 
 /// How the server runs its workers: the Apache MPM question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,21 +73,23 @@ impl Default for ServeConfig {
     }
 }
 
-fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
-    EngineError::BadConfig { key, reason: reason.into() }
+fn bad(key: &'static str, reason: impl Into<String>) -> ServeError {
+    ServeError::BadConfig { key, reason: reason.into() }
 }
 
-pub const MAX_WORKERS: u32 = 4096;
+pub(crate) const MAX_WORKERS: u32 = 4096;
 /// About 2.5 KB per article with its comments: a million is a 2.5 GB file.
-pub const MAX_DB_ARTICLES: u64 = 1_000_000;
-pub const MAX_DB_CACHE_KB: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_DB_ARTICLES: u64 = 1_000_000;
+pub(crate) const MAX_DB_CACHE_KB: u64 = 16 * 1024 * 1024;
 
 impl ServeConfig {
     pub fn validate(&self) -> Result<()> {
         if self.workers == 0 || self.workers > MAX_WORKERS {
             return Err(bad("workers", format!("{} is not between 1 and {MAX_WORKERS}", self.workers)));
         }
-        if (self.stall_ms == 0) != (self.stall_every_ms == 0) || self.stall_ms >= self.stall_every_ms.max(1) && self.stall_ms > 0 {
+        if (self.stall_ms == 0) != (self.stall_every_ms == 0)
+            || self.stall_ms >= self.stall_every_ms.max(1) && self.stall_ms > 0
+        {
             return Err(bad("stall", "give a stall shorter than its period, e.g. 500ms every 2s"));
         }
         if self.db_articles > MAX_DB_ARTICLES {

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use crate::accesslog::{parse_line, Skip};
+use corebench_accesslog::{parse_line, Skip};
 
-pub struct Site {
+pub(crate) struct Site {
     /// Request target (path and query) → (status, body bytes); the first
     /// time a target appears in the log decides.
     pages: HashMap<String, (u16, u64)>,
@@ -14,7 +14,7 @@ pub struct Site {
 }
 
 impl Site {
-    pub fn load(path: &str) -> Result<Site, String> {
+    pub(crate) fn load(path: &str) -> Result<Site, String> {
         let data = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
         let mut pages = HashMap::new();
         let mut skipped: HashMap<&'static str, u64> = HashMap::new();
@@ -41,11 +41,11 @@ impl Site {
         Ok(Site { pages, lines, skipped })
     }
 
-    pub fn paths(&self) -> usize {
+    pub(crate) fn paths(&self) -> usize {
         self.pages.len()
     }
 
-    pub fn get(&self, target: &str) -> Option<(u16, u64)> {
+    pub(crate) fn get(&self, target: &str) -> Option<(u16, u64)> {
         self.pages.get(target).copied()
     }
 }

@@ -26,7 +26,7 @@ struct Conn {
     last_active: Instant,
 }
 
-pub struct EventLoop<'a> {
+pub(crate) struct EventLoop<'a> {
     ctx: &'a Ctx,
     stop: &'a AtomicBool,
     local: Local,
@@ -39,15 +39,30 @@ pub struct EventLoop<'a> {
 }
 
 impl<'a> EventLoop<'a> {
-    pub fn new(listener: std::net::TcpListener, ctx: &'a Ctx, stop: &'a AtomicBool, local: Local) -> io::Result<Self> {
+    pub(crate) fn new(
+        listener: std::net::TcpListener,
+        ctx: &'a Ctx,
+        stop: &'a AtomicBool,
+        local: Local,
+    ) -> io::Result<Self> {
         listener.set_nonblocking(true)?;
         let mut listener = TcpListener::from_std(listener);
         let poll = Poll::new()?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(EventLoop { ctx, stop, local, poll, listener, conns: Vec::new(), free: Vec::new(), timers: BinaryHeap::new(), chunk: vec![0; READ_CHUNK] })
+        Ok(EventLoop {
+            ctx,
+            stop,
+            local,
+            poll,
+            listener,
+            conns: Vec::new(),
+            free: Vec::new(),
+            timers: BinaryHeap::new(),
+            chunk: vec![0; READ_CHUNK],
+        })
     }
 
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
         while !self.stop.load(Ordering::Relaxed) {
@@ -90,11 +105,23 @@ impl<'a> EventLoop<'a> {
                         self.conns.len() - 1
                     });
                     let _ = stream.set_nodelay(true);
-                    if self.poll.registry().register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE).is_err() {
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE)
+                        .is_err()
+                    {
                         self.free.push(i);
                         continue;
                     }
-                    self.conns[i] = Some(Conn { stream, peer: Some(peer), buf: Vec::new(), out: None, due: None, last_active: Instant::now() });
+                    self.conns[i] = Some(Conn {
+                        stream,
+                        peer: Some(peer),
+                        buf: Vec::new(),
+                        out: None,
+                        due: None,
+                        last_active: Instant::now(),
+                    });
                     self.drive(i);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -180,7 +207,9 @@ impl<'a> EventLoop<'a> {
     fn close_idle(&mut self) {
         let limit = self.ctx.keep_alive_timeout;
         for i in 0..self.conns.len() {
-            let idle = self.conns[i].as_ref().is_some_and(|c| c.out.is_none() && c.due.is_none() && c.last_active.elapsed() > limit);
+            let idle = self.conns[i]
+                .as_ref()
+                .is_some_and(|c| c.out.is_none() && c.due.is_none() && c.last_active.elapsed() > limit);
             if idle {
                 self.close(i);
             }

@@ -2,24 +2,27 @@
 //! field reports behind three process models, so experiments need nothing
 //! installed and the runner can pin the server to cores of its own.
 
-pub mod blocking;
-pub mod clf;
-pub mod config;
-pub mod db;
-pub mod evloop;
-pub mod exchange;
-pub mod http;
-pub mod routes;
-pub mod site;
-pub mod work;
+#![warn(unreachable_pub)]
+
+mod blocking;
+mod clf;
+mod config;
+mod db;
+mod error;
+mod evloop;
+mod exchange;
+mod http;
+mod routes;
+mod site;
+mod work;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{EngineError, Result};
 pub use config::{Model, ServeConfig};
+pub use error::{Result, ServeError};
 use exchange::{Ctx, Local, Stall};
 
 fn db_path(config: &ServeConfig) -> std::path::PathBuf {
@@ -34,11 +37,11 @@ fn local(config: &ServeConfig, index: u64) -> Result<Local> {
         .as_deref()
         .map(clf::AccessLog::open)
         .transpose()
-        .map_err(|e| EngineError::BadConfig { key: "access_log", reason: e.to_string() })?;
+        .map_err(|e| ServeError::BadConfig { key: "access_log", reason: e.to_string() })?;
     let db = (config.db_articles > 0)
         .then(|| db::Db::open(&db_path(config), config.db_articles, config.db_cache_kb, 0x9E37_79B9 + index * 7919))
         .transpose()
-        .map_err(|e| EngineError::BadConfig { key: "db_file", reason: e.to_string() })?;
+        .map_err(|e| ServeError::BadConfig { key: "db_file", reason: e.to_string() })?;
     Ok(Local { log, db })
 }
 
@@ -48,10 +51,7 @@ const LISTEN_BACKLOG: i32 = 65_535;
 
 fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
     use std::net::ToSocketAddrs;
-    let addr = (host, port)
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let addr = (host, port).to_socket_addrs()?.next().ok_or_else(|| std::io::Error::other("no address"))?;
     let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
@@ -64,7 +64,7 @@ fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
 /// with a single thread (the `corebench serve` process).
 pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAddr)) -> Result<()> {
     config.validate()?;
-    let listener = listen(&config.host, config.port).map_err(|e| EngineError::BadConfig {
+    let listener = listen(&config.host, config.port).map_err(|e| ServeError::BadConfig {
         key: "port",
         reason: format!("cannot listen on {}:{}: {e}", config.host, config.port),
     })?;
@@ -76,10 +76,15 @@ pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAd
         .as_deref()
         .map(site::Site::load)
         .transpose()
-        .map_err(|reason| EngineError::BadConfig { key: "site_from_log", reason })?;
+        .map_err(|reason| ServeError::BadConfig { key: "site_from_log", reason })?;
     let site_summary = site.as_ref().map(|s| {
         let skipped: Vec<String> = s.skipped.iter().map(|(why, n)| format!("{n} {why}")).collect();
-        format!("{} paths from {} lines; skipped: {}", s.paths(), s.lines, if skipped.is_empty() { "none".into() } else { skipped.join(", ") })
+        format!(
+            "{} paths from {} lines; skipped: {}",
+            s.paths(),
+            s.lines,
+            if skipped.is_empty() { "none".into() } else { skipped.join(", ") }
+        )
     });
     let ctx = Ctx {
         router: routes::Router { work: work::Work::calibrate(), site },
@@ -87,8 +92,10 @@ pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAd
         keep_alive_timeout: Duration::from_secs_f64(config.keep_alive_timeout_s),
     };
     if config.db_articles > 0 {
-        db::ensure(&db_path(config), config.db_articles)
-            .map_err(|e| EngineError::BadConfig { key: "db_file", reason: format!("{}: {e}", db_path(config).display()) })?;
+        db::ensure(&db_path(config), config.db_articles).map_err(|e| ServeError::BadConfig {
+            key: "db_file",
+            reason: format!("{}: {e}", db_path(config).display()),
+        })?;
     }
     drop(local(config, 0)?); // fail before ready if the log or the database cannot be opened
     on_ready(addr);
@@ -189,7 +196,7 @@ fn run_prefork(config: &ServeConfig, listener: TcpListener, ctx: &Ctx, stop: &At
         // SAFETY: called from a single-threaded process (see `serve`); the
         // child only runs Rust code of this crate and then _exits.
         match unsafe { libc::fork() } {
-            -1 => Err(EngineError::Io(std::io::Error::last_os_error())),
+            -1 => Err(ServeError::Io(std::io::Error::last_os_error())),
             0 => child(&listener, forked),
             pid => Ok(pid),
         }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use corebench_engine::serve::{serve, Model, ServeConfig};
 use corebench_engine::{run, LoadConfig};
+use corebench_serve::{serve, Model, ServeConfig};
 
 fn with_server(model: Model, test: impl FnOnce(&str)) {
     let stop = AtomicBool::new(false);
@@ -27,15 +27,25 @@ fn with_server(model: Model, test: impl FnOnce(&str)) {
 fn models_serve_every_workload() {
     for model in [Model::Async, Model::Threads] {
         with_server(model, |base| {
-            for (path, body) in [("/static/2k", Some(2048)), ("/dynamic?work_us=50", None), ("/sleep?ms=1", None), ("/any/page", None)] {
-                let cfg = LoadConfig { url: format!("{base}{path}"), concurrency: 8, requests: Some(200), keep_alive: true, variable_length: true, ..Default::default() };
+            for (path, body) in
+                [("/static/2k", Some(2048)), ("/dynamic?work_us=50", None), ("/sleep?ms=1", None), ("/any/page", None)]
+            {
+                let cfg = LoadConfig {
+                    url: format!("{base}{path}"),
+                    concurrency: 8,
+                    requests: Some(200),
+                    keep_alive: true,
+                    variable_length: true,
+                    ..Default::default()
+                };
                 let r = run(&cfg).unwrap();
                 assert_eq!((r.responses, r.failed, r.non_2xx), (200, 0, 0), "{model:?} {path}: {:?}", r.error_samples);
                 if let Some(len) = body {
                     assert_eq!(r.bytes.body, 200 * len);
                 }
             }
-            let r = run(&LoadConfig { url: format!("{base}/static/1g"), requests: Some(3), ..Default::default() }).unwrap();
+            let r =
+                run(&LoadConfig { url: format!("{base}/static/1g"), requests: Some(3), ..Default::default() }).unwrap();
             assert_eq!(r.status_counts.get(&400), Some(&3));
         });
     }
@@ -52,7 +62,13 @@ fn stall_switch_stops_the_server() {
             serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
         });
         let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        let cfg = LoadConfig { url: format!("http://{addr}/health"), duration_s: Some(1.5), requests: None, keep_alive: true, ..Default::default() };
+        let cfg = LoadConfig {
+            url: format!("http://{addr}/health"),
+            duration_s: Some(1.5),
+            requests: None,
+            keep_alive: true,
+            ..Default::default()
+        };
         let r = run(&cfg).unwrap();
         stop.store(true, Ordering::SeqCst);
         // A closed loop of one connection waits out each stall: its longest

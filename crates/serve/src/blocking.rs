@@ -11,7 +11,13 @@ use super::exchange::{handle, Ctx, Handled, Local};
 /// How often a blocked read looks at the shutdown flag.
 const CHECK: Duration = Duration::from_millis(100);
 
-pub fn serve_connection(mut stream: TcpStream, ctx: &Ctx, local: &mut Local, stop: &AtomicBool, buf: &mut Vec<u8>) {
+pub(crate) fn serve_connection(
+    mut stream: TcpStream,
+    ctx: &Ctx,
+    local: &mut Local,
+    stop: &AtomicBool,
+    buf: &mut Vec<u8>,
+) {
     let peer = stream.peer_addr().ok();
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(CHECK));

@@ -303,9 +303,10 @@ fn directive(chars: &[char], start: usize) -> Result<(Option<Field>, usize), Str
     }
     let mut name = None;
     if chars.get(i) == Some(&'{') {
-        let close = chars[i..].iter().position(|&c| c == '}').ok_or_else(|| {
-            format!("the directive at column {column} has a '{{' without a closing '}}'")
-        })?;
+        let close = chars[i..]
+            .iter()
+            .position(|&c| c == '}')
+            .ok_or_else(|| format!("the directive at column {column} has a '{{' without a closing '}}'"))?;
         name = Some(chars[i + 1..i + close].iter().collect::<String>());
         i += close + 1;
     }
@@ -421,7 +422,8 @@ mod tests {
     #[test]
     fn combined_honours_escaped_quotes() {
         let f = format(COMBINED_FORMAT);
-        let l = r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /x HTTP/1.1" 200 9 "http://r/?q=\"a\"" "Bot \"v2\" \\o/""#;
+        let l =
+            r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /x HTTP/1.1" 200 9 "http://r/?q=\"a\"" "Bot \"v2\" \\o/""#;
         assert_eq!(f.parse_line(l), Ok(entry("GET", "/x", 200, Some(9), T)));
         // Exactly Combined: nothing may follow the user agent.
         assert_eq!(f.parse_line(&format!("{l} extra")), Err(Skip::Malformed));

@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
-pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
 const MAX_HEADERS: usize = 64;
 /// Request bodies are read and discarded; larger ones are refused.
-pub const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The parts of a request head the server uses, as offsets into the buffer
 /// so nothing is copied.
 #[derive(Debug, Clone, Default)]
-pub struct Head {
+pub(crate) struct Head {
     pub len: usize,
     pub method: (usize, usize),
     pub target: (usize, usize),
@@ -23,7 +23,7 @@ pub struct Head {
     pub referer: Option<(usize, usize)>,
 }
 
-pub enum Parsed {
+pub(crate) enum Parsed {
     Partial,
     Complete(Head),
     /// A response to send before closing: the request cannot be served.
@@ -35,7 +35,7 @@ fn span(buf: &[u8], part: &[u8]) -> (usize, usize) {
     (start, start + part.len())
 }
 
-pub fn parse(buf: &[u8]) -> Parsed {
+pub(crate) fn parse(buf: &[u8]) -> Parsed {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
@@ -87,13 +87,13 @@ pub fn parse(buf: &[u8]) -> Parsed {
     Parsed::Complete(head)
 }
 
-pub enum Body {
+pub(crate) enum Body {
     Static(&'static [u8]),
     Owned(Vec<u8>),
 }
 
 impl Body {
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Body::Static(b) => b,
             Body::Owned(v) => v,
@@ -101,7 +101,7 @@ impl Body {
     }
 }
 
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Body,
@@ -110,7 +110,7 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn text(status: u16, text: impl Into<String>) -> Response {
+    pub(crate) fn text(status: u16, text: impl Into<String>) -> Response {
         let mut body = text.into().into_bytes();
         body.push(b'\n');
         Response { status, content_type: "text/plain; charset=utf-8", body: Body::Owned(body), delay: None }
@@ -143,7 +143,7 @@ fn reason(status: u16) -> &'static str {
 
 /// Writes the status line and headers; a HEAD response keeps the length of
 /// the body it does not send (RFC 9110 §9.3.2).
-pub fn write_head(out: &mut Vec<u8>, r: &Response, keep_alive: bool, version: u8) {
+pub(crate) fn write_head(out: &mut Vec<u8>, r: &Response, keep_alive: bool, version: u8) {
     use std::io::Write;
     let v = if version == 0 { "1.0" } else { "1.1" };
     let _ = write!(

@@ -9,12 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 const FLUSH_BYTES: usize = 32 * 1024;
 
-pub struct AccessLog {
+pub(crate) struct AccessLog {
     file: File,
     buf: Vec<u8>,
 }
 
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     pub peer: Option<SocketAddr>,
     pub request_line: &'a [u8],
     pub status: u16,
@@ -24,12 +24,12 @@ pub struct Entry<'a> {
 }
 
 impl AccessLog {
-    pub fn open(path: &str) -> std::io::Result<AccessLog> {
+    pub(crate) fn open(path: &str) -> std::io::Result<AccessLog> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(AccessLog { file, buf: Vec::with_capacity(FLUSH_BYTES * 2) })
     }
 
-    pub fn log(&mut self, e: &Entry<'_>) {
+    pub(crate) fn log(&mut self, e: &Entry<'_>) {
         let b = &mut self.buf;
         match e.peer {
             Some(p) => write!(b, "{}", p.ip()),
@@ -51,7 +51,7 @@ impl AccessLog {
         }
     }
 
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if !self.buf.is_empty() {
             let _ = self.file.write_all(&self.buf);
             self.buf.clear();
@@ -86,12 +86,13 @@ fn clf_time(out: &mut Vec<u8>, t: SystemTime) {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
-    write!(out, "{:02}/{}/{}:{:02}:{:02}:{:02} +0000", d, MONTHS[m as usize - 1], y, s / 3600, s / 60 % 60, s % 60).ok();
+    write!(out, "{:02}/{}/{}:{:02}:{:02}:{:02} +0000", d, MONTHS[m as usize - 1], y, s / 3600, s / 60 % 60, s % 60)
+        .ok();
 }
 
 /// Days since 1970-01-01 to (year, month, day): Howard Hinnant's
 /// "civil_from_days" (chrono-compatible low-level date algorithms, 2013).
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -1,0 +1,129 @@
+//! From a run's merged figures to its `LoadResult`: the summaries a report
+//! reads (status counts, percentiles, the timeline, how a schedule was kept).
+
+use std::collections::BTreeMap;
+
+use crate::load::pacing::{Schedule, Shape};
+use crate::measure::stats::{Stats, StatusList, UrlStats};
+use crate::measure::summary::summarize;
+use crate::result::{Bytes, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA};
+use crate::workload::Workload;
+
+pub(crate) fn build(f: RunFacts, s: Stats, w: &Workload, schedule: Option<&Schedule>) -> LoadResult {
+    let status_counts: BTreeMap<u16, u64> =
+        s.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
+    let non_2xx = status_counts.iter().filter(|(c, _)| !(200..300).contains(*c)).map(|(_, n)| n).sum();
+    let received = s.header_bytes + s.body_bytes;
+    let per_s = |x: u64| if f.duration_s > 0.0 { x as f64 / f.duration_s } else { 0.0 };
+    let failed = s.errors.total();
+    let timeline = s
+        .timeline
+        .iter()
+        .enumerate()
+        .map(|(i, sec)| TimelineSecond {
+            second: i as u64,
+            completed: sec.completed,
+            errors: sec.errors,
+            p50_us: if sec.total_us.is_empty() { 0 } else { sec.total_us.value_at_quantile(0.5) },
+            p99_us: if sec.total_us.is_empty() { 0 } else { sec.total_us.value_at_quantile(0.99) },
+        })
+        .collect::<Vec<_>>();
+    let seconds_run = (f.duration_s.ceil() as usize).max(1);
+    let timeline = timeline.into_iter().take(seconds_run).collect();
+    LoadResult {
+        schema: SCHEMA,
+        engine_version: env!("CARGO_PKG_VERSION"),
+        requests: s.requests(),
+        responses: s.responses,
+        failed,
+        non_2xx,
+        keep_alive_requests: s.keep_alive_requests,
+        connections_opened: s.connections_opened,
+        errors: s.errors.clone(),
+        error_samples: s.error_samples.clone(),
+        status_counts,
+        bytes: Bytes { header: s.header_bytes, body: s.body_bytes, received, sent: s.sent_bytes },
+        server_software: s.server_software.clone(),
+        document_length: s.document_length,
+        throughput_rps: per_s(s.responses),
+        transfer_rate_bytes_s: per_s(received),
+        latency_us: Latencies {
+            connect: summarize(&s.connect_us),
+            waiting: summarize(&s.waiting_us),
+            processing: summarize(&s.processing_us),
+            total: summarize(&s.total_us),
+            uncorrected: schedule.map(|_| summarize(&s.uncorrected_us)),
+        },
+        timeline,
+        schedule: schedule.map(|sch| schedule_summary(sch, &s, f.interrupted)),
+        urls: url_summaries(&s.urls, w),
+        replay: w.source.clone(),
+        agents: Vec::new(),
+        run: f,
+    }
+}
+
+fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSummary {
+    let c = &s.schedule;
+    let scheduled = c.sent + c.dropped;
+    // The window: the run's end or, when a count or the log ran out first,
+    // the last due time and one mean interval after it.
+    let unbounded = Schedule { end: None, ..sch.clone() };
+    let ran_out = unbounded.due(scheduled).is_none();
+    let by_count = match scheduled {
+        0 | 1 => 0.0,
+        n => unbounded.due(n - 1).map_or(0.0, |d| d.as_secs_f64()) * n as f64 / (n - 1) as f64,
+    };
+    let window_s = match sch.end {
+        Some(end) if ran_out => by_count.min(end.as_secs_f64()),
+        Some(end) => end.as_secs_f64(),
+        None => by_count,
+    };
+    let target_rps = match sch.shape {
+        Shape::Rate { .. } => sch.mean_rps(window_s),
+        Shape::Log { .. } if window_s > 0.0 => scheduled as f64 / window_s,
+        Shape::Log { .. } => 0.0,
+    };
+    let lag = &s.send_lag_us;
+    let at = |q: f64| if lag.is_empty() { 0 } else { lag.value_at_quantile(q) };
+    ScheduleSummary {
+        target_rps,
+        window_s,
+        sent: c.sent,
+        late: c.late,
+        dropped: c.dropped,
+        send_lag_p50_us: at(0.5),
+        send_lag_p99_us: at(0.99),
+        send_lag_max_us: if lag.is_empty() { 0 } else { lag.max() },
+        kept: !interrupted && c.dropped == 0 && c.late * 100 <= c.sent,
+    }
+}
+
+fn statuses(l: &StatusList) -> BTreeMap<u16, u64> {
+    l.0.iter().copied().collect()
+}
+
+fn url_summaries(urls: &[UrlStats], w: &Workload) -> Vec<UrlSummary> {
+    urls.iter()
+        .zip(&w.requests)
+        .filter(|(u, _)| u.responses + u.errors > 0)
+        .map(|(u, r)| {
+            let h = &u.total_us;
+            let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+            UrlSummary {
+                method: r.method.clone(),
+                target: r.target.clone(),
+                responses: u.responses,
+                errors: u.errors,
+                mean_us: if h.is_empty() { 0.0 } else { h.mean() },
+                p50_us: at(0.5),
+                p90_us: at(0.9),
+                p99_us: at(0.99),
+                max_us: if h.is_empty() { 0 } else { h.max() },
+                status_seen: statuses(&u.status_seen),
+                status_logged: statuses(&u.status_logged),
+                status_mismatches: u.status_mismatches,
+            }
+        })
+        .collect()
+}
