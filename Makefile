@@ -13,7 +13,7 @@ CRATES := -p corebench-accesslog -p corebench-engine -p corebench-serve
 # the package's own, and the extras named here.
 EXTRAS := test dev
 
-.PHONY: demo test test-rust test-python build venv system-deps bench lint fmt typecheck clean
+.PHONY: models demo test test-rust test-python build venv system-deps bench lint fmt typecheck clean
 
 demo: build system-deps
 	$(PY) scripts/demo.py
@@ -45,7 +45,6 @@ lint: venv
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/lint-imports
 
 fmt: venv
 	cargo fmt --all
@@ -56,6 +55,10 @@ fmt: venv
 typecheck: build
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest corebench._engine
+
+# The engine config's pydantic models, regenerated from the Rust types.
+models: build
+	$(PY) scripts/gen_engine_models.py
 
 bench: build system-deps
 	bench/generator-cost.sh

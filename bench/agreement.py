@@ -16,6 +16,7 @@ For each run:
 """
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -31,17 +32,16 @@ WARMUP_S = 1.0
 
 
 def cpu_s(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sleeps(pid: int) -> int:
     total = 0
     for path in glob.glob(f"/proc/{pid}/task/*/status"):
-        try:
-            total += sum(int(line.split()[1]) for line in open(path) if line.startswith("voluntary_ctxt"))
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), open(path) as f:
+            total += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt"))
     return total
 
 
@@ -56,9 +56,14 @@ def measure(cmd: list[str], n: Nginx, worker_pid: int, seconds: int) -> dict:
     out, err = proc.communicate(timeout=60)
     if proc.returncode != 0:
         sys.exit(f"agreement: {cmd[0]} failed: {err.strip()[-300:]}")
-    return {"rps": req / dt, "nginx_us": (cpu1 - cpu0) / req * 1e6, "sleeps": (z1 - z0) / req,
-            # Less the two status requests this function made during the run.
-            "total": n.served_since(start_count) - 2, "out": out}
+    return {
+        "rps": req / dt,
+        "nginx_us": (cpu1 - cpu0) / req * 1e6,
+        "sleeps": (z1 - z0) / req,
+        # Less the two status requests this function made during the run.
+        "total": n.served_since(start_count) - 2,
+        "out": out,
+    }
 
 
 def main() -> int:
@@ -67,8 +72,13 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--page-bytes", type=int, default=44)
-    ap.add_argument("--gzip", type=int, default=None, metavar="LEVEL",
-                    help="nginx compresses the page per request (CPU work, as a dynamic page has)")
+    ap.add_argument(
+        "--gzip",
+        type=int,
+        default=None,
+        metavar="LEVEL",
+        help="nginx compresses the page per request (CPU work, as a dynamic page has)",
+    )
     a = ap.parse_args()
     if a.seconds < 3:
         sys.exit("agreement: --seconds must be at least 3 (1 s warm-up, a steady window, the end)")
@@ -80,8 +90,21 @@ def main() -> int:
         "corebench": [cli, "load", "-k", "--threads", "1", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-"],
         "wrk": ["wrk", "-t1", f"-c{a.conns}", f"-d{a.seconds}s"],
         # The same engine kept awake between batches: the server no longer pays for waking it.
-        "corebench-busy": [cli, "load", "-k", "--threads", "1", "-c", str(a.conns), "-t", f"{a.seconds}s",
-                           "--busy-poll", "20us", "--json", "-"],
+        "corebench-busy": [
+            cli,
+            "load",
+            "-k",
+            "--threads",
+            "1",
+            "-c",
+            str(a.conns),
+            "-t",
+            f"{a.seconds}s",
+            "--busy-poll",
+            "20us",
+            "--json",
+            "-",
+        ],
     }
     rows = {name: [] for name in tools}
     exact = True
@@ -99,20 +122,29 @@ def main() -> int:
                     completed = json.loads(m["out"])["responses"]
                     exact &= completed == m["total"]
                     note = f", completed {completed}, nginx counted {m['total']}"
-                print(f"round {r} {name:14s} {m['rps']:9.0f} req/s, nginx {m['nginx_us']:5.2f} us/req, "
-                      f"generator sleeps {m['sleeps']:.3f}/req{note}")
-    med = {name: {k: statistics.median(x[k] for x in xs) for k in ("rps", "nginx_us", "sleeps")}
-           for name, xs in rows.items()}
+                print(
+                    f"round {r} {name:14s} {m['rps']:9.0f} req/s, nginx {m['nginx_us']:5.2f} us/req, "
+                    f"generator sleeps {m['sleeps']:.3f}/req{note}"
+                )
+    med = {
+        name: {k: statistics.median(x[k] for x in xs) for k in ("rps", "nginx_us", "sleeps")}
+        for name, xs in rows.items()
+    }
     # Adjacent runs share the machine's drift, so the per-round ratio is the steadier figure.
-    paired = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench"], rows["wrk"]))
-    print(f"\n{a.page_bytes}-byte page{f', gzip level {a.gzip}' if a.gzip else ''}, {a.conns} keep-alive connections, {a.seconds}s x {a.rounds} rounds, "
-          "1 thread each on CPU 1, nginx on CPU 0")
+    paired = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench"], rows["wrk"], strict=True))
+    print(
+        f"\n{a.page_bytes}-byte page{f', gzip level {a.gzip}' if a.gzip else ''}, {a.conns} keep-alive connections, "
+        f"{a.seconds}s x {a.rounds} rounds, "
+        "1 thread each on CPU 1, nginx on CPU 0"
+    )
     print(f"{'tool':14s} {'req/s':>9s} {'nginx_us/req':>12s} {'gen_sleeps/req':>14s}")
     for name, m in med.items():
         print(f"{name:14s} {m['rps']:9.0f} {m['nginx_us']:12.2f} {m['sleeps']:14.3f}")
-    print(f"throughput ratio corebench/wrk: {med['corebench']['rps'] / med['wrk']['rps']:.3f}, "
-          f"median per-round ratio {paired:.3f}")
-    busy = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench-busy"], rows["wrk"]))
+    print(
+        f"throughput ratio corebench/wrk: {med['corebench']['rps'] / med['wrk']['rps']:.3f}, "
+        f"median per-round ratio {paired:.3f}"
+    )
+    busy = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench-busy"], rows["wrk"], strict=True))
     print(f"with --busy-poll 20us: median per-round ratio {busy:.3f}")
     print(f"counts equal to nginx's in every round: {exact}")
     return 0 if exact else 1

@@ -15,17 +15,21 @@ from corebench.target.nginx import Nginx
 
 def rate_accuracy(rates: list[int], seconds: float) -> None:
     print(f"# open-loop rate against nginx (1 worker), {seconds:g} s each, -c 1000 -k")
-    print(f"{'target':>8} {'achieved':>10} {'error':>7} {'sent':>8} {'late':>6} {'dropped':>7} "
-          f"{'lag_p99_us':>10} {'p50_ms':>7} {'p99_ms':>7} {'nginx_count':>11} {'gen_cpu':>7}")
+    print(
+        f"{'target':>8} {'achieved':>10} {'error':>7} {'sent':>8} {'late':>6} {'dropped':>7} "
+        f"{'lag_p99_us':>10} {'p50_ms':>7} {'p99_ms':>7} {'nginx_count':>11} {'gen_cpu':>7}"
+    )
     with Nginx(connections=4000) as n:
         for rps in rates:
             before = n.served()
-            r = corebench.load(n.url, rate={"rps": rps}, duration_s=seconds, concurrency=1000, keep_alive=True)
+            r = corebench.load(n.url, rate={"rps": rps}, duration=seconds, concurrency=1000, keep_alive=True)
             s, t = r.schedule, r.latency_us.total
             err = (r.throughput_rps - rps) / rps * 100
-            print(f"{rps:8d} {r.throughput_rps:10.1f} {err:+6.2f}% {s.sent:8d} {s.late:6d} {s.dropped:7d} "
-                  f"{s.send_lag_p99_us:10d} {t.at(50.0) / 1000:7.3f} {t.at(99.0) / 1000:7.3f} "
-                  f"{n.served_since(before):11d} {r.generator_cpu_s / r.duration_s:7.2f}")
+            print(
+                f"{rps:8d} {r.throughput_rps:10.1f} {err:+6.2f}% {s.sent:8d} {s.late:6d} {s.dropped:7d} "
+                f"{s.send_lag_p99_us:10d} {t.at(50.0) / 1000:7.3f} {t.at(99.0) / 1000:7.3f} "
+                f"{n.served_since(before):11d} {r.generator_cpu_s / r.duration_s:7.2f}"
+            )
 
 
 def coordinated_omission(seconds: float) -> None:
@@ -37,15 +41,17 @@ def coordinated_omission(seconds: float) -> None:
     with Served("--model", "async", "--workers", "1", "--stall", "500ms/2s") as srv:
         url = srv.url + "static/100"
         for label, settings in (
-            ("open loop 1000/s, -c 1000", dict(rate={"rps": 1000}, concurrency=1000)),
-            ("open loop 1000/s, -c 10", dict(rate={"rps": 1000}, concurrency=10)),
+            ("open loop 1000/s, -c 1000", dict(rate=1000, concurrency=1000)),
+            ("open loop 1000/s, -c 10", dict(rate=1000, concurrency=10)),
             ("closed loop, -c 10", dict(concurrency=10)),
         ):
-            r = corebench.load(url, duration_s=seconds, keep_alive=True, **settings)
+            r = corebench.load(url, duration=seconds, keep_alive=True, **settings)
             t, u = r.latency_us.total, r.latency_us.uncorrected
             raw = f"{u.at(99.0) / 1000:11.1f}" if u else f"{'-':>11}"
-            print(f"{label:<34} {r.throughput_rps:8.0f} {t.at(50.0) / 1000:8.3f} {t.at(99.0) / 1000:8.1f} "
-                  f"{t.max_us / 1000:8.1f} {raw}")
+            print(
+                f"{label:<34} {r.throughput_rps:8.0f} {t.at(50.0) / 1000:8.3f} {t.at(99.0) / 1000:8.1f} "
+                f"{t.max_us / 1000:8.1f} {raw}"
+            )
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ errors (must be zero) and the generator's peak resident memory (goal: under
 """
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -22,10 +23,8 @@ def raise_nofile(needed: int) -> None:
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(hard, want)))
     except (ValueError, OSError):
-        try:
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
-        except (ValueError, OSError):
-            pass
     got = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     print(f"open-file limit: {soft} -> {got}" + ("" if got >= needed else f" (the system forbids {needed})"))
 
@@ -36,7 +35,8 @@ def raise_backlogs(needed: int) -> None:
     that are the kernel's doing, not the server's: raise them when allowed."""
     for key in ("net/core/somaxconn", "net/ipv4/tcp_max_syn_backlog"):
         path = f"/proc/sys/{key}"
-        old = int(open(path).read())
+        with open(path) as f:
+            old = int(f.read())
         if old >= needed:
             continue
         try:
@@ -57,17 +57,22 @@ def main() -> int:
     cli = os.path.join(os.path.dirname(sys.executable), "corebench")
     with Nginx(connections=a.conns + 100) as n:
         before = n.served()
-        p = subprocess.run([cli, "load", "-k", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-", n.url],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [cli, "load", "-k", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-", n.url],
+            capture_output=True,
+            text=True,
+        )
         counted = n.served_since(before)
     if p.returncode != 0:
         print(p.stderr, file=sys.stderr)
         return 1
     r = json.loads(p.stdout)
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"{a.conns} keep-alive connections, {a.seconds}s: {r['responses']} responses "
-          f"({r['throughput_rps']:.0f} req/s), {r['connections_opened']} connections opened, "
-          f"{r['failed']} errors {r['errors']}, nginx counted {counted}")
+    print(
+        f"{a.conns} keep-alive connections, {a.seconds}s: {r['responses']} responses "
+        f"({r['throughput_rps']:.0f} req/s), {r['connections_opened']} connections opened, "
+        f"{r['failed']} errors {r['errors']}, nginx counted {counted}"
+    )
     for s in r["error_samples"]:
         print(f"  error sample: {s}")
     print(f"generator peak RSS: {rss_mb:.1f} MB (Python interpreter included)")

@@ -35,26 +35,34 @@ def main() -> None:
     rows = []
     try:
         with Nginx(workers=1) as n, Session(ClusterConfig(address=cluster.address, agents=2)) as s:
-            single = dict(url=n.url, concurrency=a.conns, duration_s=a.seconds, keep_alive=True, threads=2)
-            split = corebench.LoadConfig(**{**single, "threads": 1})
-            print(f"nginx 1 worker, {a.conns} keep-alive connections, {a.seconds:g} s per run; "
-                  "single process with 2 threads vs 2 agents with 1 thread each")
+            single = dict(url=n.url, concurrency=a.conns, duration=a.seconds, keep_alive=True, threads=2)
+            split = corebench.load_config(**{**single, "threads": 1})
+            print(
+                f"nginx 1 worker, {a.conns} keep-alive connections, {a.seconds:g} s per run; "
+                "single process with 2 threads vs 2 agents with 1 thread each"
+            )
             print(f"{'round':>5} {'single req/s':>14} {'2 agents req/s':>16} {'ratio':>7}")
             for i in range(a.rounds):
                 one = corebench.load(**single)
                 before = n.served()
                 two = s.run(split)
                 if n.served_since(before) != two.responses or two.failed:
-                    sys.exit(f"round {i + 1}: nginx counted {n.served_since(before)}, the merge {two.responses} "
-                             f"({two.failed} failed)")
+                    sys.exit(
+                        f"round {i + 1}: nginx counted {n.served_since(before)}, the merge {two.responses} "
+                        f"({two.failed} failed)"
+                    )
                 rows.append((one.throughput_rps, two.throughput_rps))
-                print(f"{i + 1:5d} {one.throughput_rps:14,.0f} {two.throughput_rps:16,.0f} "
-                      f"{two.throughput_rps / one.throughput_rps:7.3f}")
+                print(
+                    f"{i + 1:5d} {one.throughput_rps:14,.0f} {two.throughput_rps:16,.0f} "
+                    f"{two.throughput_rps / one.throughput_rps:7.3f}"
+                )
     finally:
         cluster.shutdown()
     ratios = [b / a_ for a_, b in rows]
-    print(f"median ratio (2 agents / single): {statistics.median(ratios):.3f}; "
-          f"ratio of medians: {statistics.median(b for _, b in rows) / statistics.median(x for x, _ in rows):.3f}")
+    print(
+        f"median ratio (2 agents / single): {statistics.median(ratios):.3f}; "
+        f"ratio of medians: {statistics.median(b for _, b in rows) / statistics.median(x for x, _ in rows):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -25,13 +25,26 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1000)
     runs = ap.parse_args().runs
     with Served("--workers", "1") as srv:
-        template = corebench.load(srv.url, concurrency=4, duration_s=0.5, keep_alive=True).model_dump(mode="json", by_alias=True)
+        template = corebench.load(srv.url, concurrency=4, duration=0.5, keep_alive=True).model_dump(
+            mode="json", by_alias=True
+        )
     tmp = Path(tempfile.mkdtemp())
     store = Store(tmp / "big.sqlite")
     factors = {"cpus": [1, 2, 4, 8], "concurrency": list(range(25, 275, 25))}
-    plan = {"plan": {"experiment": {"name": "bench"}, "machine": {}, "factors": factors, "target": {}, "load": {}}, "factors": factors}
-    exp = store.new_experiment(name="bench", plan_path="bench.toml", plan_toml="# synthetic\n", digest="bench", plan_json=plan,
-                               host={"cpu_model": "synthetic", "cpus": 16}, runs_planned=runs, version=corebench.__version__)
+    plan = {
+        "plan": {"experiment": {"name": "bench"}, "machine": {}, "factors": factors, "target": {}, "load": {}},
+        "factors": factors,
+    }
+    exp = store.new_experiment(
+        name="bench",
+        plan_path="bench.toml",
+        plan_toml="# synthetic\n",
+        digest="bench",
+        plan_json=plan,
+        host={"cpu_model": "synthetic", "cpus": 16},
+        runs_planned=runs,
+        version=corebench.__version__,
+    )
     rng = random.Random(1)
     points = [{"cpus": c, "concurrency": n} for c in factors["cpus"] for n in factors["concurrency"]]
     reps = runs // len(points)
@@ -41,11 +54,31 @@ def main() -> None:
             seq += 1
             x = 1000 * p["cpus"] / (1 + 0.05 * (p["cpus"] - 1)) * min(1.0, p["concurrency"] / 100) * rng.gauss(1, 0.03)
             result = {**template, "throughput_rps": x, "concurrency": p["concurrency"]}
-            monitor = {"samples": 50, "cores": [{"user": 0.5, "system": 0.2, "iowait": 0.0, "softirq": 0.05, "idle": 0.25}] * 16,
-                       "target_cpu": p["cpus"] * 0.9, "generator_cpu": 0.4, "generator_cores": 8, "client_bound": False}
-            store.add_run(exp, seq=seq, point=p, point_key=json.dumps(p, sort_keys=True), repetition=rep, warmup=rep == 0,
-                          status="ok", error=None, started=0, ended=1, layout={"method": "cgroup1", "shared": False},
-                          target={}, monitor=monitor, samples=[], result=result)
+            monitor = {
+                "samples": 50,
+                "cores": [{"user": 0.5, "system": 0.2, "iowait": 0.0, "softirq": 0.05, "idle": 0.25}] * 16,
+                "target_cpu": p["cpus"] * 0.9,
+                "generator_cpu": 0.4,
+                "generator_cores": 8,
+                "client_bound": False,
+            }
+            store.add_run(
+                exp,
+                seq=seq,
+                point=p,
+                point_key=json.dumps(p, sort_keys=True),
+                repetition=rep,
+                warmup=rep == 0,
+                status="ok",
+                error=None,
+                started=0,
+                ended=1,
+                layout={"method": "cgroup1", "shared": False},
+                target={},
+                monitor=monitor,
+                samples=[],
+                result=result,
+            )
     store.close()
     started = time.perf_counter()
     data = report.load(tmp / "big.sqlite")
@@ -53,8 +86,10 @@ def main() -> None:
     html = report.get("html").render(data)
     done = time.perf_counter()
     (tmp / "report.html").write_text(html)
-    print(f"{seq} runs, {len(points)} points: load + analysis {loaded - started:.2f} s, HTML {done - loaded:.2f} s, "
-          f"total {done - started:.2f} s (goal < 5 s); {len(html) / 1e6:.1f} MB at {tmp / 'report.html'}")
+    print(
+        f"{seq} runs, {len(points)} points: load + analysis {loaded - started:.2f} s, HTML {done - loaded:.2f} s, "
+        f"total {done - started:.2f} s (goal < 5 s); {len(html) / 1e6:.1f} MB at {tmp / 'report.html'}"
+    )
 
 
 if __name__ == "__main__":

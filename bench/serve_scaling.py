@@ -20,8 +20,14 @@ from corebench.target.builtin import Served
 
 def measure(cpus: set[int], model: str, workers: int, a) -> tuple[float, float]:
     with Served("--model", model, "--workers", str(workers), cpus=cpus) as s:
-        r = corebench.load(f"{s.url}dynamic?work_us={a.work_us}", concurrency=8, duration_s=a.seconds,
-                           keep_alive=True, variable_length=True, threads=1)
+        r = corebench.load(
+            f"{s.url}dynamic?work_us={a.work_us}",
+            concurrency=8,
+            duration=a.seconds,
+            keep_alive=True,
+            variable_length=True,
+            threads=1,
+        )
     if r.failed:
         sys.exit(f"serve_scaling: {r.failed} errors: {r.error_samples}")
     return r.throughput_rps, r.generator_cpu_s / r.duration_s

@@ -3,7 +3,9 @@ import pytest
 from corebench.units import parse_duration_s
 
 
-@pytest.mark.parametrize("text, seconds", [("10s", 10), ("2m", 120), ("500ms", 0.5), ("3", 3), ("1.5h", 5400), ("20us", 20e-6)])
+@pytest.mark.parametrize(
+    "text, seconds", [("10s", 10), ("2m", 120), ("500ms", 0.5), ("3", 3), ("1.5h", 5400), ("20us", 20e-6)]
+)
 def test_durations(text, seconds):
     assert parse_duration_s(text) == pytest.approx(seconds)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from corebench._engine import __version__
 from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import UsageError
 from corebench.result import LoadResult
 
@@ -13,13 +14,19 @@ from corebench.result import LoadResult
 def load(url: str, **settings: Any) -> LoadResult:
     """Runs one load against `url` and returns its typed result.
 
-    Settings are the fields of `LoadConfig`: concurrency, requests,
-    duration_s, keep_alive, http_version, method, headers, body,
-    content_type, timeout_s, threads, variable_length, allow_remote.
-    """
+    Settings are those of `corebench load` and a plan's [load] table, by the
+    names of `LoadSettings`: concurrency, requests, duration (seconds or
+    "10s"), keep_alive, rate (5000, or "100..5000" with ramp), think, urls,
+    log, speed, timeout, threads, headers, body, ... Unset ones take the
+    engine's defaults."""
     from corebench import engine
 
-    return engine.run(LoadConfig(url=url, **settings))
+    return engine.run(load_config(url, **settings))
 
 
-__all__ = ["load", "LoadConfig", "LoadResult", "UsageError", "__version__"]
+def load_config(url: str, **settings: Any) -> LoadConfig:
+    """The engine configuration `load(url, **settings)` would run."""
+    return engine_config(LoadSettings(url=url, **settings))
+
+
+__all__ = ["load", "load_config", "LoadConfig", "LoadSettings", "LoadResult", "UsageError", "__version__"]

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -49,7 +47,7 @@ class Latencies(_Model):
     processing: LatencySummary
     total: LatencySummary
     # Open loop only: measured from the actual send, not the intended one.
-    uncorrected: Optional[LatencySummary] = None
+    uncorrected: LatencySummary | None = None
 
 
 class ErrorCounts(_Model):
@@ -127,8 +125,8 @@ class ReplaySource(_Model):
 
 class RateConfig(_Model):
     rps: float
-    end_rps: Optional[float] = None
-    ramp_s: Optional[float] = None
+    end_rps: float | None = None
+    ramp_s: float | None = None
 
 
 class CpuTimes(_Model):
@@ -195,21 +193,21 @@ class LoadResult(_Model):
     error_samples: list[str]
     status_counts: dict[int, int]
     bytes: Bytes
-    server_software: Optional[str]
-    document_length: Optional[int]
+    server_software: str | None
+    document_length: int | None
     throughput_rps: float
     transfer_rate_bytes_s: float
     latency_us: Latencies
     timeline: list[TimelineSecond]
     cpu: CpuTimes
     busy_poll_us: int
-    rate: Optional[RateConfig] = None
-    think_s: Optional[tuple[float, float]] = None
+    rate: RateConfig | None = None
+    think_s: tuple[float, float] | None = None
     random_order: bool = False
     seed: int = 1
-    schedule: Optional[ScheduleSummary] = None
+    schedule: ScheduleSummary | None = None
     urls: list[UrlSummary] = []
-    replay: Optional[ReplaySource] = None
+    replay: ReplaySource | None = None
     # A distributed run (Ray): each agent's share, in agent order.
     agents: list[AgentSummary] = []
 

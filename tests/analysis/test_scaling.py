@@ -46,10 +46,18 @@ def test_predictions_and_amdahl():
 def test_first_field_report_efficiency_table_and_speedup():
     # "Are the Cores Worth It?": requests per second and clock rates.
     e5310, x5130 = 332, 404
-    rows = scaling_table([("E5310 1 core", 1, 332, 1.6), ("E5310 4 cores", 4, 1128, 1.6), ("E5310 8 cores", 8, 2104, 1.6)], e5310)
+    rows = scaling_table(
+        [("E5310 1 core", 1, 332, 1.6), ("E5310 4 cores", 4, 1128, 1.6), ("E5310 8 cores", 8, 2104, 1.6)], e5310
+    )
     rows += scaling_table([("5130 1 core", 1, 404, 2.0), ("5130 4 cores", 4, 1356, 2.0)], x5130)
     per_ghz = {r.label: round(r.per_core_ghz) for r in rows}
-    assert per_ghz == {"E5310 1 core": 208, "E5310 4 cores": 176, "E5310 8 cores": 164, "5130 1 core": 202, "5130 4 cores": 170}
+    assert per_ghz == {
+        "E5310 1 core": 208,
+        "E5310 4 cores": 176,
+        "E5310 8 cores": 164,
+        "5130 1 core": 202,
+        "5130 4 cores": 170,
+    }
     speed = {r.label: r.speedup for r in rows}
     assert f"{speed['E5310 8 cores']:.1f}" == "6.3" and f"{speed['E5310 4 cores']:.1f}" == "3.4"
     assert rows[2].efficiency == pytest.approx(2104 / (8 * 332))

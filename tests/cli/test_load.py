@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from tests.conftest import CLI, run_cli
 from corebench.target.nginx import free_port
+from tests.conftest import CLI, run_cli
 
 
 def refused_url() -> str:
@@ -22,7 +22,7 @@ def refused_url() -> str:
         (["http://"], "URL"),
         (["ftp://127.0.0.1/"], "scheme"),
         (["http://no-such-host.invalid/"], "resolve"),
-        (["-c", "10", "-n", "5", "http://127.0.0.1/"], "concurrency (-c) 10"),
+        (["-c", "10", "-n", "5", "http://127.0.0.1/"], "-c/--concurrency: 10 connections"),
         (["-c", "0", "http://127.0.0.1/"], "-c/--concurrency"),
         (["-c", "-3", "http://127.0.0.1/"], "-c/--concurrency"),
         (["-n", "0", "http://127.0.0.1/"], "-n/--requests"),
@@ -78,12 +78,23 @@ def test_ab_report_against_nginx(nginx):
     p = run_cli("load", "-k", "-c", "4", "-n", "400", nginx.url)
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    for label in ("Server Software:        nginx/", "Document Length:        44 bytes",
-                  "Concurrency Level:      4", "Complete requests:      400", "Failed requests:        0",
-                  "Keep-Alive requests:    400", "Requests per second:", "[#/sec] (mean)",
-                  "Time per request:", "(mean, across all concurrent requests)", "[Kbytes/sec] received",
-                  "Connection Times (ms)", "              min  mean[+/-sd] median   max",
-                  "Percentage of the requests served within a certain time (ms)", "(longest request)"):
+    for label in (
+        "Server Software:        nginx/",
+        "Document Length:        44 bytes",
+        "Concurrency Level:      4",
+        "Complete requests:      400",
+        "Failed requests:        0",
+        "Keep-Alive requests:    400",
+        "Requests per second:",
+        "[#/sec] (mean)",
+        "Time per request:",
+        "(mean, across all concurrent requests)",
+        "[Kbytes/sec] received",
+        "Connection Times (ms)",
+        "              min  mean[+/-sd] median   max",
+        "Percentage of the requests served within a certain time (ms)",
+        "(longest request)",
+    ):
         assert label in out, label
     assert out.count("\nTotal:      ") == 1
 
@@ -104,8 +115,12 @@ def test_json_and_hgrm_outputs(nginx, tmp_path):
 
 
 def test_ctrl_c_prints_what_was_measured(nginx):
-    proc = subprocess.Popen(CLI + ["load", "-k", "-c", "2", "-t", "60s", nginx.url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + ["load", "-k", "-c", "2", "-t", "60s", nginx.url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
@@ -128,9 +143,21 @@ def test_users_with_think_time_print_siege_summary(nginx):
     p = run_cli("load", "--users", "3", "--think", "20ms..40ms", "-t", "1s", "-k", nginx.url)
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    for label in ("siege summary", "Transactions:", "Availability:", "Elapsed time:", "Data transferred:",
-                  "Response time:", "Transaction rate:", "Throughput:", "Concurrency:",
-                  "Successful transactions:", "Failed transactions:", "Longest transaction:", "Shortest transaction:"):
+    for label in (
+        "siege summary",
+        "Transactions:",
+        "Availability:",
+        "Elapsed time:",
+        "Data transferred:",
+        "Response time:",
+        "Transaction rate:",
+        "Throughput:",
+        "Concurrency:",
+        "Successful transactions:",
+        "Failed transactions:",
+        "Longest transaction:",
+        "Shortest transaction:",
+    ):
         assert label in out, label
     hits = int(out.split("Transactions:")[1].split()[0])
     # 3 users pausing 20-40 ms for 1 s: at most 3 * (1 / 0.02 + 1) requests.
@@ -154,7 +181,10 @@ def test_url_file_in_siege_format(nginx, tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert sorted((u["method"], u["target"], u["responses"] + u["errors"]) for u in r["urls"]) == [
-        ("GET", "/page.html", 10), ("GET", "/page.html?x=1", 10), ("POST", "/page.html", 10)]
+        ("GET", "/page.html", 10),
+        ("GET", "/page.html?x=1", 10),
+        ("POST", "/page.html", 10),
+    ]
     # nginx does not take POST on a static file: 405, counted per URL.
     post = next(u for u in r["urls"] if u["method"] == "POST")
     assert list(post["status_seen"]) == ["405"]

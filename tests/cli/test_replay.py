@@ -60,9 +60,17 @@ def test_report_accounts_for_the_log(hostile_log):
         p = run_cli("replay", str(hostile_log), "--target", srv.url, "--speed", "50")
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    for fragment in ("Replayed log:", "Lines read:           17", "Replayed:             3",
-                     "Skipped:              14", "method other than GET or HEAD", "Open-loop schedule",
-                     "from intended send", "Slowest URLs (of 3, by mean", "Status differs from the log: 0 responses"):
+    for fragment in (
+        "Replayed log:",
+        "Lines read:           17",
+        "Replayed:             3",
+        "Skipped:              14",
+        "method other than GET or HEAD",
+        "Open-loop schedule",
+        "from intended send",
+        "Slowest URLs (of 3, by mean",
+        "Status differs from the log: 0 responses",
+    ):
         assert fragment in out, fragment
 
 
@@ -79,7 +87,7 @@ def test_limit_and_loop(hostile_log):
 
 def test_custom_log_format(tmp_path):
     log = tmp_path / "custom.log"
-    log.write_text('1.2.3.4 GET /static/7 200 7 1234\n1.2.3.4 GET /static/8 404 - 99\n')
+    log.write_text("1.2.3.4 GET /static/7 200 7 1234\n1.2.3.4 GET /static/8 404 - 99\n")
     with Served("--workers", "1") as srv:
         p = run_cli("replay", str(log), "--target", srv.url, "--log-format", "%a %m %U %>s %b %D", "--json", "-")
     assert p.returncode == 0, p.stderr
@@ -95,8 +103,14 @@ def test_custom_log_format(tmp_path):
         (["/nonexistent.log", "--target", "http://127.0.0.1:9/"], "cannot read /nonexistent.log"),
         (["{junk}", "--target", "http://127.0.0.1:9/"], "none of its 2 lines"),
         (["{good}", "--target", "http://127.0.0.1:9/", "--log-format", "%h %Z"], "%Z"),
-        (["{good}", "--target", "http://127.0.0.1:9/", "--log-format", "%a %m %U %>s", "--speed", "2"], "no request times"),
-        (["{good}", "--target", "http://127.0.0.1:9/", "--loop"], "looped replay needs a duration"),
+        (
+            ["{good}", "--target", "http://127.0.0.1:9/", "--log-format", "%a %m %U %>s", "--speed", "2"],
+            "no request times",
+        ),
+        (
+            ["{good}", "--target", "http://127.0.0.1:9/", "--loop"],
+            "looped replay needs a request count",
+        ),
         (["{good}", "--target", "http://127.0.0.1:9/", "--speed", "0"], "--speed"),
         (["{good}", "--target", "http://127.0.0.1:9/", "--limit", "0"], "--limit"),
         (["{good}", "--target", "http://192.0.2.1/"], "loopback"),

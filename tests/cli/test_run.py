@@ -41,7 +41,10 @@ def runs_in(store):
     [
         (("repetitions = 2", "repetitons = 2"), "plan.toml:2: experiment.repetitons: unknown key"),
         (('duration = "1s"', "duration = true"), "plan.toml:4: experiment.duration"),
-        (('concurrency = "{concurrency}"', 'concurrency = "{conc}"'), "plan.toml:13: load.concurrency: {conc} is not a factor"),
+        (
+            ('concurrency = "{concurrency}"', 'concurrency = "{conc}"'),
+            "plan.toml:13: load.concurrency: {conc} is not a factor",
+        ),
         (("workers = 1 }", "workers = 1 }\ncpus = 64"), "target.cpus: cpus = 64 is more than the"),
     ],
 )
@@ -68,8 +71,9 @@ def test_dry_run_lists_the_runs(tmp_path):
 def test_a_signal_mid_run_then_resume(tmp_path, sig):
     plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
     plan.write_text(PLAN)
-    proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not store.exists() or len(runs_in(store)) < 2):
         time.sleep(0.1)
@@ -108,7 +112,7 @@ def test_sweep_against_a_running_server(nginx, tmp_path):
     rows = runs_in(store)
     assert len(rows) == 4 and all(s == "ok" for *_, s in rows)
     layouts = sqlite3.connect(store).execute("SELECT layout_json FROM runs").fetchall()
-    assert all(json.loads(l)["method"] == "none" for (l,) in layouts), "a running server is not moved"
+    assert all(json.loads(layout)["method"] == "none" for (layout,) in layouts), "a running server is not moved"
 
 
 def test_sweep_bad_levels():

@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 
 import corebench
-from tests.conftest import run_cli
 from corebench.target.builtin import Served
+from tests.conftest import run_cli
 
 MODELS = ["prefork", "threads", "async"]
 
@@ -67,25 +67,31 @@ def test_every_other_path_is_a_deterministic_200(server):
     assert get(server.url + "health") == (200, b"ok\n")
 
 
-@pytest.mark.parametrize("target, reason", [
-    ("static/99g", b"not a size"),
-    ("static/17m", b"not a size"),
-    ("dynamic?work_us=99999999", b"not a whole number"),
-    ("dynamic?work=5", b"unknown parameter"),
-    ("sleep?ms=-1", b"not a whole number"),
-    ("static/2k?x=1", b"unknown parameter"),
-])
+@pytest.mark.parametrize(
+    "target, reason",
+    [
+        ("static/99g", b"not a size"),
+        ("static/17m", b"not a size"),
+        ("dynamic?work_us=99999999", b"not a whole number"),
+        ("dynamic?work=5", b"unknown parameter"),
+        ("sleep?ms=-1", b"not a whole number"),
+        ("static/2k?x=1", b"unknown parameter"),
+    ],
+)
 def test_bad_parameters_are_400_with_a_reason(server, target, reason):
     status, body = get(server.url + target)
     assert status == 400 and reason in body
 
 
-@pytest.mark.parametrize("request_bytes, status", [
-    (b"\x16\x03\x01\x02\x00 not http\r\n\r\n", b"400"),
-    (b"GET\r\n\r\n", b"400"),
-    (b"GET / HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n", b"413"),
-    (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", b"431"),
-])
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"\x16\x03\x01\x02\x00 not http\r\n\r\n", b"400"),
+        (b"GET\r\n\r\n", b"400"),
+        (b"GET / HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n", b"413"),
+        (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", b"431"),
+    ],
+)
 def test_malformed_requests_get_4xx_and_the_server_lives(server, request_bytes, status):
     reply = raw(server.url, request_bytes)
     assert reply.startswith(b"HTTP/1.1 " + status)
@@ -95,10 +101,10 @@ def test_malformed_requests_get_4xx_and_the_server_lives(server, request_bytes, 
 @pytest.mark.parametrize("model", MODELS)
 def test_each_model_answers_1000_connections(model):
     with Served("--model", model, "--workers", "4") as s:
-        r = corebench.load(s.url + "static/2k", concurrency=1000, requests=4000, timeout_s=30)
+        r = corebench.load(s.url + "static/2k", concurrency=1000, requests=4000, timeout=30)
         assert (r.responses, r.failed, r.status_counts) == (4000, 0, {200: 4000}), r.error_samples
         if model == "async":
-            r = corebench.load(s.url + "static/2k", concurrency=1000, duration_s=1.0, keep_alive=True)
+            r = corebench.load(s.url + "static/2k", concurrency=1000, duration=1.0, keep_alive=True)
             assert r.failed == 0 and r.connections_opened == 1000, r.error_samples
 
 
@@ -108,8 +114,10 @@ def test_access_log_round_trip(tmp_path):
         r = corebench.load(s.url + "static/44?", concurrency=4, requests=200, keep_alive=True)
         assert r.responses == 200
     lines = log.read_text().splitlines()
-    clf = re.compile(r'^127\.0\.0\.1 - - \[\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] '
-                     r'"GET /static/44\? HTTP/1\.1" 200 44 "-" "corebench/[\d.]+"$')
+    clf = re.compile(
+        r"^127\.0\.0\.1 - - \[\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "
+        r'"GET /static/44\? HTTP/1\.1" 200 44 "-" "corebench/[\d.]+"$'
+    )
     assert len(lines) == 200 and all(clf.match(line) for line in lines), lines[:2]
 
 
@@ -131,8 +139,9 @@ def test_sigterm_stops_every_worker(model):
 
 def test_database_page(tmp_path):
     db = tmp_path / "cms.sqlite"
-    with Served("--workers", "2", "--model", "prefork", "--db-articles", "300", "--db-cache-kb", "64",
-                "--db-file", str(db)) as s:
+    with Served(
+        "--workers", "2", "--model", "prefork", "--db-articles", "300", "--db-cache-kb", "64", "--db-file", str(db)
+    ) as s:
         status, body = get(s.url + "db?article=42")
         assert status == 200 and b"Article 42:" in body and body.count(b'class="comment"') == 5
         r = corebench.load(s.url + "db", concurrency=4, requests=400, keep_alive=False, variable_length=True)
@@ -146,8 +155,9 @@ def test_database_page_needs_a_database(server):
     assert status == 503 and b"--db-articles" in body
 
 
-SHARED_LOG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "access-logs",
-                          "apache-combined-10k.log")
+SHARED_LOG = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "data", "access-logs", "apache-combined-10k.log"
+)
 
 
 @pytest.mark.skipif(not os.path.exists(SHARED_LOG), reason="../shared/data not beside the checkout")
@@ -158,12 +168,13 @@ def test_site_from_a_real_log():
         # Lines of the log itself: the first time a target appears decides.
         status, body = get(s.url + "presentations/logstash-monitorama-2013/images/kibana-search.png")
         assert (status, len(body)) == (200, 203023)
-        for line in open(SHARED_LOG):
-            m = re.search(r'"GET (\S+) HTTP/1\.[01]" (404) (\d+)', line)
-            if m:
-                status, body = get(s.url + m.group(1).lstrip("/"))
-                assert (status, len(body)) == (404, int(m.group(3)))
-                break
+        with open(SHARED_LOG) as log:
+            for line in log:
+                m = re.search(r'"GET (\S+) HTTP/1\.[01]" (404) (\d+)', line)
+                if m:
+                    status, body = get(s.url + m.group(1).lstrip("/"))
+                    assert (status, len(body)) == (404, int(m.group(3)))
+                    break
         assert get(s.url + "health") == (200, b"ok\n")
 
 
@@ -180,16 +191,19 @@ def test_ready_quickly():
         assert s.ready_s < 5, s.ready_s
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--workers", "0"], "--workers"),
-    (["--model", "event"], "--model"),
-    (["--stall", "soon"], "--stall"),
-    (["--stall", "2s/1s"], "--stall"),
-    (["--port", "70000"], "--port"),
-    (["--db-cache-kb", "0"], "--db-cache-kb"),
-    (["--db-articles", "5", "--db-file", "/nonexistent/dir/db.sqlite"], "db_file"),
-    (["--access-log", "/nonexistent/dir/log"], "access_log"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--workers", "0"], "--workers"),
+        (["--model", "event"], "--model"),
+        (["--stall", "soon"], "--stall"),
+        (["--stall", "2s/1s"], "--stall"),
+        (["--port", "70000"], "--port"),
+        (["--db-cache-kb", "0"], "--db-cache-kb"),
+        (["--db-articles", "5", "--db-file", "/nonexistent/dir/db.sqlite"], "db_file"),
+        (["--access-log", "/nonexistent/dir/log"], "access_log"),
+    ],
+)
 def test_bad_serve_flags(args, fragment):
     p = run_cli("serve", "--port", "0", *args, timeout=20)
     assert p.returncode == 2, (p.stdout, p.stderr)
@@ -211,8 +225,9 @@ def test_logged_pages_come_from_the_database(tmp_path):
     from corebench.target.builtin import Served
 
     log = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / "apache-combined-10k.log"
-    with Served("--workers", "1", "--db-articles", "300", "--db-file", str(tmp_path / "db.sqlite"),
-                "--site-from-log", str(log)) as srv:
+    with Served(
+        "--workers", "1", "--db-articles", "300", "--db-file", str(tmp_path / "db.sqlite"), "--site-from-log", str(log)
+    ) as srv:
         get = lambda path: urllib.request.urlopen(srv.url.rstrip("/") + path, timeout=10).read()  # noqa: E731
         a, again = get("/blog/tags/puppet?flav=rss20"), get("/blog/tags/puppet?flav=rss20")
         b = get("/presentations/logstash-monitorama-2013/images/kibana-search.png")

@@ -19,8 +19,22 @@ ACCESS_LOG = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-l
 def test_cli_load_on_the_cluster(ray_cluster, nginx, tmp_path):
     before = nginx.served()
     out = tmp_path / "r.json"
-    p = run_cli("load", nginx.url, "-c", "6", "-n", "3000", "-k", "--ray", ray_cluster.address, "--agents", "2",
-                "--json", str(out), timeout=120)
+    p = run_cli(
+        "load",
+        nginx.url,
+        "-c",
+        "6",
+        "-n",
+        "3000",
+        "-k",
+        "--ray",
+        ray_cluster.address,
+        "--agents",
+        "2",
+        "--json",
+        str(out),
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert nginx.served_since(before) == r["responses"] == 3000
@@ -53,8 +67,12 @@ def _kill_an_agent_mid_run(nginx, earlier: set[int], deadline_s: float = 90) -> 
 
 def test_a_killed_agent_fails_the_run_in_time(ray_cluster, nginx):
     earlier = _agent_pids()
-    proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "20s", "-k", "--ray", ray_cluster.address,
-                                   "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + ["load", nginx.url, "-c", "4", "-t", "20s", "-k", "--ray", ray_cluster.address, "--agents", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _kill_an_agent_mid_run(nginx, earlier)
         killed = time.monotonic()
@@ -91,8 +109,9 @@ keep_alive = true
 """)
     store = tmp_path / "s.sqlite"
     earlier = _agent_pids()
-    proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         _kill_an_agent_mid_run(nginx, earlier)
         out, err = proc.communicate(timeout=120)
@@ -128,8 +147,20 @@ def test_an_unreachable_cluster_is_an_error_before_any_load(nginx):
 
 def test_too_few_nodes_for_a_strict_spread(ray_cluster, nginx):
     before = nginx.served()
-    p = run_cli("load", nginx.url, "-c", "3", "-n", "10", "--ray", ray_cluster.address, "--agents", "3",
-                "--strict-spread", timeout=120)
+    p = run_cli(
+        "load",
+        nginx.url,
+        "-c",
+        "3",
+        "-n",
+        "10",
+        "--ray",
+        ray_cluster.address,
+        "--agents",
+        "3",
+        "--strict-spread",
+        timeout=120,
+    )
     assert p.returncode == 2
     assert "the cluster has 2 node(s), fewer than the 3 agents" in p.stderr, p.stderr
     assert nginx.served_since(before) == 0
@@ -143,8 +174,22 @@ def test_strict_spread_needs_a_cluster(nginx):
 def test_a_log_is_replayed_once_across_the_agents(ray_cluster, nginx, tmp_path):
     before = nginx.served()
     out = tmp_path / "r.json"
-    p = run_cli("replay", str(ACCESS_LOG), "--target", nginx.url, "-c", "4", "-k", "--ray", ray_cluster.address,
-                "--agents", "2", "--json", str(out), timeout=180)
+    p = run_cli(
+        "replay",
+        str(ACCESS_LOG),
+        "--target",
+        nginx.url,
+        "-c",
+        "4",
+        "-k",
+        "--ray",
+        ray_cluster.address,
+        "--agents",
+        "2",
+        "--json",
+        str(out),
+        timeout=180,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["replay"]["replayed"] == r["requests"] == nginx.served_since(before) == 9994
@@ -153,8 +198,12 @@ def test_a_log_is_replayed_once_across_the_agents(ray_cluster, nginx, tmp_path):
 
 def test_ctrl_c_stops_the_agents_and_reports_what_they_measured(ray_cluster, nginx):
     earlier = _agent_pids()
-    proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "60s", "-k", "--ray", ray_cluster.address,
-                                   "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + ["load", nginx.url, "-c", "4", "-t", "60s", "-k", "--ray", ray_cluster.address, "--agents", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = nginx.served()
         end = time.monotonic() + 90
@@ -193,7 +242,9 @@ concurrency = 2
 """)
     p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q")
     assert p.returncode == 2
-    assert "plan.toml:7: cluster.agents:" in p.stderr and "2 connections cannot be shared by 4 agents" in p.stderr, p.stderr
+    assert "plan.toml:7: cluster.agents:" in p.stderr and "2 connections cannot be shared by 4 agents" in p.stderr, (
+        p.stderr
+    )
 
 
 def test_an_agent_that_stops_answering_fails_the_run_without_a_hang(ray_cluster, nginx):
@@ -201,8 +252,12 @@ def test_an_agent_that_stops_answering_fails_the_run_without_a_hang(ray_cluster,
     check (an agent must answer within 30 s) ends the run, long before its
     120 s duration."""
     earlier = _agent_pids()
-    proc = subprocess.Popen(CLI + ["load", nginx.url, "-c", "4", "-t", "120s", "-k", "--ray", ray_cluster.address,
-                                   "--agents", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + ["load", nginx.url, "-c", "4", "-t", "120s", "-k", "--ray", ray_cluster.address, "--agents", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = nginx.served()
         end = time.monotonic() + 90
@@ -217,4 +272,6 @@ def test_an_agent_that_stops_answering_fails_the_run_without_a_hang(ray_cluster,
     assert proc.returncode == 1, err
     assert "did not answer for 30 s: lost or stalled" in err, err
     assert time.monotonic() - stopped < 60
-    assert not psutil.pid_exists(frozen) or psutil.Process(frozen).status() == psutil.STATUS_ZOMBIE, "killed, not left frozen"
+    assert not psutil.pid_exists(frozen) or psutil.Process(frozen).status() == psutil.STATUS_ZOMBIE, (
+        "killed, not left frozen"
+    )

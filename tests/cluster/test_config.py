@@ -12,8 +12,12 @@ from corebench.errors import UsageError
 
 def test_cluster_settings_are_validated():
     assert ClusterConfig(address="auto").agents == 2
-    for bad in ({"address": ""}, {"address": "auto", "agents": 0}, {"address": "auto", "agent_cpus": 0},
-                {"address": "auto", "nodes": 2}):
+    for bad in (
+        {"address": ""},
+        {"address": "auto", "agents": 0},
+        {"address": "auto", "agent_cpus": 0},
+        {"address": "auto", "nodes": 2},
+    ):
         with pytest.raises(ValidationError):
             ClusterConfig(**bad)
 

@@ -38,13 +38,34 @@ def two_hosts():
         _ip("link", "set", there_if, "netns", ns)
         _ip("addr", "add", f"{here}/24", "dev", here_if)
         _ip("link", "set", here_if, "up")
-        for args in (("addr", "add", f"{there}/24", "dev", there_if), ("link", "set", there_if, "up"),
-                     ("link", "set", "lo", "up")):
+        for args in (
+            ("addr", "add", f"{there}/24", "dev", there_if),
+            ("link", "set", there_if, "up"),
+            ("link", "set", "lo", "up"),
+        ):
             _ip("netns", "exec", ns, "ip", *args)
         head = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": here}, connect=False)
-        node = subprocess.Popen(["ip", "netns", "exec", ns, RAY, "start", "--address", head.address,
-                                 "--node-ip-address", there, "--num-cpus", "1", "--disable-usage-stats", "--block"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        node = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                RAY,
+                "start",
+                "--address",
+                head.address,
+                "--node-ip-address",
+                there,
+                "--num-cpus",
+                "1",
+                "--disable-usage-stats",
+                "--block",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             _wait_for_nodes(head.address, 2)
             yield SimpleNamespace(address=head.address, here=here, there=there)
@@ -79,9 +100,25 @@ def server(two_hosts, tmp_path):
         s.bind((two_hosts.here, 0))
         port = s.getsockname()[1]
     log = tmp_path / "access.log"
-    proc = subprocess.Popen(CLI + ["serve", "--host", two_hosts.here, "--port", str(port), "--model", "async",
-                                   "--workers", "1", "--access-log", str(log)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI
+        + [
+            "serve",
+            "--host",
+            two_hosts.here,
+            "--port",
+            str(port),
+            "--model",
+            "async",
+            "--workers",
+            "1",
+            "--access-log",
+            str(log),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stderr.readline()  # "listening on ..."
     served = SimpleNamespace(url=f"http://{two_hosts.here}:{port}/", port=port, log=log, proc=proc)
     yield served
@@ -97,8 +134,24 @@ def _served(s) -> int:
 
 def test_the_remote_agent_loads_the_target_at_its_address(two_hosts, server, tmp_path):
     out = tmp_path / "r.json"
-    p = run_cli("load", server.url, "-c", "4", "-n", "4000", "-k", "--allow-remote", "--ray", two_hosts.address,
-                "--agents", "2", "--strict-spread", "--json", str(out), timeout=120)
+    p = run_cli(
+        "load",
+        server.url,
+        "-c",
+        "4",
+        "-n",
+        "4000",
+        "-k",
+        "--allow-remote",
+        "--ray",
+        two_hosts.address,
+        "--agents",
+        "2",
+        "--strict-spread",
+        "--json",
+        str(out),
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["responses"] == 4000 and r["failed"] == 0
@@ -108,8 +161,20 @@ def test_the_remote_agent_loads_the_target_at_its_address(two_hosts, server, tmp
 
 
 def test_a_loopback_target_is_refused_when_an_agent_is_elsewhere(two_hosts, server):
-    p = run_cli("load", f"http://127.0.0.1:{server.port}/", "-c", "2", "-n", "10", "--ray", two_hosts.address,
-                "--agents", "2", "--strict-spread", timeout=120)
+    p = run_cli(
+        "load",
+        f"http://127.0.0.1:{server.port}/",
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--ray",
+        two_hosts.address,
+        "--agents",
+        "2",
+        "--strict-spread",
+        timeout=120,
+    )
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and f"runs on {two_hosts.there} (another machine)" in p.stderr, p.stderr
 

@@ -4,6 +4,7 @@ added by hand (with the Python HdrHistogram, an independent
 implementation), each agent did its share."""
 
 import json
+
 import pytest
 from hdrh.histogram import HdrHistogram
 
@@ -55,8 +56,9 @@ def test_closed_loop_merges_exactly(session, nginx):
 
 def test_open_loop_rate_is_shared_and_kept(session, nginx):
     before = nginx.served()
-    cfg = corebench.LoadConfig(url=nginx.url, concurrency=50, rate={"rps": 2000}, duration_s=2.0, keep_alive=True,
-                               threads=1)
+    cfg = corebench.LoadConfig(
+        url=nginx.url, concurrency=50, rate={"rps": 2000}, duration_s=2.0, keep_alive=True, threads=1
+    )
     r = session.run(cfg)
     s = r.schedule
     assert (s.sent, s.dropped) == (4000, 0)

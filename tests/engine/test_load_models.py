@@ -11,7 +11,7 @@ LOG = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / 
 
 def test_rate_of_10000_per_second_is_kept_against_nginx(nginx):
     before = nginx.served()
-    r = corebench.load(nginx.url, rate={"rps": 10_000}, duration_s=10.0, concurrency=1000, keep_alive=True)
+    r = corebench.load(nginx.url, rate=10_000, duration=10.0, concurrency=1000, keep_alive=True)
     s = r.schedule
     assert (s.sent, s.dropped, r.failed) == (100_000, 0, 0), r.error_samples
     assert nginx.served_since(before) == r.responses == 100_000
@@ -34,11 +34,11 @@ def test_open_loop_sees_the_stalls_a_closed_loop_hides():
     with Served("--model", "async", "--workers", "1", "--stall", "500ms/2s") as srv:
         url = srv.url + "static/100"
         # Enough connections for every request due in a stall: none waits to be sent.
-        open_loop = corebench.load(url, rate={"rps": 1000}, duration_s=run_s, concurrency=1000, keep_alive=True)
+        open_loop = corebench.load(url, rate=1000, duration=run_s, concurrency=1000, keep_alive=True)
         # As many connections as the closed loop: sends wait for a connection
         # during a stall; counted from the intended time they still show it.
-        open_10 = corebench.load(url, rate={"rps": 1000}, duration_s=run_s, concurrency=10, keep_alive=True)
-        closed = corebench.load(url, concurrency=10, duration_s=run_s, keep_alive=True)
+        open_10 = corebench.load(url, rate=1000, duration=run_s, concurrency=10, keep_alive=True)
+        closed = corebench.load(url, concurrency=10, duration=run_s, keep_alive=True)
     corrected = open_loop.latency_us.total
     assert open_loop.failed == 0 and open_loop.schedule.dropped == 0 and open_loop.schedule.late == 0
     assert abs(corrected.at(99.0) - expected) <= 0.2 * expected, (corrected.at(99.0), expected)
@@ -63,14 +63,16 @@ def _accounted(r) -> None:
 
 def test_real_log_replays_completely_in_both_pacings():
     with Served("--model", "async", "--workers", "2", "--site-from-log", str(LOG)) as srv:
-        fast = corebench.load(srv.url, replay={"path": str(LOG)}, concurrency=25, keep_alive=True, variable_length=True)
+        fast = corebench.load(srv.url, log=str(LOG), concurrency=25, keep_alive=True, variable_length=True)
         # The log spans 3.5 days; 100,000x replays it in about 3 s.
-        timed = corebench.load(srv.url, replay={"path": str(LOG), "speed": 100_000}, concurrency=200,
-                               keep_alive=True, variable_length=True)
+        timed = corebench.load(
+            srv.url, log=str(LOG), speed=100_000, concurrency=200, keep_alive=True, variable_length=True
+        )
     for r in (fast, timed):
         _accounted(r)
         assert [(s.reason, s.count) for s in r.replay.skipped] == [
-            ("method other than GET or HEAD (replayed only with --allow-unsafe)", 6)]
+            ("method other than GET or HEAD (replayed only with --allow-unsafe)", 6)
+        ]
     assert fast.model == "replay" and fast.schedule is None
     assert timed.schedule.sent == timed.replay.replayed and timed.schedule.dropped == 0
     assert 2.5 < timed.replay.span_s / 100_000 < 3.5

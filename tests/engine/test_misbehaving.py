@@ -31,8 +31,7 @@ CASES = {
 def test_fault_is_counted_in_its_category(mode, keep_alive):
     with MisbehavingServer(mode) as srv:
         t0 = time.monotonic()
-        r = corebench.load(srv.url, concurrency=2, requests=6, keep_alive=keep_alive,
-                           timeout_s=TIMEOUT_S, threads=1)
+        r = corebench.load(srv.url, concurrency=2, requests=6, keep_alive=keep_alive, timeout=TIMEOUT_S, threads=1)
         elapsed = time.monotonic() - t0
     assert r.requests == 6
     expected = CASES[mode]

@@ -31,9 +31,26 @@ def https_url(tmp_path):
     if not shutil.which("openssl"):
         pytest.skip("openssl not installed")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
@@ -47,7 +64,7 @@ def https_url(tmp_path):
 
 @pytest.mark.parametrize("keep_alive", [False, True])
 def test_https(https_url, keep_alive):
-    r = corebench.load(https_url, concurrency=2, requests=40, keep_alive=keep_alive, timeout_s=10)
+    r = corebench.load(https_url, concurrency=2, requests=40, keep_alive=keep_alive, timeout=10)
     assert r.failed == 0, r.error_samples
     assert r.responses == 40 and r.bytes.body == 40 * len(b"secure hello")
     if keep_alive:

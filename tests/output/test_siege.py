@@ -8,32 +8,73 @@ CONFIG = LoadConfig(url="http://127.0.0.1:8080/")
 
 
 def _summary(count: int, min_us: int = 0, max_us: int = 0, mean_us: float = 0.0) -> dict:
-    return {"count": count, "min_us": min_us, "max_us": max_us, "mean_us": mean_us, "stdev_us": 0.0,
-            "median_us": min_us, "percentiles": [], "spectrum": [], "histogram": "",
-            "hdr_buckets": 0, "hdr_sub_buckets": 0}
+    return {
+        "count": count,
+        "min_us": min_us,
+        "max_us": max_us,
+        "mean_us": mean_us,
+        "stdev_us": 0.0,
+        "median_us": min_us,
+        "percentiles": [],
+        "spectrum": [],
+        "histogram": "",
+        "hdr_buckets": 0,
+        "hdr_sub_buckets": 0,
+    }
 
 
-def _result(*, requests: int, responses: int, status: dict, body: int, duration_s: float,
-            total: dict, length_errors: int = 0) -> LoadResult:
+def _result(
+    *, requests: int, responses: int, status: dict, body: int, duration_s: float, total: dict, length_errors: int = 0
+) -> LoadResult:
     errors = {"connect": requests - responses, "receive": 0, "length": length_errors, "exceptions": 0, "timeout": 0}
-    return LoadResult.model_validate({
-        "schema": "corebench.load/1", "engine_version": "0.1.0", "url": "http://127.0.0.1:8080/",
-        "host": "127.0.0.1", "port": 8080, "path": "/", "address": "127.0.0.1:8080", "model": "closed",
-        "concurrency": 25, "threads": 2, "keep_alive": False, "started_unix_s": 0.0,
-        "duration_s": duration_s, "interrupted": False, "requests": requests, "responses": responses,
-        "failed": sum(errors.values()), "non_2xx": sum(n for c, n in status.items() if not 200 <= c < 300),
-        "keep_alive_requests": 0, "connections_opened": requests, "errors": errors, "error_samples": [],
-        "status_counts": status, "bytes": {"header": 0, "body": body, "received": body, "sent": 0},
-        "server_software": None, "document_length": None, "throughput_rps": 0.0, "transfer_rate_bytes_s": 0.0,
-        "latency_us": {k: total for k in ("connect", "waiting", "processing", "total")},
-        "timeline": [], "cpu": {"user_s": 0.0, "system_s": 0.0}, "busy_poll_us": 0,
-    })
+    return LoadResult.model_validate(
+        {
+            "schema": "corebench.load/1",
+            "engine_version": "0.1.0",
+            "url": "http://127.0.0.1:8080/",
+            "host": "127.0.0.1",
+            "port": 8080,
+            "path": "/",
+            "address": "127.0.0.1:8080",
+            "model": "closed",
+            "concurrency": 25,
+            "threads": 2,
+            "keep_alive": False,
+            "started_unix_s": 0.0,
+            "duration_s": duration_s,
+            "interrupted": False,
+            "requests": requests,
+            "responses": responses,
+            "failed": sum(errors.values()),
+            "non_2xx": sum(n for c, n in status.items() if not 200 <= c < 300),
+            "keep_alive_requests": 0,
+            "connections_opened": requests,
+            "errors": errors,
+            "error_samples": [],
+            "status_counts": status,
+            "bytes": {"header": 0, "body": body, "received": body, "sent": 0},
+            "server_software": None,
+            "document_length": None,
+            "throughput_rps": 0.0,
+            "transfer_rate_bytes_s": 0.0,
+            "latency_us": {k: total for k in ("connect", "waiting", "processing", "total")},
+            "timeline": [],
+            "cpu": {"user_s": 0.0, "system_s": 0.0},
+            "busy_poll_us": 0,
+        }
+    )
 
 
 def test_known_run_matches_siege_layout():
     # 618660 B = 0.59 MB; mean 50.1 ms * 1000 / 2.03 s = 24.68 busy users.
-    r = _result(requests=1000, responses=1000, status={200: 1000}, body=618660, duration_s=2.03,
-                total=_summary(1000, 1000, 110000, 50100.0))
+    r = _result(
+        requests=1000,
+        responses=1000,
+        status={200: 1000},
+        body=618660,
+        duration_s=2.03,
+        total=_summary(1000, 1000, 110000, 50100.0),
+    )
     assert SiegeText().render(r, CONFIG) == (
         "Transactions:\t\t        1000 hits\n"
         "Availability:\t\t      100.00 %\n"
@@ -52,8 +93,14 @@ def test_known_run_matches_siege_layout():
 
 def test_http_errors_and_socket_failures():
     # 300 responses (3 of them 404, 1 a 503) and 100 requests with none.
-    r = _result(requests=400, responses=300, status={200: 290, 302: 6, 404: 3, 503: 1}, body=0,
-                duration_s=10.0, total=_summary(300, 2000, 900000, 20000.0))
+    r = _result(
+        requests=400,
+        responses=300,
+        status={200: 290, 302: 6, 404: 3, 503: 1},
+        body=0,
+        duration_s=10.0,
+        total=_summary(300, 2000, 900000, 20000.0),
+    )
     lines = SiegeText().render(r, CONFIG).splitlines()
     assert lines[0] == "Transactions:\t\t         300 hits"
     assert lines[1] == "Availability:\t\t       75.00 %"
@@ -63,8 +110,15 @@ def test_http_errors_and_socket_failures():
 
 def test_length_rule_is_no_siege_failure():
     # ab's Length errors are counted in `failed` but the responses arrived.
-    r = _result(requests=10, responses=10, status={200: 10}, body=100, duration_s=1.0,
-                total=_summary(10, 1000, 1000, 1000.0), length_errors=4)
+    r = _result(
+        requests=10,
+        responses=10,
+        status={200: 10},
+        body=100,
+        duration_s=1.0,
+        total=_summary(10, 1000, 1000, 1000.0),
+        length_errors=4,
+    )
     lines = SiegeText().render(r, CONFIG).splitlines()
     assert lines[1] == "Availability:\t\t      100.00 %"
     assert lines[9] == "Failed transactions:\t           0"

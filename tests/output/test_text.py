@@ -1,6 +1,6 @@
 """ab's layout, line by line, and its SANE() warnings."""
 
-from corebench.output.text import _round_ms, _sane, _ROW
+from corebench.output.text import _ROW, _round_ms, _sane
 
 
 def test_rounding_is_abs():

@@ -56,19 +56,41 @@ def test_levels_and_substitution():
     "change, expected",
     [
         (("repetitions = 3", "repetitons = 3"), "plan.toml:2: experiment.repetitons: unknown key (a typo?)"),
-        (("warmup = 1", "warmup = \"one\""), "plan.toml:3: experiment.warmup: Input should be a valid integer"),
+        (("warmup = 1", 'warmup = "one"'), "plan.toml:3: experiment.warmup: Input should be a valid integer"),
         (("warmup = 1", "warmup = 3"), "plan.toml:1: experiment: warmup (3) must be fewer than repetitions (3)"),
-        (('concurrency = "{concurrency}"', 'concurrency = "{concurency}"'),
-         "plan.toml:15: load.concurrency: {concurency} is not a factor"),
-        (('concurrency = "{concurrency}"', 'concurrency = "lots"'), "plan.toml:15: load.concurrency: Input should be a valid integer"),
-        (('path = "/dynamic?work_us=1000"', 'pth = "/"'), "plan.toml:14: load.pth: unknown key (a typo?) (at cpus=1 concurrency=25)"),
-        (('concurrency = "25..75:25"', 'concurrency = "75..25"'), "plan.toml:8: factors.concurrency: factor 'concurrency': range"),
-        (('builtin = { model = "prefork" }', 'builtin = { model = "forking" }'), "plan.toml:11: target.builtin.model: Input should be"),
+        (
+            ('concurrency = "{concurrency}"', 'concurrency = "{concurency}"'),
+            "plan.toml:15: load.concurrency: {concurency} is not a factor",
+        ),
+        (
+            ('concurrency = "{concurrency}"', 'concurrency = "lots"'),
+            "plan.toml:15: load.concurrency: Input should be a valid integer",
+        ),
+        (
+            ('path = "/dynamic?work_us=1000"', 'pth = "/"'),
+            "plan.toml:14: load.pth: unknown key (a typo?) (at cpus=1 concurrency=25)",
+        ),
+        (
+            ('concurrency = "25..75:25"', 'concurrency = "75..25"'),
+            "plan.toml:8: factors.concurrency: factor 'concurrency': range",
+        ),
+        (
+            ('builtin = { model = "prefork" }', 'builtin = { model = "forking" }'),
+            "plan.toml:11: target.builtin.model: Input should be",
+        ),
         (("[load]", "[load\n"), "plan.toml: not valid TOML"),
-        (('builtin = { model = "prefork" }', 'builtin = { model = "prefork" }\naddress = "localhost"'),
-         "plan.toml:12: target.address: 'localhost' is not an IP address"),
-        (("[load]", '[cluster]\naddress = "auto"\nagnets = 2\n\n[load]'), "plan.toml:15: cluster.agnets: unknown key (a typo?)"),
-        (("[load]", '[cluster]\naddress = "auto"\nagents = 0\n\n[load]'), "plan.toml:15: cluster.agents: Input should be greater"),
+        (
+            ('builtin = { model = "prefork" }', 'builtin = { model = "prefork" }\naddress = "localhost"'),
+            "plan.toml:12: target.address: 'localhost' is not an IP address",
+        ),
+        (
+            ("[load]", '[cluster]\naddress = "auto"\nagnets = 2\n\n[load]'),
+            "plan.toml:15: cluster.agnets: unknown key (a typo?)",
+        ),
+        (
+            ("[load]", '[cluster]\naddress = "auto"\nagents = 0\n\n[load]'),
+            "plan.toml:15: cluster.agents: Input should be greater",
+        ),
     ],
 )
 def test_errors_name_file_line_and_key(tmp_path, change, expected):
@@ -90,10 +112,16 @@ def test_a_level_given_twice_is_an_error(tmp_path):
 
 def test_overrides_make_another_experiment(tmp_path):
     path = write(tmp_path, GOOD)
-    assert load_plan(path).digest != load_plan(path, {"duration": "1s"}).digest == load_plan(path, {"duration": "1s"}).digest
+    assert (
+        load_plan(path).digest
+        != load_plan(path, {"duration": "1s"}).digest
+        == load_plan(path, {"duration": "1s"}).digest
+    )
 
 
 def test_configuration_files_stay_in_the_targets_folder(tmp_path):
-    bad = GOOD.replace('builtin = { model = "prefork" }', 'command = ["true"]\nfiles = [{ path = "../../etc/x.conf", content = "" }]')
+    bad = GOOD.replace(
+        'builtin = { model = "prefork" }', 'command = ["true"]\nfiles = [{ path = "../../etc/x.conf", content = "" }]'
+    )
     with pytest.raises(UsageError, match="inside the target's folder"):
         load_plan(write(tmp_path, bad))

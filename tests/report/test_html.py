@@ -3,11 +3,11 @@ console errors, every chart drawn, the page's script ran, and nothing
 planted in a plan, a target's output or a header executes."""
 
 import json
-from html.parser import HTMLParser
 import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -22,10 +22,15 @@ OUT = Path(__file__).resolve().parents[2] / "out" / "test-report"
 SCRIPT = "<script>document.body.setAttribute('data-pwned','script')</script>"
 ATTR = "\" onload=\"document.body.setAttribute('data-pwned','attr')\" x=\""
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
+# The target's script: a label other than ok fails its points at concurrency 4, printing the label.
+TARGET_SH = (
+    'if [ \\"$LABEL\\" != ok ] && [ {concurrency} = 4 ]; then echo \\"$LABEL\\"; exit 3; fi; '
+    f"exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"
+)
 
 PLAN = f"""
 [experiment]
-name = "cores {SCRIPT.replace('"', '')}"
+name = "cores {SCRIPT.replace('"', "")}"
 repetitions = 2
 warmup = 0
 duration = "0.3s"
@@ -36,7 +41,7 @@ concurrency = [1, 2, 4]
 label = ["ok", {json.dumps(ATTR)}, {json.dumps(IMG)}]
 
 [target]
-command = ["sh", "-c", "if [ \\"$LABEL\\" != ok ] && [ {{concurrency}} = 4 ]; then echo \\"$LABEL\\"; exit 3; fi; exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"]
+command = ["sh", "-c", "{TARGET_SH}"]
 env = {{ LABEL = "{{label}}" }}
 restart = "point"
 
@@ -72,8 +77,9 @@ class Tags(HTMLParser):
 def chromium(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("chromium")
     assert exe, "chromium is installed by scripts/install-system-deps"
-    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [exe, "--headless", "--no-sandbox", "--disable-gpu", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_report_in_a_real_browser(store, tmp_path):

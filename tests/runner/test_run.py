@@ -25,6 +25,7 @@ def test_cores_by_concurrency_by_repetitions(tmp_path):
     """The issue's plan: 2 cpus levels x 3 concurrency levels x 3 repetitions
     (1 warm-up). The target writes the CPUs /proc gives it on every start."""
     cpus_file = tmp_path / "cpus.txt"
+    serve = f"exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"
     text = f"""
 [experiment]
 repetitions = 3
@@ -36,7 +37,7 @@ cpus = [1, 2]
 concurrency = [2, 4, 8]
 
 [target]
-command = ["sh", "-c", "echo {{cpus}} $(grep Cpus_allowed_list /proc/self/status | cut -f2) >> {cpus_file}; exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"]
+command = ["sh", "-c", "echo {{cpus}} $(grep Cpus_allowed_list /proc/self/status | cut -f2) >> {cpus_file}; {serve}"]
 
 [load]
 path = "/dynamic?work_us=100"
@@ -46,7 +47,8 @@ concurrency = "{{concurrency}}"
     assert (out.ok, out.failed, len(runs)) == (18, 0, 18)
     assert sum(r["warmup"] for r in runs) == 6
     assert {(json.loads(r["point_json"])["cpus"], json.loads(r["point_json"])["concurrency"]) for r in runs} == {
-        (c, n) for c in (1, 2) for n in (2, 4, 8)}
+        (c, n) for c in (1, 2) for n in (2, 4, 8)
+    }
     assert out.starts == 2, "the target restarts only when cpus changes"
     online = online_cpus()
     for line in cpus_file.read_text().splitlines():
@@ -81,7 +83,7 @@ requests = 100
 randomize = false
 
 [target]
-command = ["{PY}", "{SUPPORT / 'dying_server.py'}", "{{port}}", "150"]
+command = ["{PY}", "{SUPPORT / "dying_server.py"}", "{{port}}", "150"]
 
 [load]
 concurrency = 1
@@ -200,6 +202,7 @@ def test_targets_leave_nothing_behind(tmp_path):
     """A placeholder in the environment is text; a target whose leader exits
     takes its whole process group with it, ready or not."""
     marker = f".{os.getpid()}17"  # a distinct sleep length to find it by
+    serve = f"exec {PY} -m corebench serve --port $PORT --workers 1"
     text = f"""
 [experiment]
 repetitions = 1
@@ -209,7 +212,7 @@ duration = "0.3s"
 mode = ["serve", "die"]
 
 [target]
-command = ["sh", "-c", "sleep 300{marker} & if [ {{mode}} = die ]; then exit 5; fi; exec {PY} -m corebench serve --port $PORT --workers 1"]
+command = ["sh", "-c", "sleep 300{marker} & if [ {{mode}} = die ]; then exit 5; fi; {serve}"]
 env = {{ PORT = "{{port}}" }}
 ready_timeout = "5s"
 """

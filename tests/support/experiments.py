@@ -24,7 +24,9 @@ def run_plan(folder: Path, text: str) -> Ran:
     try:
         out = run_experiment(load_plan(plan), store, quiet=True)
         runs = store.runs(out.experiment_id)
-        host = json.loads(store.db.execute("SELECT host_json FROM experiments WHERE id = ?", (out.experiment_id,)).fetchone()[0])
+        host = json.loads(
+            store.db.execute("SELECT host_json FROM experiments WHERE id = ?", (out.experiment_id,)).fetchone()[0]
+        )
     finally:
         store.close()
     return Ran(out, runs, host, folder / "store.sqlite")

@@ -9,6 +9,7 @@ request heads (plus any Content-Length body, which is discarded) and answers
 according to ``mode``; see the ``_mode_*`` functions for what each one does and
 why it matters. Stopping is fast even with connections held open.
 """
+
 import contextlib
 import selectors
 import socket
@@ -121,8 +122,7 @@ def _mode_varying_length(srv, sock, close):
     return not close
 
 
-_HANDLERS = {name[len("_mode_"):]: fn for name, fn in list(globals().items())
-             if name.startswith("_mode_")}
+_HANDLERS = {name[len("_mode_") :]: fn for name, fn in list(globals().items()) if name.startswith("_mode_")}
 MODES = tuple(_HANDLERS)
 
 
@@ -159,8 +159,7 @@ class MisbehavingServer:
         self._listener = ls
         self.port = ls.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/"
-        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True,
-                                          name=f"misbehaving-accept-{self.port}")
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True, name=f"misbehaving-accept-{self.port}")
         self._acceptor.start()
         return self
 

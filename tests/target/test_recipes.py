@@ -85,4 +85,7 @@ def test_a_bad_recipe_setting_fails_before_any_run(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text('[target]\nrecipe = "apache"\nsettings = { mpm = "threaded" }\n')
     p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"))
-    assert p.returncode == 2 and "plan.toml:3: target.settings: mpm 'threaded' is not one of prefork, worker, event" in p.stderr
+    assert (
+        p.returncode == 2
+        and "plan.toml:3: target.settings: mpm 'threaded' is not one of prefork, worker, event" in p.stderr
+    )

@@ -1,11 +1,12 @@
 //! The typed configuration of one load run. The CLI and the Python API build
 //! it; the engine validates what only it can check (URL, addresses).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 pub enum HttpVersion {
     #[serde(rename = "1.0")]
     Http10,
@@ -14,18 +15,22 @@ pub enum HttpVersion {
     Http11,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadConfig {
     pub url: String,
     /// Concurrent connections (closed loop: requests in flight).
+    #[schemars(range(min = 1, max = MAX_CONCURRENCY))]
     pub concurrency: u32,
     /// Total requests to make; `None` means bounded by `duration_s` alone.
+    #[schemars(range(min = 1))]
     pub requests: Option<u64>,
     /// Stop sending after this many seconds; in-flight requests then finish.
+    #[schemars(range(min = 0.0, max = MAX_DURATION_S))]
     pub duration_s: Option<f64>,
     pub keep_alive: bool,
     pub http_version: HttpVersion,
+    #[schemars(length(min = 1), regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
     pub method: String,
     /// Extra request headers, in order, as given (`Name: value`).
     pub headers: Vec<(String, String)>,
@@ -35,8 +40,10 @@ pub struct LoadConfig {
     /// Per-request timeout, from the moment the request is begun to its last
     /// byte (in an open loop, a request that waited for a connection has
     /// its whole timeout once sent).
+    #[schemars(range(min = 0.0, max = MAX_DURATION_S))]
     pub timeout_s: f64,
     /// Worker threads, each with its own event loop; 0 = one per available CPU.
+    #[schemars(range(max = MAX_THREADS))]
     pub threads: u32,
     /// ab counts a response whose body length differs from the first one as a
     /// "Length" failure; ab's -l turns that off for dynamic pages.
@@ -50,6 +57,7 @@ pub struct LoadConfig {
     /// waking it (a cross-CPU wake-up), which lowers the throughput measured;
     /// busy polling removes that cost at the price of a generator core that
     /// looks fully busy, so use it only with the generator on cores of its own.
+    #[schemars(range(max = MAX_BUSY_POLL_US))]
     pub busy_poll_us: u64,
     /// Open loop: requests per second, scheduled whatever the responses do.
     pub rate: Option<RateConfig>,
@@ -77,7 +85,7 @@ pub struct LoadConfig {
 /// one), and request k of the whole load (its k-th scheduled send, URL or
 /// log line) is made by agent `k mod count`: the agents' parts add up to
 /// exactly the load one process would have made.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentShare {
     pub index: u32,
@@ -87,16 +95,19 @@ pub struct AgentShare {
     pub node: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateConfig {
+    #[schemars(range(min = 0.0, max = MAX_RATE_RPS))]
     pub rps: f64,
     /// With `ramp_s`: the rate rises (or falls) linearly from `rps` to this.
+    #[schemars(range(min = MIN_RATE_RPS, max = MAX_RATE_RPS))]
     pub end_rps: Option<f64>,
+    #[schemars(range(min = 0.0, max = MAX_DURATION_S))]
     pub ramp_s: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UrlSpec {
     pub url: String,
@@ -111,7 +122,7 @@ fn get() -> String {
     "GET".into()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayConfig {
     pub path: String,
@@ -121,12 +132,14 @@ pub struct ReplayConfig {
     #[serde(default)]
     pub allow_unsafe: bool,
     /// Use at most this many of the log's requests.
+    #[schemars(range(min = 1))]
     pub limit: Option<u64>,
     /// Start over at the end of the log (until the duration or count ends).
     #[serde(default)]
     pub looped: bool,
     /// Send each request at its time in the log, this many times faster;
     /// `None` sends as fast as `concurrency` allows.
+    #[schemars(range(min = 0.0, max = MAX_SPEED))]
     pub speed: Option<f64>,
 }
 
@@ -135,7 +148,7 @@ impl Default for LoadConfig {
         LoadConfig {
             url: String::new(),
             concurrency: 1,
-            requests: Some(1),
+            requests: None,
             duration_s: None,
             keep_alive: false,
             http_version: HttpVersion::Http11,
@@ -161,6 +174,14 @@ impl Default for LoadConfig {
     }
 }
 
+/// A million connections is past any one machine's file descriptors.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+/// Threads beyond the cores only take turns.
+pub const MAX_THREADS: u32 = 1024;
+/// A week: longer is a typo, and would run past a u64 of nanoseconds' sums.
+pub const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
+/// A log replayed a billion times faster than it was written is all at once.
+pub const MAX_SPEED: f64 = 1e9;
 /// Longer spins only burn CPU: the next response is due within microseconds.
 pub const MAX_BUSY_POLL_US: u64 = 10_000;
 /// A bound on every schedule: no loop on this machine could send faster.
@@ -175,29 +196,41 @@ fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
 
 impl LoadConfig {
     pub fn validate(&self) -> Result<()> {
-        if self.concurrency == 0 {
-            return Err(bad("concurrency", "must be at least 1"));
+        if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
+            return Err(bad("concurrency", format!("{} is not from 1 to {MAX_CONCURRENCY}", self.concurrency)));
+        }
+        if self.threads > MAX_THREADS {
+            return Err(bad("threads", format!("{} is more than {MAX_THREADS}", self.threads)));
         }
         // A replay that does not loop is bounded by its log.
         let bounded_by_log = self.replay.as_ref().is_some_and(|r| !r.looped);
         match (self.requests, self.duration_s) {
-            (None, None) if !bounded_by_log => return Err(bad("requests", "give a request count or a duration")),
+            (None, None) if !bounded_by_log => {
+                let what = if self.replay.is_some() { "a looped replay needs" } else { "give" };
+                return Err(bad("requests", format!("{what} a request count or a duration")));
+            }
             (Some(0), _) => return Err(bad("requests", "must be at least 1")),
             (Some(n), None) if u64::from(self.concurrency) > n && !self.open_loop() && self.replay.is_none() => {
                 return Err(bad(
                     "concurrency",
-                    format!("{} is greater than the {} requests to make", self.concurrency, n),
+                    format!(
+                        "{} connections are more than the {} requests to make: lower the concurrency or raise the requests",
+                        self.concurrency, n
+                    ),
                 ))
             }
             _ => {}
         }
         if let Some(d) = self.duration_s {
-            if !(d.is_finite() && d > 0.0) {
-                return Err(bad("duration_s", format!("{d} is not a positive number of seconds")));
+            if !(d.is_finite() && d > 0.0 && d <= MAX_DURATION_S) {
+                return Err(bad("duration_s", format!("{d} is not a positive number of seconds up to a week")));
             }
         }
-        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
-            return Err(bad("timeout_s", format!("{} is not a positive number of seconds", self.timeout_s)));
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= MAX_DURATION_S) {
+            return Err(bad(
+                "timeout_s",
+                format!("{} is not a positive number of seconds up to a week", self.timeout_s),
+            ));
         }
         if self.busy_poll_us > MAX_BUSY_POLL_US {
             return Err(bad("busy_poll_us", format!("{} is more than {MAX_BUSY_POLL_US} µs", self.busy_poll_us)));
@@ -239,7 +272,7 @@ impl LoadConfig {
                 return Err(bad("rate", format!("more than {MAX_RATE_RPS} requests per second")));
             }
             match (r.end_rps.is_some(), r.ramp_s) {
-                (true, Some(d)) if positive(d) => {}
+                (true, Some(d)) if positive(d) && d <= MAX_DURATION_S => {}
                 (false, None) => {}
                 (true, _) => return Err(bad("ramp_s", "a rate range needs a positive ramp duration")),
                 (false, Some(_)) => return Err(bad("ramp_s", "a ramp needs a rate range START..END")),
@@ -247,14 +280,14 @@ impl LoadConfig {
         }
         if let Some((lo, hi)) = self.think_s {
             if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi && hi <= 3600.0) {
-                return Err(bad("think_s", format!("{lo}..{hi} is not a range of seconds MIN..MAX within an hour")));
+                return Err(bad("think_s", format!("think time {lo}..{hi} s is not a range MIN..MAX within an hour")));
             }
         }
         if let Some(r) = &self.replay {
             if !self.urls.is_empty() {
                 return Err(bad("urls", "a replay takes its URLs from the log"));
             }
-            if r.speed.is_some_and(|s| !positive(s)) {
+            if r.speed.is_some_and(|s| !positive(s) || s > MAX_SPEED) {
                 return Err(bad("speed", "must be a positive factor (1 = the log's own pace)"));
             }
             if r.limit == Some(0) {
@@ -323,4 +356,12 @@ impl LoadConfig {
 /// Splits `total` into `parts` shares that differ by at most one.
 pub fn split(total: u64, parts: u64, index: u64) -> u64 {
     total / parts + u64::from(index < total % parts)
+}
+
+/// The JSON Schema of `LoadConfig`: every setting, its type, default and
+/// limits, generated from the types above. The Python side's models are
+/// generated from it (python/corebench/config/engine.py), so a setting is
+/// defined once, here.
+pub fn load_config_schema() -> String {
+    serde_json::to_string_pretty(&schemars::schema_for!(LoadConfig)).expect("a schema serializes")
 }

@@ -16,7 +16,7 @@ pub mod result;
 mod workload;
 
 pub use agent::{merge, run_agent, AgentPart, PART_SCHEMA};
-pub use config::{split, HttpVersion, LoadConfig};
+pub use config::{load_config_schema, split, HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};
 pub use load::control::Control;
 pub use load::{check, run, run_with};

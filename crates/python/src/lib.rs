@@ -16,7 +16,12 @@ create_exception!(_engine, UsageError, EngineFailure, "The load configuration is
 
 fn to_py(e: EngineError) -> PyErr {
     if e.is_user_error() {
-        UsageError::new_err(e.to_string())
+        let err = UsageError::new_err(e.to_string());
+        // The setting at fault, so the caller can name its flag or plan key.
+        if let EngineError::BadConfig { key, .. } = &e {
+            Python::attach(|py| err.value(py).setattr("key", *key)).ok();
+        }
+        err
     } else {
         EngineFailure::new_err(e.to_string())
     }
@@ -164,6 +169,13 @@ fn serve(py: Python<'_>, config_json: &str) -> PyResult<()> {
     py.detach(|| corebench_serve::serve(&config, &corebench_serve::SIGNALLED, &ready)).map_err(serve_to_py)
 }
 
+/// The JSON Schema of the load configuration: every setting, its default and
+/// its limits, as the engine defines them.
+#[pyfunction]
+fn load_config_schema() -> String {
+    corebench_engine::load_config_schema()
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
@@ -171,6 +183,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(load_config_schema, m)?)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

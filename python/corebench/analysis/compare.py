@@ -26,7 +26,11 @@ def _row(label: str, a: PointStats, b: PointStats) -> list[str]:
             out.append(f"{label:<40} {what:<7} {'(no measured runs)':>30}")
             continue
         c = compare(xa, xb)
-        delta = f"{c.relative * 100:+.1f}% (p={c.p_value:.3f} n={len(xa)}+{len(xb)})" if c.significant else f"~ (p={c.p_value:.3f} n={len(xa)}+{len(xb)})"
+        delta = (
+            f"{c.relative * 100:+.1f}% (p={c.p_value:.3f} n={len(xa)}+{len(xb)})"
+            if c.significant
+            else f"~ (p={c.p_value:.3f} n={len(xa)}+{len(xb)})"
+        )
         ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
         out.append(f"{label:<40} {what:<7} {fmt.format(ma):>12} {fmt.format(mb):>12}  {delta}")
     return out
@@ -65,7 +69,10 @@ def compare_points(store: Path, sel_a: str, sel_b: str) -> list[str]:
     points = _points(store)
     if not any(fa in p.levels for p in points):
         raise UsageError(f"{store}: no factor {fa!r}")
-    rest = lambda p: json.dumps({k: v for k, v in p.levels.items() if k != fa}, sort_keys=True)  # noqa: E731
+
+    def rest(p: PointStats) -> str:
+        return json.dumps({k: v for k, v in p.levels.items() if k != fa}, sort_keys=True)
+
     a = {rest(p): p for p in points if str(p.levels.get(fa)) == va}
     b = {rest(p): p for p in points if str(p.levels.get(fa)) == vb}
     if not a or not b:

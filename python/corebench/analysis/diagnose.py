@@ -33,8 +33,16 @@ def diagnose(p: PointStats, cpus: float | None) -> Diagnosis:
         return Diagnosis("unknown", "no target CPU figures (a server corebench did not start)")
     share = p.target_cpu / cpus
     if p.shared:
-        gen += "; the generator shared the target's cores, so the target had less than its CPUs (this machine has no core to spare)"
+        gen += (
+            "; the generator shared the target's cores, so the target had less than its CPUs "
+            "(this machine has no core to spare)"
+        )
     if share >= CPU_BOUND_SHARE:
-        return Diagnosis("target CPU-bound", f"target used {p.target_cpu:.2f} of its {cpus:g} CPUs ({share * 100:.0f}%); {gen}")
-    return Diagnosis("not CPU-bound", f"target used {p.target_cpu:.2f} of its {cpus:g} CPUs ({share * 100:.0f}%): "
-                     "the limit is elsewhere (I/O, locks, the network, sleeps)")
+        return Diagnosis(
+            "target CPU-bound", f"target used {p.target_cpu:.2f} of its {cpus:g} CPUs ({share * 100:.0f}%); {gen}"
+        )
+    return Diagnosis(
+        "not CPU-bound",
+        f"target used {p.target_cpu:.2f} of its {cpus:g} CPUs ({share * 100:.0f}%): "
+        "the limit is elsewhere (I/O, locks, the network, sleeps)",
+    )

@@ -37,7 +37,7 @@ def saturation(xs: list[float], ys: list[float], share: float = 0.95) -> float |
     if not xs:
         return None
     top = max(ys)
-    return min(x for x, y in zip(xs, ys) if y >= share * top)
+    return min(x for x, y in zip(xs, ys, strict=True) if y >= share * top)
 
 
 def little_ratio(concurrency: float, throughput_rps: float, mean_latency_s: float) -> float:

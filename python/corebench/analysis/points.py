@@ -14,8 +14,8 @@ from corebench.analysis.stats import Summary, summarize
 @dataclass
 class PointStats:
     levels: dict[str, Any]
-    runs: list[dict]  # every run of the point, warm-ups and failures included
-    measured: list[dict]
+    runs: list[dict[str, Any]]  # every run of the point, warm-ups and failures included
+    measured: list[dict[str, Any]]
     throughput: Summary
     p50_us: Summary
     p99_us: Summary
@@ -36,9 +36,9 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def point_stats(runs: list[dict]) -> list[PointStats]:
+def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
     """`runs` as `Store.runs` returns them; points in order of first run."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
         groups.setdefault(r["point_key"], []).append(r)
     out = []
@@ -50,24 +50,33 @@ def point_stats(runs: list[dict]) -> list[PointStats]:
         little = None
         closed = [x for x in results if x.get("model") == "closed"]
         if closed:
-            little = _mean([little_ratio(x["concurrency"], x["throughput_rps"], x["latency_us"]["total"]["mean_us"] / 1e6)
-                            for x in closed])
-        out.append(PointStats(
-            levels=json.loads(rs[0]["point_json"]),
-            runs=rs,
-            measured=measured,
-            throughput=summarize([r["throughput_rps"] for r in measured]),
-            p50_us=summarize([r["p50_us"] for r in measured]),
-            p99_us=summarize([r["p99_us"] for r in measured]),
-            failed_runs=sum(r["status"] == "failed" for r in rs),
-            error_share=sum(x["failed"] for x in results) / requests if requests else 0.0,
-            target_cpu=_mean([m["target_cpu"] for m in monitors if "target_cpu" in m]),
-            generator_cpu=_mean([m["generator_cpu"] for m in monitors if "generator_cpu" in m]),
-            client_bound=any(m.get("client_bound") for m in monitors),
-            little=little,
-            shared=any(json.loads(r["layout_json"]).get("shared") and json.loads(r["layout_json"]).get("method") != "none"
-                       for r in measured if r["layout_json"]),
-        ))
+            little = _mean(
+                [
+                    little_ratio(x["concurrency"], x["throughput_rps"], x["latency_us"]["total"]["mean_us"] / 1e6)
+                    for x in closed
+                ]
+            )
+        out.append(
+            PointStats(
+                levels=json.loads(rs[0]["point_json"]),
+                runs=rs,
+                measured=measured,
+                throughput=summarize([r["throughput_rps"] for r in measured]),
+                p50_us=summarize([r["p50_us"] for r in measured]),
+                p99_us=summarize([r["p99_us"] for r in measured]),
+                failed_runs=sum(r["status"] == "failed" for r in rs),
+                error_share=sum(x["failed"] for x in results) / requests if requests else 0.0,
+                target_cpu=_mean([m["target_cpu"] for m in monitors if "target_cpu" in m]),
+                generator_cpu=_mean([m["generator_cpu"] for m in monitors if "generator_cpu" in m]),
+                client_bound=any(m.get("client_bound") for m in monitors),
+                little=little,
+                shared=any(
+                    json.loads(r["layout_json"]).get("shared") and json.loads(r["layout_json"]).get("method") != "none"
+                    for r in measured
+                    if r["layout_json"]
+                ),
+            )
+        )
     return out
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy import optimize
 from scipy import stats as st
 
@@ -27,14 +29,17 @@ def per_core_ghz(x: float, n: float, ghz: float) -> float:
     return x / (n * ghz)
 
 
-def usl(n, lam, sigma, kappa):
+FloatArray = npt.NDArray[np.float64]
+
+
+def usl(n: npt.ArrayLike, lam: float, sigma: float, kappa: float) -> FloatArray:
     """Gunther's Universal Scalability Law: X(N) = λN / (1 + σ(N−1) + κN(N−1))
     (N. J. Gunther, "Guerrilla Capacity Planning", 2007)."""
-    n = np.asarray(n, dtype=float)
-    return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+    a = np.asarray(n, dtype=np.float64)
+    return lam * a / (1 + sigma * (a - 1) + kappa * a * (a - 1))
 
 
-def amdahl(n, lam, sigma):
+def amdahl(n: npt.ArrayLike, lam: float, sigma: float) -> FloatArray:
     """Amdahl's law as the USL with κ = 0."""
     return usl(n, lam, sigma, 0.0)
 
@@ -58,16 +63,22 @@ class Fit:
         return float(usl(at, p["lambda"], p["sigma"], p.get("kappa", 0.0)))
 
 
-METHOD = ("unweighted nonlinear least squares on (N, X), λ free, 0 ≤ σ, κ ≤ 1 "
-          "(as the R package usl; scipy.optimize.curve_fit, trust region reflective)")
+METHOD = (
+    "unweighted nonlinear least squares on (N, X), λ free, 0 ≤ σ, κ ≤ 1 "
+    "(as the R package usl; scipy.optimize.curve_fit, trust region reflective)"
+)
 
 
 ZERO = 1e-12
 
 
-def _curve_fit(law: str, n, x, lam0: float):
+def _curve_fit(
+    law: str, n: FloatArray, x: FloatArray, lam0: float
+) -> tuple[FloatArray, FloatArray, list[str], Callable[..., FloatArray]]:
     if law == "usl":
-        popt, pcov = optimize.curve_fit(usl, n, x, p0=[lam0, 0.01, 0.0001], bounds=([0, 0, 0], [np.inf, 1, 1]), max_nfev=20000)
+        popt, pcov = optimize.curve_fit(
+            usl, n, x, p0=[lam0, 0.01, 0.0001], bounds=([0, 0, 0], [np.inf, 1, 1]), max_nfev=20000
+        )
         return popt, pcov, ["lambda", "sigma", "kappa"], usl
     popt, pcov = optimize.curve_fit(amdahl, n, x, p0=[lam0, 0.01], bounds=([0, 0], [np.inf, 1]), max_nfev=20000)
     return popt, pcov, ["lambda", "sigma"], amdahl
@@ -85,8 +96,12 @@ class ScalingRow:
 
 def scaling_table(rows: list[tuple[str, float, float, float | None]], baseline: float) -> list[ScalingRow]:
     """(label, cores, throughput, GHz) rows against the 1-core throughput."""
-    return [ScalingRow(label, n, x, speedup(x, baseline), efficiency(x, n, baseline),
-                       per_core_ghz(x, n, ghz) if ghz else None) for label, n, x, ghz in rows]
+    return [
+        ScalingRow(
+            label, n, x, speedup(x, baseline), efficiency(x, n, baseline), per_core_ghz(x, n, ghz) if ghz else None
+        )
+        for label, n, x, ghz in rows
+    ]
 
 
 def fit(ns: list[float], xs: list[float], law: str = "usl", predict_at: list[float] | None = None) -> Fit:
@@ -110,8 +125,8 @@ def fit(ns: list[float], xs: list[float], law: str = "usl", predict_at: list[flo
     t = float(st.t.ppf(0.975, dof))
     se = np.sqrt(np.clip(np.diag(pcov), 0, None)) if np.all(np.isfinite(pcov)) else np.full(len(popt), np.nan)
     # A coefficient at its bound of 0 comes back as ~1e-19: it is 0.
-    params = {k: (0.0 if k != "lambda" and abs(v) < ZERO else float(v)) for k, v in zip(names, popt)}
-    intervals = {k: (float(v - t * s), float(v + t * s)) for k, v, s in zip(names, popt, se)}
+    params = {k: (0.0 if k != "lambda" and abs(v) < ZERO else float(v)) for k, v in zip(names, popt, strict=True)}
+    intervals = {k: (float(v - t * s), float(v + t * s)) for k, v, s in zip(names, popt, se, strict=True)}
     kappa, sigma = params.get("kappa", 0.0), params["sigma"]
     # Gunther: the peak of the USL is at N* = √((1 − σ)/κ), only when κ > 0.
     peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 0 and sigma < 1 else None

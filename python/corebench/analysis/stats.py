@@ -57,14 +57,20 @@ def summarize(values: list[float]) -> Summary:
     mean, median = float(x.mean()), float(np.median(x))
     # One run says nothing of the spread: NaN, not 0.
     sd = float(x.std(ddof=1)) if n > 1 else math.nan
-    if n > 1:
-        half = float(st.t.ppf(1 - ALPHA / 2, n - 1)) * sd / math.sqrt(n)
-    else:
-        half = math.nan
+    half = float(st.t.ppf(1 - ALPHA / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.nan
     outliers = tuple(i for i, z in enumerate(modified_z(values)) if abs(z) > OUTLIER_Z)
     warning = None if n >= MIN_RUNS else f"only {n} measured run{'s' if n != 1 else ''}: the interval means little"
-    return Summary(n, mean, sd, sd / mean if mean and not math.isnan(sd) else math.nan, median, mean - half, mean + half,
-                   outliers, warning)
+    return Summary(
+        n,
+        mean,
+        sd,
+        sd / mean if mean and not math.isnan(sd) else math.nan,
+        median,
+        mean - half,
+        mean + half,
+        outliers,
+        warning,
+    )
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,10 @@ class Comparison:
         if not self.significant:
             return f"no significant difference in {what} ({self.test}, p = {self.p_value:.2g})"
         way = "higher" if self.relative > 0 else "lower"
-        return (f"{what} {abs(self.relative) * 100:.1f}% {way} (95% CI {self.rel_low * 100:+.1f}% to "
-                f"{self.rel_high * 100:+.1f}%; {self.test}, p = {self.p_value:.2g})")
+        return (
+            f"{what} {abs(self.relative) * 100:.1f}% {way} (95% CI {self.rel_low * 100:+.1f}% to "
+            f"{self.rel_high * 100:+.1f}%; {self.test}, p = {self.p_value:.2g})"
+        )
 
 
 def compare(a: list[float], b: list[float]) -> Comparison:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import compare
@@ -47,15 +48,21 @@ def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None
     return None
 
 
-def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | None = None, slo: Slo | None = None,
-             factors: dict[str, list] | None = None) -> list[str]:
+def verdicts(
+    points: list[PointStats],
+    prices: dict[str, dict[str, float]] | None = None,
+    slo: Slo | None = None,
+    factors: dict[str, list[Any]] | None = None,
+) -> list[str]:
     ok = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
     if not ok:
         return ["No point has a successful measured run: nothing to conclude."]
     out = _core_steps(ok) + _factor_effects(ok, factors or {})
     fast = max(ok, key=lambda p: p.throughput.mean)
-    out.append(f"Best throughput: {fast.label()} at {fast.throughput.mean:,.0f} req/s "
-               f"(95% CI {fast.throughput.ci_low:,.0f}–{fast.throughput.ci_high:,.0f}).")
+    out.append(
+        f"Best throughput: {fast.label()} at {fast.throughput.mean:,.0f} req/s "
+        f"(95% CI {fast.throughput.ci_low:,.0f}–{fast.throughput.ci_high:,.0f})."
+    )
     tail = min(ok, key=lambda p: p.p99_us.median)
     out.append(f"Best tail latency: {tail.label()} with p99 {tail.p99_us.median / 1000:.2f} ms.")
     steady = min(ok, key=lambda p: p.throughput.cv if not math.isnan(p.throughput.cv) else math.inf)
@@ -64,16 +71,23 @@ def verdicts(points: list[PointStats], prices: dict[str, dict[str, float]] | Non
         calmer = (1 - steady.throughput.cv / fast.throughput.cv) * 100
         cmp = compare([r["throughput_rps"] for r in steady.measured], [r["throughput_rps"] for r in fast.measured])
         if cmp.significant:
-            out.append(f"Trade-off: {fast.label()} is {cmp.relative * 100:.0f}% faster on average; "
-                       f"{steady.label()} is {calmer:.0f}% less variable.")
+            out.append(
+                f"Trade-off: {fast.label()} is {cmp.relative * 100:.0f}% faster on average; "
+                f"{steady.label()} is {calmer:.0f}% less variable."
+            )
         else:
-            out.append(f"{steady.label()} matches the best throughput ({cmp.words()}) and is {calmer:.0f}% less variable.")
+            out.append(
+                f"{steady.label()} matches the best throughput ({cmp.words()}) and is {calmer:.0f}% less variable."
+            )
     out += _costs(ok, prices or {}, slo)
     shared = sorted({p.label() for p in ok if p.shared})
     if shared:
-        out.append(f"Not shown here: at {len(shared)} point(s) ({', '.join(shared[:3])}{', ...' if len(shared) > 3 else ''}) "
-                   "the generator had no core of its own and shared the target's: those figures understate the server. "
-                   "Measure them on a machine with cores to spare, or with the load from other machines (a [cluster] of load agents in the plan).")
+        out.append(
+            f"Not shown here: at {len(shared)} point(s) ({', '.join(shared[:3])}{', ...' if len(shared) > 3 else ''}) "
+            "the generator had no core of its own and shared the target's: those figures understate the server. "
+            "Measure them on a machine with cores to spare, or with the load from other machines "
+            "(a [cluster] of load agents in the plan)."
+        )
     return out
 
 
@@ -88,12 +102,14 @@ def _core_steps(points: list[PointStats]) -> list[str]:
             best[c] = p
     levels = sorted(best)
     out = []
-    for lo, hi in zip(levels, levels[1:]):
+    for lo, hi in zip(levels, levels[1:], strict=False):
         a, b = best[lo], best[hi]
         cmp = compare([r["throughput_rps"] for r in a.measured], [r["throughput_rps"] for r in b.measured])
         ideal = hi / lo
-        out.append(f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
-                   f"({a.throughput.mean:,.0f} → {b.throughput.mean:,.0f} req/s at their best points).")
+        out.append(
+            f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
+            f"({a.throughput.mean:,.0f} → {b.throughput.mean:,.0f} req/s at their best points)."
+        )
     return out
 
 
@@ -101,7 +117,7 @@ def _change(rel: float) -> str:
     return f"{1 + rel:.1f}×" if rel > 1 else f"{rel * 100:+.1f}%"
 
 
-def _factor_effects(points: list[PointStats], factors: dict[str, list]) -> list[str]:
+def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]]) -> list[str]:
     """Each level of each factor (cpus aside) against the factor's first
     level, configuration by configuration (the other factors held equal):
     in how many is it significantly higher, lower, or no different."""
@@ -115,7 +131,10 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list]) -> list[
         levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
         if len(levels) < 2:
             continue
-        rest = lambda p: json.dumps({k: v for k, v in p.levels.items() if k != name}, sort_keys=True)  # noqa: E731
+
+        def rest(p: PointStats, name: str = name) -> str:
+            return json.dumps({k: v for k, v in p.levels.items() if k != name}, sort_keys=True)
+
         by_level = {lv: {rest(p): p for p in points if p.levels[name] == lv} for lv in levels}
         base = by_level[levels[0]]
         for lv in levels[1:]:
@@ -135,15 +154,17 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list]) -> list[
                     lower += 1
             total = higher + lower + same
             if total:
-                out.append(f"{name}={lv} against {name}={levels[0]}: throughput significantly higher in {higher}, lower in "
-                           f"{lower}, no significant difference in {same} of {total} configurations "
-                           f"(median change {_change(statistics.median(changes))}; Welch's t-test, α = 0.05).")
+                out.append(
+                    f"{name}={lv} against {name}={levels[0]}: throughput significantly higher in {higher}, lower in "
+                    f"{lower}, no significant difference in {same} of {total} configurations "
+                    f"(median change {_change(statistics.median(changes))}; Welch's t-test, α = 0.05)."
+                )
     return out
 
 
-def _costs(points: list[PointStats], prices: dict, slo: Slo | None) -> list[str]:
-    priced = [(p, price_of(p, prices)) for p in points]
-    priced = [(p, c) for p, c in priced if c is not None and p.throughput.mean > 0]
+def _costs(points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None) -> list[str]:
+    all_priced = [(p, price_of(p, prices)) for p in points]
+    priced = [(p, c) for p, c in all_priced if c is not None and p.throughput.mean > 0]
     if not priced:
         return []
     cheapest = min(priced, key=lambda pc: cost_per_million(*pc))

@@ -27,7 +27,7 @@ def _register() -> None:
     from corebench.cli import fit, load, replay, report, run, serve  # noqa: F401  (registers the commands)
 
 
-def fail(message: str, code: int = 2) -> "typer.Exit":
+def fail(message: str, code: int = 2) -> typer.Exit:
     print(f"corebench: error: {message}", file=sys.stderr)
     return typer.Exit(code)
 

@@ -5,48 +5,120 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
+from corebench.config import engine as _engine_models
+from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadSettings, SettingError, engine_config
 from corebench.errors import UsageError
-from corebench.units import parse_duration_s, parse_rate
 
-# Config field -> the flag that sets it, so validation errors name the flag.
+# Setting (LoadSettings field) -> the flag that sets it, so an error names the flag.
 FLAGS = {
     "url": "URL",
     "concurrency": "-c/--concurrency",
     "requests": "-n/--requests",
-    "duration_s": "-t/--duration",
+    "duration": "-t/--duration",
+    "keep_alive": "-k/--keep-alive",
+    "http_version": "--http1.0",
     "method": "-m/--method",
-    "timeout_s": "-s/--timeout",
-    "threads": "--threads",
     "headers": "-H/--header",
-    "busy_poll_us": "--busy-poll",
+    "body": "-p/--body-file",
+    "content_type": "-T/--content-type",
+    "timeout": "-s/--timeout",
+    "threads": "--threads",
+    "variable_length": "-l/--variable-length",
+    "allow_remote": "--allow-remote",
+    "busy_poll": "--busy-poll",
     "rate": "--rate",
-    "think_s": "--think",
+    "ramp": "--ramp",
+    "think": "--think",
+    "urls": "--urls",
+    "random": "--random",
     "seed": "--seed",
-    "replay": "ACCESS_LOG",
+    "log": "ACCESS_LOG",
+    "speed": "--speed",
+    "log_format": "--log-format",
+    "allow_unsafe": "--allow-unsafe",
+    "limit": "--limit",
+    "loop": "--loop",
 }
+_ENGINE_DEFAULTS = _engine_models.LoadConfig.model_fields
 
-CONCURRENCY = typer.Option(None, "-c", "--concurrency", help="Concurrent connections (closed loop: requests in flight; open loop: the most connections used; default 1, or 1000 with --rate/--speed).")
+CONCURRENCY = typer.Option(
+    None,
+    "-c",
+    "--concurrency",
+    help=(
+        "Concurrent connections (closed loop: requests in flight; open loop: the most connections used; default 1, or "
+        "1000 with --rate/--speed)."
+    ),
+)
 REQUESTS = typer.Option(None, "-n", "--requests", help="Total requests (default 1, like ab).")
-DURATION = typer.Option(None, "-t", "-d", "--duration", help="Run length: 10s, 2m, 500ms; in-flight requests then finish.")
+DURATION = typer.Option(
+    None, "-t", "-d", "--duration", help="Run length: 10s, 2m, 500ms; in-flight requests then finish."
+)
 KEEP_ALIVE = typer.Option(False, "-k", "--keep-alive", help="Reuse connections (HTTP keep-alive).")
 HTTP10 = typer.Option(False, "--http1.0", help="Send HTTP/1.0 requests.")
 HEADER = typer.Option([], "-H", "--header", help="Extra header 'Name: value' (repeatable).")
-TIMEOUT = typer.Option("30s", "-s", "--timeout", help="Per-request timeout (ab's -s; default 30s).")
-THREADS = typer.Option(0, "--threads", help="Worker threads (default: one per available CPU).")
+TIMEOUT = typer.Option(
+    None, "-s", "--timeout", help=f"Per-request timeout (ab's -s; default {_ENGINE_DEFAULTS['timeout_s'].default:g}s)."
+)
+THREADS = typer.Option(None, "--threads", help="Worker threads (default: one per available CPU).")
 ALLOW_REMOTE = typer.Option(False, "--allow-remote", help="Allow a target that is not on a loopback address.")
-BUSY_POLL = typer.Option("0", "--busy-poll", help="Keep polling this long (e.g. 20us) after each batch instead of sleeping; only with the generator on cores of its own.")
-JSON_OUT = typer.Option(None, "--json", help="Write the JSON result to FILE ('-' for stdout, replacing the text report).")
+BUSY_POLL = typer.Option(
+    None,
+    "--busy-poll",
+    help=(
+        "Keep polling this long (e.g. 20us) after each batch instead of sleeping; only with the generator on cores of "
+        "its own."
+    ),
+)
+JSON_OUT = typer.Option(
+    None, "--json", help="Write the JSON result to FILE ('-' for stdout, replacing the text report)."
+)
 HGRM = typer.Option(None, "--hgrm", help="Write the total-latency percentile distribution (.hgrm) to FILE.")
-RATE = typer.Option(None, "--rate", help="Open loop: requests per second (R, or START..END with --ramp), sent on schedule whatever the responses do; latency counts from the intended send time.")
-RAY = typer.Option(None, "--ray", help="Spread the load over agents on this Ray cluster: HOST:PORT of its head, ray://HOST:PORT, or auto (needs corebench[ray]).")
-AGENTS = typer.Option(2, "--agents", help="With --ray: load agents, one per node where the cluster has the nodes; connections, users and rates are shared out.")
-AGENT_CPUS = typer.Option(1.0, "--agent-cpus", help="With --ray: the CPUs each agent reserves on its node, and (without --threads) its load threads.")
-STRICT_SPREAD = typer.Option(False, "--strict-spread", help="With --ray: every agent on a node of its own, or an error before any load.")
-RAMP = typer.Option(None, "--ramp", help="With --rate START..END: ramp linearly over this long (e.g. 60s), then hold END.")
+RATE = typer.Option(
+    None,
+    "--rate",
+    help=(
+        "Open loop: requests per second (R, or START..END with --ramp), sent on schedule whatever the responses do; "
+        "latency counts from the intended send time."
+    ),
+)
+RAY = typer.Option(
+    None,
+    "--ray",
+    help=(
+        "Spread the load over agents on this Ray cluster: HOST:PORT of its head, ray://HOST:PORT, or auto (needs "
+        "corebench[ray])."
+    ),
+)
+AGENTS = typer.Option(
+    2,
+    "--agents",
+    help=(
+        "With --ray: load agents, one per node where the cluster has the nodes; connections, users and rates are "
+        "shared out."
+    ),
+)
+AGENT_CPUS = typer.Option(
+    1.0,
+    "--agent-cpus",
+    help="With --ray: the CPUs each agent reserves on its node, and (without --threads) its load threads.",
+)
+STRICT_SPREAD = typer.Option(
+    False, "--strict-spread", help="With --ray: every agent on a node of its own, or an error before any load."
+)
+PRINT_CONFIG = typer.Option(
+    False,
+    "--print-config",
+    help="Print the engine configuration these flags give (JSON, every setting) and exit without loading.",
+)
+RAMP = typer.Option(
+    None, "--ramp", help="With --rate START..END: ramp linearly over this long (e.g. 60s), then hold END."
+)
 
 
 def headers(raw: list[str]) -> list[tuple[str, str]]:
@@ -59,55 +131,31 @@ def headers(raw: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def duration(text: Optional[str], flag: str) -> Optional[float]:
-    if text is None:
-        return None
+def settings(flags: dict[str, str] = FLAGS, **given: Any) -> LoadSettings:
+    """Flags as LoadSettings; a value the settings cannot read names its flag."""
+    import pydantic
+
     try:
-        return parse_duration_s(text)
-    except ValueError as e:
-        raise UsageError(f"{flag}: {e}") from None
+        return LoadSettings(**{k: v for k, v in given.items() if v is not None})
+    except pydantic.ValidationError as e:
+        err = e.errors()[0]
+        key = str(err["loc"][0]) if err["loc"] else ""
+        raise UsageError(f"{flags.get(key, key)}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
-def rate(text: Optional[str], ramp: Optional[str]) -> Optional[dict[str, Any]]:
-    """`--rate 5000` or `--rate 100..5000 --ramp 60s`."""
-    if text is None:
-        if ramp is not None:
-            raise UsageError("--ramp: a ramp needs --rate START..END")
-        return None
+def to_config(s: LoadSettings, flags: dict[str, str] = FLAGS) -> LoadConfig:
+    """The one translator, then the engine's own checks, errors naming flags."""
+    from corebench import engine
+
     try:
-        start, end = parse_rate(text)
-    except ValueError as e:
-        raise UsageError(f"--rate: {e}") from None
-    if end is None:
-        if ramp is not None:
-            raise UsageError("--ramp: give the rate as a range START..END, like --rate 100..5000")
-        return {"rps": start}
-    if ramp is None:
-        raise UsageError(f"--rate {text}: a range needs --ramp DURATION, like --ramp 60s")
-    return {"rps": start, "end_rps": end, "ramp_s": duration(ramp, "--ramp")}
+        config = engine_config(s)
+        engine.check(config)
+    except SettingError as e:
+        raise UsageError(f"{flags.get(e.key, e.key)}: {e}") from None
+    return config
 
 
-def common_settings(
-    *, concurrency: Optional[int], open_loop: bool, requests: Optional[int], duration_text: Optional[str],
-    keep_alive: bool, http10: bool, header: list[str], timeout: str, threads: int, allow_remote: bool,
-    busy_poll: str,
-) -> dict[str, Any]:
-    return dict(
-        # An open loop opens connections as it needs them, up to -c.
-        concurrency=concurrency if concurrency is not None else (1000 if open_loop else 1),
-        requests=requests,
-        duration_s=duration(duration_text, "-t/--duration"),
-        keep_alive=keep_alive,
-        http_version="1.0" if http10 else "1.1",
-        headers=headers(header),
-        timeout_s=duration(timeout, "-s/--timeout"),
-        threads=threads,
-        allow_remote=allow_remote,
-        busy_poll_us=round((duration(busy_poll, "--busy-poll") or 0) * 1e6),
-    )
-
-
-def cluster(ray: Optional[str], agents: int, strict_spread: bool, agent_cpus: float = 1.0) -> Optional[Any]:
+def cluster(ray: str | None, agents: int, strict_spread: bool, agent_cpus: float = 1.0) -> Any | None:
     """The --ray settings, or None for a load from this process alone."""
     if ray is None:
         if strict_spread:
@@ -122,7 +170,12 @@ def cluster(ray: Optional[str], agents: int, strict_spread: bool, agent_cpus: fl
     return ClusterConfig(address=ray, agents=agents, strict_spread=strict_spread, agent_cpus=agent_cpus)
 
 
-def run_and_report(config: Any, json_out: Optional[str], hgrm: Optional[Path], cluster: Optional[Any] = None) -> None:
+def print_config(config: LoadConfig) -> None:
+    """The whole engine configuration, defaults included: what a run would do."""
+    sys.stdout.write(config.model_dump_json(indent=2, exclude={"body"}) + "\n")
+
+
+def run_and_report(config: Any, json_out: str | None, hgrm: Path | None, cluster: Any | None = None) -> None:
     """Runs the load (here, or on a cluster's agents), prints the text report
     (unless --json -), writes files."""
     from corebench import engine, output

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,7 +18,8 @@ def read_table(path: Path) -> tuple[list[float], list[float]]:
         lines = path.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot read the table ({getattr(e, 'strerror', None) or e})") from None
-    ns, xs = [], []
+    ns: list[float] = []
+    xs: list[float] = []
     for no, row in enumerate(csv.reader(lines), 1):
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
@@ -40,7 +40,7 @@ def read_table(path: Path) -> tuple[list[float], list[float]]:
     return ns, xs
 
 
-def _predict_at(text: Optional[str], ns: list[float]) -> list[float]:
+def _predict_at(text: str | None, ns: list[float]) -> list[float]:
     if text is None:
         top = max(ns)
         return [top * 2, top * 4]
@@ -54,7 +54,9 @@ def _predict_at(text: Optional[str], ns: list[float]) -> list[float]:
 def fit_command(
     table: Path = typer.Argument(..., help="CSV of N (cores or load) and throughput; a header row is allowed."),
     json_out: bool = typer.Option(False, "--json", help="Print the fits as JSON."),
-    predict: Optional[str] = typer.Option(None, "--predict", help="N values to predict throughput at (default: 2x and 4x the largest N)."),
+    predict: str | None = typer.Option(
+        None, "--predict", help="N values to predict throughput at (default: 2x and 4x the largest N)."
+    ),
 ) -> None:
     """Fit the Universal Scalability Law and Amdahl's law to a table of (N, throughput)."""
     from corebench.analysis.scaling import fit
@@ -73,5 +75,9 @@ def fit_command(
             lo, hi = f.intervals[k]
             print(f"  {k:<7} {v:12.6g}   95% CI {lo:.6g} .. {hi:.6g}")
         if f.law == "usl":
-            print(f"  peak    N* = {f.peak_n:.1f}, X = {f.peak_x:.4g}" if f.peak_n else "  peak    none (κ = 0: throughput keeps rising)")
+            print(
+                f"  peak    N* = {f.peak_n:.1f}, X = {f.peak_x:.4g}"
+                if f.peak_n
+                else "  peak    none (κ = 0: throughput keeps rising)"
+            )
         print("  predicted: " + ", ".join(f"X({n:g}) = {x:.4g}" for n, x in f.predictions.items()))

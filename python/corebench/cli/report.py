@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,10 +13,13 @@ from corebench.cli import app
 from corebench.cli.common import write
 from corebench.errors import UsageError
 
+if TYPE_CHECKING:
+    from corebench.analysis.verdict import Slo
+
 EXPERIMENT = typer.Option(None, "--experiment", "-e", help="Experiment id in the store (default: the latest).")
 
 
-def _slo(text: Optional[str]):
+def _slo(text: str | None) -> Slo | None:
     if text is None:
         return None
     from corebench.analysis.verdict import parse_slo
@@ -30,10 +33,12 @@ def _slo(text: Optional[str]):
 @app.command("report")
 def report(
     store: Path = typer.Argument(..., help="The experiment's store (SQLite)."),
-    out: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default: report.html or stdout for md)."),
+    out: Path | None = typer.Option(
+        None, "-o", "--output", help="Where to write (default: report.html or stdout for md)."
+    ),
     fmt: str = typer.Option("html", "--format", help="html (self-contained, offline) or md (Markdown summary)."),
-    experiment: Optional[int] = EXPERIMENT,
-    slo: Optional[str] = typer.Option(None, "--slo", help="A latency target for the cost verdict, e.g. p99<200ms."),
+    experiment: int | None = EXPERIMENT,
+    slo: str | None = typer.Option(None, "--slo", help="A latency target for the cost verdict, e.g. p99<200ms."),
 ) -> None:
     """Write the experiment's report: statistics, scaling fits, diagnosis and verdicts."""
     from corebench import report as rep
@@ -56,8 +61,10 @@ def export(
     csv_out: bool = typer.Option(False, "--csv", help="CSV, one row per run."),
     json_out: bool = typer.Option(False, "--json", help="JSON: the experiment, the host and the runs."),
     parquet: bool = typer.Option(False, "--parquet", help="Parquet (needs pyarrow)."),
-    out: Optional[Path] = typer.Option(None, "-o", "--output", help="File to write (default: stdout; required for parquet)."),
-    experiment: Optional[int] = EXPERIMENT,
+    out: Path | None = typer.Option(
+        None, "-o", "--output", help="File to write (default: stdout; required for parquet)."
+    ),
+    experiment: int | None = EXPERIMENT,
 ) -> None:
     """Export the runs for a notebook."""
     from corebench import report as rep
@@ -85,7 +92,7 @@ def export(
 def compare(
     a: Path = typer.Argument(..., help="A store (the baseline)."),
     b: str = typer.Argument(..., help="Another store, or within A: two selectors like cpus=1 cpus=2."),
-    c: Optional[str] = typer.Argument(None, help="The second selector, when comparing within one store."),
+    c: str | None = typer.Argument(None, help="The second selector, when comparing within one store."),
 ) -> None:
     """A benchstat-like table: each point's throughput and p99, B against A, with p-values."""
     from corebench.analysis.compare import compare_points, compare_stores
@@ -95,5 +102,8 @@ def compare(
     elif Path(b).exists():
         lines = compare_stores(a, Path(b))
     else:
-        raise UsageError(f"{b}: neither a store nor a selector pair; use: compare A.sqlite B.sqlite, or compare A.sqlite cpus=1 cpus=2")
+        raise UsageError(
+            f"{b}: neither a store nor a selector pair; "
+            "use: compare A.sqlite B.sqlite, or compare A.sqlite cpus=1 cpus=2"
+        )
     sys.stdout.write("\n".join(lines) + "\n")

@@ -7,20 +7,26 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from corebench.cli import app
 from corebench.errors import UsageError
 
+if TYPE_CHECKING:
+    from corebench.plan import Experiment
+    from corebench.store import Store
+
 STORE = typer.Option(None, "--store", help="SQLite store (default: PLAN's name with .sqlite, in the current folder).")
-RESUME = typer.Option(False, "--resume", help="Continue the latest experiment of this exact plan in the store: run only what is missing.")
+RESUME = typer.Option(
+    False, "--resume", help="Continue the latest experiment of this exact plan in the store: run only what is missing."
+)
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the runs in their order and exit.")
 QUIET = typer.Option(False, "--quiet", "-q", help="No live progress line.")
 
 
-def _open_store(path: Path):
+def _open_store(path: Path) -> Store:
     from corebench.store import Store
 
     try:
@@ -29,7 +35,7 @@ def _open_store(path: Path):
         raise UsageError(f"--store {e}") from None
 
 
-def _execute(exp, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
+def _execute(exp: Experiment, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
     from corebench import runner
     from corebench.runner import schedule
 
@@ -47,12 +53,19 @@ def _execute(exp, store_path: Path, resume: bool, dry_run: bool, quiet: bool) ->
     finally:
         store.close()
     stored = out.ok + out.failed
-    print(f"corebench: experiment {out.experiment_id} in {store_path}: {stored} runs stored ({out.ok} ok, {out.failed} failed)"
-          + (f", {out.skipped} already there" if out.skipped else "")
-          + f"; measured {out.measured_s:.1f} s in {out.wall_s:.1f} s of wall time ({out.starts} target starts, {out.starts_s:.1f} s)")
+    print(
+        f"corebench: experiment {out.experiment_id} in {store_path}: {stored} runs stored "
+        f"({out.ok} ok, {out.failed} failed)"
+        + (f", {out.skipped} already there" if out.skipped else "")
+        + f"; measured {out.measured_s:.1f} s in {out.wall_s:.1f} s of wall time "
+        f"({out.starts} target starts, {out.starts_s:.1f} s)"
+    )
     if out.interrupted:
-        again = (f"corebench run {exp.path} --store {store_path} --resume" if exp.path.exists()
-                 else "the same command, into a new store")
+        again = (
+            f"corebench run {exp.path} --store {store_path} --resume"
+            if exp.path.exists()
+            else "the same command, into a new store"
+        )
         print(f"corebench: interrupted; the run in progress was discarded. Continue with: {again}")
         raise typer.Exit(130)
     if out.failed:
@@ -62,18 +75,22 @@ def _execute(exp, store_path: Path, resume: bool, dry_run: bool, quiet: bool) ->
 @app.command("run")
 def run(
     plan: Path = typer.Argument(..., help="The experiment's plan (TOML)."),
-    store: Optional[Path] = STORE,
+    store: Path | None = STORE,
     resume: bool = RESUME,
     dry_run: bool = DRY_RUN,
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the run order (overrides the plan's)."),
-    duration: Optional[str] = typer.Option(None, "--duration", "-t", help="Length of each run (overrides the plan's, e.g. 2s for a quick pass)."),
-    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Runs per point (overrides the plan's)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the run order (overrides the plan's)."),
+    duration: str | None = typer.Option(
+        None, "--duration", "-t", help="Length of each run (overrides the plan's, e.g. 2s for a quick pass)."
+    ),
+    repetitions: int | None = typer.Option(None, "--repetitions", "-r", help="Runs per point (overrides the plan's)."),
     quiet: bool = QUIET,
 ) -> None:
     """Run an experiment: every point of the plan's factors, repeated, on the CPUs asked for, monitored and stored."""
     from corebench.plan import load_plan
 
-    overrides = {k: v for k, v in (("seed", seed), ("duration", duration), ("repetitions", repetitions)) if v is not None}
+    overrides = {
+        k: v for k, v in (("seed", seed), ("duration", duration), ("repetitions", repetitions)) if v is not None
+    }
     exp = load_plan(plan, overrides)
     _execute(exp, store or Path(plan.stem + ".sqlite"), resume, dry_run, quiet)
 
@@ -96,7 +113,7 @@ def sweep(
     repetitions: int = typer.Option(3, "--repetitions", "-r", help="Runs per level."),
     warmup: int = typer.Option(1, "--warmup", help="Of those, warm-up runs (stored, not in the statistics)."),
     keep_alive: bool = typer.Option(True, "--keep-alive/--no-keep-alive", "-k", help="Reuse connections."),
-    store: Optional[Path] = STORE,
+    store: Path | None = STORE,
     dry_run: bool = DRY_RUN,
     quiet: bool = QUIET,
 ) -> None:
@@ -104,9 +121,12 @@ def sweep(
     from corebench.plan import build
 
     levels = _levels(concurrency)
-    text = (f"[experiment]\nname = \"sweep\"\nrepetitions = {repetitions}\nwarmup = {warmup}\nduration = {json.dumps(duration)}\n\n"
-            f"[factors]\nconcurrency = {json.dumps(levels)}\n\n[target]\nurl = {json.dumps(url)}\n\n"
-            f"[load]\nurl = {json.dumps(url)}\nconcurrency = \"{{concurrency}}\"\nkeep_alive = {str(keep_alive).lower()}\n")
+    text = (
+        f'[experiment]\nname = "sweep"\nrepetitions = {repetitions}\nwarmup = {warmup}\n'
+        f"duration = {json.dumps(duration)}\n\n"
+        f"[factors]\nconcurrency = {json.dumps(levels)}\n\n[target]\nurl = {json.dumps(url)}\n\n"
+        f'[load]\nurl = {json.dumps(url)}\nconcurrency = "{{concurrency}}"\nkeep_alive = {str(keep_alive).lower()}\n'
+    )
     exp = build(Path("sweep.toml"), text, tomllib.loads(text), {})
     store_path = store or Path("sweep.sqlite")
     _execute(exp, store_path, False, dry_run, quiet)
@@ -124,12 +144,15 @@ def _table(store_path: Path) -> None:
         rows = [r for r in s.runs(exp_id) if r["status"] == "ok" and not r["warmup"]]
     finally:
         s.close()
-    by: dict[int, list[dict]] = {}
+    by: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(json.loads(r["point_json"])["concurrency"], []).append(r)
     print(f"{'concurrency':>11} {'runs':>4} {'req/s (median)':>15} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
     for c in sorted(by):
         rs = by[c]
-        print(f"{c:11d} {len(rs):4d} {statistics.median(r['throughput_rps'] for r in rs):15,.0f} "
-              f"{statistics.median(r['p50_us'] for r in rs) / 1000:8.3f} {statistics.median(r['p99_us'] for r in rs) / 1000:8.3f} "
-              f"{sum(r['failed_requests'] for r in rs):7d}")
+        print(
+            f"{c:11d} {len(rs):4d} {statistics.median(r['throughput_rps'] for r in rs):15,.0f} "
+            f"{statistics.median(r['p50_us'] for r in rs) / 1000:8.3f} "
+            f"{statistics.median(r['p99_us'] for r in rs) / 1000:8.3f} "
+            f"{sum(r['failed_requests'] for r in rs):7d}"
+        )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from corebench.cli import app
@@ -11,13 +9,21 @@ from corebench.cli.validate import build
 from corebench.errors import EngineUsageError, UsageError
 from corebench.units import parse_duration_s
 
-_FLAGS = {"port": "--port", "workers": "--workers", "model": "--model", "stall_ms": "--stall",
-          "stall_every_ms": "--stall", "keep_alive_timeout_s": "--keep-alive-timeout",
-          "db_articles": "--db-articles", "db_cache_kb": "--db-cache-kb", "db_file": "--db-file",
-          "site_from_log": "--site-from-log"}
+_FLAGS = {
+    "port": "--port",
+    "workers": "--workers",
+    "model": "--model",
+    "stall_ms": "--stall",
+    "stall_every_ms": "--stall",
+    "keep_alive_timeout_s": "--keep-alive-timeout",
+    "db_articles": "--db-articles",
+    "db_cache_kb": "--db-cache-kb",
+    "db_file": "--db-file",
+    "site_from_log": "--site-from-log",
+}
 
 
-def _stall(text: Optional[str]) -> tuple[int, int]:
+def _stall(text: str | None) -> tuple[int, int]:
     if not text:
         return 0, 0
     pause, sep, every = text.partition("/")
@@ -33,24 +39,49 @@ def _stall(text: Optional[str]) -> tuple[int, int]:
 def serve(
     port: int = typer.Option(8080, "--port", "-p", help="TCP port (0: a free one, printed when ready)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-    model: str = typer.Option("async", "--model", help="prefork (N processes), threads (a pool of N threads) or async (N event loops)."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Processes or threads (default: one per CPU)."),
-    stall: Optional[str] = typer.Option(None, "--stall", help="Stop answering for PAUSE every PERIOD, e.g. 500ms/2s."),
-    access_log: Optional[str] = typer.Option(None, "--access-log", help="Append a Combined Log Format line per request to FILE."),
-    keep_alive_timeout: str = typer.Option("15s", "--keep-alive-timeout", help="Close idle keep-alive connections after this long."),
-    db_articles: int = typer.Option(0, "--db-articles", help="Turn on /db with a SQLite database of this many articles (5 comments each)."),
-    db_cache_kb: int = typer.Option(2000, "--db-cache-kb", help="SQLite page cache per worker, in KiB (the cache-size factor)."),
-    db_file: Optional[str] = typer.Option(None, "--db-file", help="Where the database is kept (default: one file per size in the temp directory, reused)."),
-    site_from_log: Optional[str] = typer.Option(None, "--site-from-log", help="Answer each path of this access log (Common/Combined) with the status and size it recorded."),
+    model: str = typer.Option(
+        "async", "--model", help="prefork (N processes), threads (a pool of N threads) or async (N event loops)."
+    ),
+    workers: int | None = typer.Option(None, "--workers", "-w", help="Processes or threads (default: one per CPU)."),
+    stall: str | None = typer.Option(None, "--stall", help="Stop answering for PAUSE every PERIOD, e.g. 500ms/2s."),
+    access_log: str | None = typer.Option(
+        None, "--access-log", help="Append a Combined Log Format line per request to FILE."
+    ),
+    keep_alive_timeout: str = typer.Option(
+        "15s", "--keep-alive-timeout", help="Close idle keep-alive connections after this long."
+    ),
+    db_articles: int = typer.Option(
+        0, "--db-articles", help="Turn on /db with a SQLite database of this many articles (5 comments each)."
+    ),
+    db_cache_kb: int = typer.Option(
+        2000, "--db-cache-kb", help="SQLite page cache per worker, in KiB (the cache-size factor)."
+    ),
+    db_file: str | None = typer.Option(
+        None, "--db-file", help="Where the database is kept (default: one file per size in the temp directory, reused)."
+    ),
+    site_from_log: str | None = typer.Option(
+        None,
+        "--site-from-log",
+        help="Answer each path of this access log (Common/Combined) with the status and size it recorded.",
+    ),
 ) -> None:
     """Serve the workloads of the field reports (see README) until SIGTERM or Ctrl-C."""
     from corebench import _engine
     from corebench.config.serve import ServeConfig
 
     stall_ms, stall_every_ms = _stall(stall)
-    settings = dict(port=port, host=host, model=model, stall_ms=stall_ms, stall_every_ms=stall_every_ms,
-                    access_log=access_log, db_articles=db_articles, db_cache_kb=db_cache_kb, db_file=db_file,
-                    site_from_log=site_from_log)
+    settings = dict(
+        port=port,
+        host=host,
+        model=model,
+        stall_ms=stall_ms,
+        stall_every_ms=stall_every_ms,
+        access_log=access_log,
+        db_articles=db_articles,
+        db_cache_kb=db_cache_kb,
+        db_file=db_file,
+        site_from_log=site_from_log,
+    )
     try:
         settings["keep_alive_timeout_s"] = parse_duration_s(keep_alive_timeout)
     except ValueError as e:

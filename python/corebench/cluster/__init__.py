@@ -8,11 +8,16 @@ imports it until a cluster is asked for."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from corebench.errors import UsageError
+
+if TYPE_CHECKING:
+    from corebench.config.load import LoadConfig
+    from corebench.result import LoadResult
 
 
 class ClusterConfig(BaseModel):
@@ -39,7 +44,7 @@ class AgentFailed(Exception):
     """An agent died or did not answer during a run: the run failed."""
 
 
-def run(config, cluster: ClusterConfig, progress: Optional[Callable[[int], object]] = None):
+def run(config: LoadConfig, cluster: ClusterConfig, progress: Callable[[int], object] | None = None) -> LoadResult:
     """One distributed run: connects, places the agents, runs, merges."""
     from corebench.cluster.session import Session, check
 

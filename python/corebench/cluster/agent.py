@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Optional
+from typing import Any
 
 import ray
 
 from corebench import _engine
 
 
-@ray.remote(max_concurrency=4)
+# Ray's overloads of `remote` leave out the actor options (max_concurrency among them).
+@ray.remote(max_concurrency=4)  # type: ignore[call-overload]
 class LoadAgent:
     def __init__(self) -> None:
         self._run_id = ""
@@ -22,7 +23,7 @@ class LoadAgent:
         # still stops it, and one for an older run stops nothing.
         self._stop_id = ""
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
         return {
             "node_id": ctx.get_node_id(),
@@ -33,7 +34,7 @@ class LoadAgent:
             "pid": os.getpid(),
         }
 
-    def run(self, run_id: str, config_json: str, body: Optional[bytes]) -> str:
+    def run(self, run_id: str, config_json: str, body: bytes | None) -> str:
         self._run_id, self._finished = run_id, 0
 
         def progress(finished: int) -> bool:

@@ -4,6 +4,7 @@ run are replaced before the next."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import socket
@@ -11,13 +12,21 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from corebench import _engine
 from corebench.cluster import AgentFailed, ClusterConfig, ClusterError
 from corebench.errors import EngineUsageError, UsageError
+
+if TYPE_CHECKING:
+    from ray.util.placement_group import PlacementGroup
+
+    from corebench.config.load import LoadConfig
+    from corebench.result import LoadResult
 
 # How far ahead of now the agreed start lies, beyond twice the time this
 # machine took to check the load (reading a log, say): time for every agent
@@ -31,7 +40,7 @@ PLACE_TIMEOUT_S = 60.0
 POLL_S = 0.25
 
 
-def _ray():
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -43,23 +52,23 @@ def _ray():
 class _Agent:
     handle: Any
     index: int
-    info: dict
+    info: dict[str, Any]
 
     @property
     def node(self) -> str:
         return f"{self.info['hostname']}/{self.info['node_ip']}/{self.info['node_id'][:8]}"
 
 
-def agent_config(config, cluster: ClusterConfig) -> dict:
+def agent_config(config: LoadConfig, cluster: ClusterConfig) -> dict[str, Any]:
     """The whole load as the agents get it: without --threads, each agent
     runs as many load threads as the CPUs it reserves."""
-    whole = json.loads(config.engine_json())
+    whole: dict[str, Any] = json.loads(config.engine_json())
     if not whole.get("threads"):
         whole["threads"] = max(1, int(cluster.agent_cpus))
     return whole
 
 
-def check(config, cluster: ClusterConfig) -> float:
+def check(config: LoadConfig, cluster: ClusterConfig) -> float:
     """Checks the load as agent 0 of K would, before any cluster is
     contacted: a bad setting is the user's error here, not K agents'
     failures there. Returns the seconds it took."""
@@ -77,14 +86,14 @@ class Session:
         self.cluster = cluster
         self.ray = _ray()
         self._own_connection = False
-        self._pg = None
+        self._pg: PlacementGroup | None = None
         self.agents: list[_Agent] = []
         self.driver_ip = ""
         # The agents' parts (JSON) of the last run, as merged: for checks
         # and debugging.
         self.last_parts: list[str] = []
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         try:
             self._connect()
             self._place()
@@ -127,8 +136,10 @@ class Session:
         t.join(CONNECT_TIMEOUT_S)
         if t.is_alive() or failure:
             why = _reason(failure[0]) if failure else f"no answer in {CONNECT_TIMEOUT_S:.0f} s"
-            raise ClusterError(f"--ray {addr}: cannot connect to a Ray cluster there ({why}); "
-                               "give the head's address as printed by `ray start --head`")
+            raise ClusterError(
+                f"--ray {addr}: cannot connect to a Ray cluster there ({why}); "
+                "give the head's address as printed by `ray start --head`"
+            )
 
     def _place(self) -> None:
         ray, c = self.ray, self.cluster
@@ -136,19 +147,25 @@ class Session:
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         if c.strict_spread and len(nodes) < c.agents:
-            raise ClusterError(f"--strict-spread: the cluster has {len(nodes)} node(s), fewer than the {c.agents} "
-                               "agents asked for; add nodes (ray start --address) or lower --agents")
+            raise ClusterError(
+                f"--strict-spread: the cluster has {len(nodes)} node(s), fewer than the {c.agents} "
+                "agents asked for; add nodes (ray start --address) or lower --agents"
+            )
         total = ray.cluster_resources().get("CPU", 0)
         if total < c.agents * c.agent_cpus:
-            raise ClusterError(f"--agents {c.agents}: the cluster has {total:g} CPUs in all, fewer than {c.agents} "
-                               f"agents of {c.agent_cpus:g} CPU each need; lower --agents or add nodes")
+            raise ClusterError(
+                f"--agents {c.agents}: the cluster has {total:g} CPUs in all, fewer than {c.agents} "
+                f"agents of {c.agent_cpus:g} CPU each need; lower --agents or add nodes"
+            )
         strategy = "STRICT_SPREAD" if c.strict_spread else "SPREAD"
         self._pg = placement_group([{"CPU": c.agent_cpus}] * c.agents, strategy=strategy)
         if not self._pg.wait(PLACE_TIMEOUT_S):
             free = ray.available_resources().get("CPU", 0)
-            raise ClusterError(f"--agents {c.agents}: the cluster could not place {c.agents} agents of "
-                               f"{c.agent_cpus:g} CPU each within {PLACE_TIMEOUT_S:.0f} s ({free:g} CPUs free on "
-                               f"{len(nodes)} node(s): busy with other work?); lower --agents or add nodes")
+            raise ClusterError(
+                f"--agents {c.agents}: the cluster could not place {c.agents} agents of "
+                f"{c.agent_cpus:g} CPU each within {PLACE_TIMEOUT_S:.0f} s ({free:g} CPUs free on "
+                f"{len(nodes)} node(s): busy with other work?); lower --agents or add nodes"
+            )
         self.agents = [self._start_agent(i) for i in range(c.agents)]
 
     def _start_agent(self, index: int) -> _Agent:
@@ -156,18 +173,28 @@ class Session:
 
         from corebench.cluster.agent import LoadAgent
 
-        strategy = PlacementGroupSchedulingStrategy(placement_group=self._pg, placement_group_bundle_index=index)
-        handle = LoadAgent.options(num_cpus=self.cluster.agent_cpus, scheduling_strategy=strategy).remote()
+        # Ray's annotation wants a PlacementGroup, but it documents None (no group) as allowed; _place sets one.
+        strategy = PlacementGroupSchedulingStrategy(
+            placement_group=self._pg,  # type: ignore[arg-type]
+            placement_group_bundle_index=index,
+        )
+        # A Ray actor class, but mypy sees the plain class: Ray's `remote` overloads miss max_concurrency (agent.py).
+        handle = LoadAgent.options(  # type: ignore[attr-defined]
+            num_cpus=self.cluster.agent_cpus, scheduling_strategy=strategy
+        ).remote()
         try:
             info = self.ray.get(handle.describe.remote(), timeout=PLACE_TIMEOUT_S)
         except Exception as e:
             _kill(self.ray, handle)
-            raise ClusterError(f"agent {index} did not start: {_reason(e)} "
-                               "(is corebench[ray] installed on every node?)") from None
+            raise ClusterError(
+                f"agent {index} did not start: {_reason(e)} (is corebench[ray] installed on every node?)"
+            ) from None
         if info["version"] != _engine.__version__:
             _kill(self.ray, handle)
-            raise ClusterError(f"agent {index} on {info['hostname']} runs corebench {info['version']}, this is "
-                               f"{_engine.__version__}: install the same version on every node")
+            raise ClusterError(
+                f"agent {index} on {info['hostname']} runs corebench {info['version']}, this is "
+                f"{_engine.__version__}: install the same version on every node"
+            )
         return _Agent(handle, index, info)
 
     def _replace_lost(self) -> None:
@@ -191,10 +218,8 @@ class Session:
         if self._pg is not None:
             from ray.util.placement_group import remove_placement_group
 
-            try:
+            with contextlib.suppress(Exception):
                 remove_placement_group(self._pg)
-            except Exception:
-                pass
             self._pg = None
         if self._own_connection:
             self.ray.shutdown()
@@ -202,7 +227,7 @@ class Session:
 
     # -- run -----------------------------------------------------------------
 
-    def run(self, config, progress: Optional[Callable[[int], object]] = None):
+    def run(self, config: LoadConfig, progress: Callable[[int], object] | None = None) -> LoadResult:
         """Runs `config` (a LoadConfig) on every agent and merges their parts
         into one LoadResult. An agent that dies or falls silent fails the
         run (AgentFailed) within its duration, timeout and a grace."""
@@ -214,7 +239,7 @@ class Session:
         whole = agent_config(config, self.cluster)
         run_id = uuid.uuid4().hex
         start_at = time.time() + START_AHEAD_S + 2 * checked_s
-        refs = {}
+        refs: dict[Any, _Agent] = {}
         for a in self.agents:
             share = {"index": a.index, "count": len(self.agents), "node": a.node}
             part_config = json.dumps({**whole, "agent": share, "start_at_unix_s": start_at})
@@ -241,9 +266,11 @@ class Session:
         away = [a for a in self.agents if a.info["node_ip"] != self.driver_ip]
         if loopback and away:
             a = away[0]
-            raise UsageError(f"{url} is on a loopback address, but agent {a.index} runs on {a.info['node_ip']} "
-                             "(another machine), where it would load its own loopback: give the target's address "
-                             "that every node reaches, with --allow-remote")
+            raise UsageError(
+                f"{url} is on a loopback address, but agent {a.index} runs on {a.info['node_ip']} "
+                "(another machine), where it would load its own loopback: give the target's address "
+                "that every node reaches, with --allow-remote"
+            )
 
 
 class _Collect:
@@ -252,13 +279,20 @@ class _Collect:
     the next run, then is raised. Ctrl-C stops the agents, which report
     what they measured; a second Ctrl-C abandons them."""
 
-    def __init__(self, s: Session, refs: dict, run_id: str, deadline: Optional[float], timeout_s: float,
-                 progress: Optional[Callable[[int], object]]) -> None:
+    def __init__(
+        self,
+        s: Session,
+        refs: dict[Any, _Agent],
+        run_id: str,
+        deadline: float | None,
+        timeout_s: float,
+        progress: Callable[[int], object] | None,
+    ) -> None:
         self.s, self.refs, self.run_id = s, refs, run_id
         self.deadline, self.timeout_s, self.progress = deadline, timeout_s, progress
         self.pending = list(refs)
         self.got: dict[int, str] = {}
-        self.failure: Optional[Exception] = None
+        self.failure: Exception | None = None
         self.stopping = False
         self.answered = {a.index: time.time() for a in refs.values()}
 
@@ -301,8 +335,11 @@ class _Collect:
         if silent or late:
             lost = silent or self.pending
             names = ", ".join(f"agent {self.refs[r].index} on {self.refs[r].node}" for r in lost)
-            why = (f"did not answer for {GRACE_S:.0f} s" if silent else
-                   f"did not finish within the run's duration, timeout and {GRACE_S:.0f} s")
+            why = (
+                f"did not answer for {GRACE_S:.0f} s"
+                if silent
+                else f"did not finish within the run's duration, timeout and {GRACE_S:.0f} s"
+            )
             self.failure = self.failure or AgentFailed(f"{names} {why}: lost or stalled")
             self._abandon(self.pending)
             self.pending = []
@@ -328,26 +365,22 @@ class _Collect:
     def _stop_all(self, within_s: float) -> None:
         if not self.stopping:
             for a in self.refs.values():
-                try:
+                with contextlib.suppress(Exception):
                     a.handle.stop.remote(self.run_id)
-                except Exception:
-                    pass
             self.stopping = True
         end = time.time() + within_s
         self.deadline = end if self.deadline is None else min(self.deadline, end)
 
-    def _abandon(self, refs: Iterable) -> None:
+    def _abandon(self, refs: Iterable[Any]) -> None:
         """Silent agents are killed, so that none still loads the target
         during the next run; they are replaced before it."""
         for r in refs:
             _kill(self.s.ray, self.refs[r].handle)
 
 
-def _kill(ray, handle) -> None:
-    try:
+def _kill(ray: ModuleType, handle: Any) -> None:
+    with contextlib.suppress(Exception):
         ray.kill(handle)
-    except Exception:
-        pass
 
 
 def _probe(address: str) -> None:
@@ -358,13 +391,17 @@ def _probe(address: str) -> None:
     hostport = address.removeprefix("ray://")
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit():
-        raise ClusterError(f"--ray {address}: give the cluster's address as HOST:PORT (the head's GCS port, 6379 "
-                           "by default), ray://HOST:PORT, or auto")
+        raise ClusterError(
+            f"--ray {address}: give the cluster's address as HOST:PORT (the head's GCS port, 6379 "
+            "by default), ray://HOST:PORT, or auto"
+        )
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as e:
-        raise ClusterError(f"--ray {address}: cannot reach a Ray cluster there ({e.strerror or e}); "
-                           "start one with `ray start --head` and give the address it prints") from None
+        raise ClusterError(
+            f"--ray {address}: cannot reach a Ray cluster there ({e.strerror or e}); "
+            "start one with `ray start --head` and give the address it prints"
+        ) from None
 
 
 def _failure(agent: _Agent, e: Exception) -> Exception:
@@ -382,7 +419,7 @@ def _reason(e: BaseException) -> str:
     cause = getattr(e, "cause", None)
     if cause is not None and cause is not e:
         e = cause
-    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-    why = [l for l in lines[1:] if "because" in l or "exit detail" in l.lower()]
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    why = [line for line in lines[1:] if "because" in line or "exit detail" in line.lower()]
     text = " ".join(lines[:1] + why[:1]).split(" Some common causes")[0] or "no message"
     return f"{type(e).__name__}: {text[:300]}"

@@ -4,7 +4,7 @@ Field names match the engine's `ServeConfig` (Rust)."""
 from __future__ import annotations
 
 import os
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,15 +18,15 @@ class ServeConfig(BaseModel):
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=4096)
     stall_ms: int = Field(0, ge=0)
     stall_every_ms: int = Field(0, ge=0)
-    access_log: Optional[str] = None
+    access_log: str | None = None
     keep_alive_timeout_s: float = Field(15.0, gt=0)
     db_articles: int = Field(0, ge=0, le=1_000_000)
     db_cache_kb: int = Field(2000, ge=1, le=16 * 1024 * 1024)
-    db_file: Optional[str] = None
-    site_from_log: Optional[str] = None
+    db_file: str | None = None
+    site_from_log: str | None = None
 
     @model_validator(mode="after")
-    def _stall_fits_its_period(self) -> "ServeConfig":
+    def _stall_fits_its_period(self) -> ServeConfig:
         if (self.stall_ms == 0) != (self.stall_every_ms == 0) or self.stall_ms >= max(self.stall_every_ms, 1) > 1:
             raise ValueError("a stall must be shorter than its period, like --stall 500ms/2s")
         return self

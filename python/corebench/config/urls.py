@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pathlib
 import re
-from typing import Optional
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
@@ -47,7 +46,7 @@ def _show(origin: tuple[str, str, int]) -> str:
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
-def _absolute(where: str, url: str, base: Optional[str]) -> str:
+def _absolute(where: str, url: str, base: str | None) -> str:
     if url.startswith("/") and not url.startswith("//"):
         if base is None:
             raise UsageError(f"{where}: {url!r} is a path with no host; write the full URL, or give a base URL")
@@ -84,26 +83,30 @@ def _body(where: str, folder: pathlib.Path, text: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as e:
-        raise UsageError(f"{where}: cannot read the body file {str(path)!r} ({e.strerror}); "
-                         "check the path, which is relative to the URL file's folder") from None
+        raise UsageError(
+            f"{where}: cannot read the body file {str(path)!r} ({e.strerror}); "
+            "check the path, which is relative to the URL file's folder"
+        ) from None
 
 
-def _entry(where: str, n: int, text: str, folder: pathlib.Path, base: Optional[str]) -> UrlEntry:
+def _entry(where: str, n: int, text: str, folder: pathlib.Path, base: str | None) -> UrlEntry:
     if _VAR_USE.search(text) or _VAR_DEF.match(text):
-        raise UsageError(f"{where}: siege variables ($(NAME), NAME=value) are not supported; "
-                         "write the values into the URLs")
+        raise UsageError(
+            f"{where}: siege variables ($(NAME), NAME=value) are not supported; write the values into the URLs"
+        )
     url, method, body = (re.split(r"\s+", text, maxsplit=2) + ["", ""])[:3]
     url = _absolute(where, url, base)
     _check(where, url)
     if not method:
         return UrlEntry(url=url, line=n)
     if not _METHOD.match(method):
-        raise UsageError(f"{where}: {method!r} is not a method; write one in capitals after the URL "
-                         "(URL POST body, URL PUT <file)")
+        raise UsageError(
+            f"{where}: {method!r} is not a method; write one in capitals after the URL (URL POST body, URL PUT <file)"
+        )
     return UrlEntry(url=url, method=method, body=_body(where, folder, body), line=n)
 
 
-def read_url_file(path: pathlib.Path, base: Optional[str] = None) -> list[UrlEntry]:
+def read_url_file(path: pathlib.Path, base: str | None = None) -> list[UrlEntry]:
     """Reads a siege URL file. `base` (an http URL) completes lines that are
     bare paths ("/x"). All URLs must share one origin: corebench loads one
     server at a time."""
@@ -116,7 +119,7 @@ def read_url_file(path: pathlib.Path, base: Optional[str] = None) -> list[UrlEnt
     except OSError as e:
         raise UsageError(f"{path}: cannot read the URL file ({e.strerror}); check the path") from None
     entries: list[UrlEntry] = []
-    origin: Optional[tuple[str, str, int]] = None
+    origin: tuple[str, str, int] | None = None
     for n, line in enumerate(raw.split(b"\n"), start=1):
         where = f"{path}:{n}"
         try:
@@ -128,14 +131,16 @@ def read_url_file(path: pathlib.Path, base: Optional[str] = None) -> list[UrlEnt
             continue
         if len(entries) == MAX_URLS:
             raise UsageError(f"{where}: more than {MAX_URLS:,} URLs; split the file or sample it")
-        e = _entry(where, n, text, path.parent, base)
-        o = _origin(e.url)
+        entry = _entry(where, n, text, path.parent, base)
+        o = _origin(entry.url)
         if origin is None:
             origin = o
         elif o != origin:
-            raise UsageError(f"{where}: {e.url!r} is on {_show(o)}, not {_show(origin)} like the first URL; "
-                             "corebench loads one server at a time, so keep one origin per file")
-        entries.append(e)
+            raise UsageError(
+                f"{where}: {entry.url!r} is on {_show(o)}, not {_show(origin)} like the first URL; "
+                "corebench loads one server at a time, so keep one origin per file"
+            )
+        entries.append(entry)
     if not entries:
         raise UsageError(f"{path}: the URL file has no URL; write one URL per line")
     return entries

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -16,6 +18,9 @@ MIN_TAIL_S = 0.05
 # A generator using this share of its cores' time was the limit (client-bound).
 CLIENT_BOUND_SHARE = 0.9
 _CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle")
+
+# (monotonic s, per-core CPU times, the target tree's _tree_times, this process's CPU s, context switches)
+_Reading = tuple[float, Sequence[tuple[float, ...]], tuple[float, float, int, int], float, int]
 
 
 def _tree_times(pid: int | None) -> tuple[float, float, int, int]:
@@ -53,7 +58,7 @@ class Sample:
     generator_cpu: float
     ctx_switches_per_s: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.__dict__
 
 
@@ -63,7 +68,7 @@ class Monitor:
     generator_cores: int
     samples: list[Sample] = field(default_factory=list)
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         self._stop = threading.Event()
         self._me = psutil.Process()
         self._thread = threading.Thread(target=self._loop, name="corebench-monitor", daemon=True)
@@ -71,14 +76,19 @@ class Monitor:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
 
-    def _read(self):
+    def _read(self) -> _Reading:
         me = self._me.cpu_times()
-        return (time.monotonic(), psutil.cpu_times(percpu=True), _tree_times(self.target_pid),
-                me.user + me.system, psutil.cpu_stats().ctx_switches)
+        return (
+            time.monotonic(),
+            psutil.cpu_times(percpu=True),
+            _tree_times(self.target_pid),
+            me.user + me.system,
+            psutil.cpu_stats().ctx_switches,
+        )
 
     def _loop(self) -> None:
         prev = self._read()
@@ -92,10 +102,11 @@ class Monitor:
         if cur[0] - prev[0] >= MIN_TAIL_S:
             self.samples.append(self._sample(prev, cur))
 
-    def _sample(self, a, b) -> Sample:
+    def _sample(self, a: _Reading, b: _Reading) -> Sample:
         dt = max(b[0] - a[0], 1e-6)
         cores = []
-        for x, y in zip(a[1], b[1]):
+        # Not strict: a CPU taken offline (or brought online) between two reads changes the list's length.
+        for x, y in zip(a[1], b[1], strict=False):
             total = max(sum(y) - sum(x), 1e-9)
             cores.append({f: max(0.0, getattr(y, f, 0.0) - getattr(x, f, 0.0)) / total for f in _CORE_FIELDS})
         (tu0, ts0, _, _), (tu1, ts1, rss, _) = a[2], b[2]
@@ -108,15 +119,18 @@ class Monitor:
             ctx_switches_per_s=(b[4] - a[4]) / dt,
         )
 
-    def summary(self, busy_poll: bool = False) -> dict:
+    def summary(self, busy_poll: bool = False) -> dict[str, Any]:
         """Means over the run's samples; `client_bound` when the generator
         used nearly all of its cores (not when it busy-polled: then it always does)."""
         s = self.samples
         if not s:
             return {"samples": 0, "client_bound": False}
         n = len(s)
-        mean = lambda f: sum(f(x) for x in s) / n  # noqa: E731
-        cores = [{f: mean(lambda x, i=i, f=f: x.cores[i][f]) for f in _CORE_FIELDS} for i in range(len(s[0].cores))]
+
+        def mean(f: Callable[[Sample], float]) -> float:
+            return sum(f(x) for x in s) / n
+
+        cores = [{f: sum(x.cores[i][f] for x in s) / n for f in _CORE_FIELDS} for i in range(len(s[0].cores))]
         generator = mean(lambda x: x.generator_cpu)
         return {
             "samples": n,

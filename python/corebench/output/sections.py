@@ -25,7 +25,8 @@ def schedule(r: LoadResult) -> list[str]:
         f"  Target rate:          {s.target_rps:.2f} [#/sec] over {s.window_s:.3f} s",
         f"  Achieved rate:        {r.throughput_rps:.2f} [#/sec] (responses over the run)",
         f"  Sent on schedule:     {s.sent - s.late} of {s.sent + s.dropped}; late {s.late}, dropped {s.dropped}",
-        f"  Send lag (ms):        p50 {_ms(s.send_lag_p50_us)}, p99 {_ms(s.send_lag_p99_us)}, max {_ms(s.send_lag_max_us)}",
+        f"  Send lag (ms):        p50 {_ms(s.send_lag_p50_us)}, p99 {_ms(s.send_lag_p99_us)}, "
+        f"max {_ms(s.send_lag_max_us)}",
     ]
     if not s.kept and not r.interrupted:
         out.append(
@@ -54,7 +55,11 @@ def urls(r: LoadResult) -> list[str]:
         return []
     # By mean: a URL requested once would top a ranking by p99 on one sample.
     slowest = sorted(r.urls, key=lambda u: u.mean_us, reverse=True)[:SLOWEST]
-    out = ["", f"Slowest URLs (of {len(r.urls)}, by mean; ms)", "   count   errors     mean      p50      p99      max  status      URL"]
+    out = [
+        "",
+        f"Slowest URLs (of {len(r.urls)}, by mean; ms)",
+        "   count   errors     mean      p50      p99      max  status      URL",
+    ]
     for u in slowest:
         out.append(
             f"{u.responses + u.errors:8d} {u.errors:8d} {_ms(u.mean_us):>8} {_ms(u.p50_us):>8} {_ms(u.p99_us):>8} "
@@ -81,7 +86,10 @@ def replay(r: LoadResult) -> list[str]:
     out += [f"    {s.count:8d}  {s.reason}" for s in src.skipped]
     out += [f"    line {e.line}: {e.reason}" + (f": {e.text}" if e.text else "") for e in src.skipped_examples]
     if r.schedule is not None:
-        out.append(f"  Log span:             {src.span_s:.0f} s; {src.out_of_order} lines stamped earlier than a line before them, sent at their own time")
+        out.append(
+            f"  Log span:             {src.span_s:.0f} s; {src.out_of_order} lines stamped earlier than a line "
+            "before them, sent at their own time"
+        )
     return out
 
 
@@ -104,18 +112,27 @@ def agents(r: LoadResult) -> list[str]:
     if not r.agents:
         return []
     nodes = len({a.node for a in r.agents})
-    out = ["", f"Agents: {len(r.agents)} on {nodes} node(s)",
-           "  agent  conns  requests   failed      req/s   p99 ms  CPU use  node"]
+    out = [
+        "",
+        f"Agents: {len(r.agents)} on {nodes} node(s)",
+        "  agent  conns  requests   failed      req/s   p99 ms  CPU use  node",
+    ]
     for a in r.agents:
-        out.append(f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failed:8d} {a.throughput_rps:10.2f} "
-                   f"{_ms(a.p99_us):>8} {a.cpu_utilization:7.0%}  {a.node}")
+        out.append(
+            f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failed:8d} {a.throughput_rps:10.2f} "
+            f"{_ms(a.p99_us):>8} {a.cpu_utilization:7.0%}  {a.node}"
+        )
     for a in r.agents:
         if a.start_lag_s > AGENT_LATE_S:
-            out.append(f"  WARNING: agent {a.index} began {a.start_lag_s:.3f} s after the agreed start (slow to "
-                       "prepare, or its clock ahead of this one): its first second carried less load.")
+            out.append(
+                f"  WARNING: agent {a.index} began {a.start_lag_s:.3f} s after the agreed start (slow to "
+                "prepare, or its clock ahead of this one): its first second carried less load."
+            )
         if a.cpu_utilization >= AGENT_BUSY:
-            out.append(f"  WARNING: agent {a.index} used {a.cpu_utilization:.0%} of its {min(a.threads, a.cores)} "
-                       "core(s): it, not the server, may have been the limit; add agents or nodes.")
+            out.append(
+                f"  WARNING: agent {a.index} used {a.cpu_utilization:.0%} of its {min(a.threads, a.cores)} "
+                "core(s): it, not the server, may have been the limit; add agents or nodes."
+            )
     return out
 
 

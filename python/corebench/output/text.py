@@ -23,11 +23,15 @@ def _sane(what: str, mean: int, median: int, sd_ms: float) -> list[str]:
     # ab.c's SANE(): the mean and median (in rounded ms) compared with the deviation.
     d = abs(mean - median)
     if d > 2 * sd_ms:
-        return [f"ERROR: The median and mean for {what} are more than twice the standard",
-                "       deviation apart. These results are NOT reliable."]
+        return [
+            f"ERROR: The median and mean for {what} are more than twice the standard",
+            "       deviation apart. These results are NOT reliable.",
+        ]
     if d > sd_ms:
-        return [f"WARNING: The median and mean for {what} are not within a normal deviation",
-                "        These results are probably not that reliable."]
+        return [
+            f"WARNING: The median and mean for {what} are not within a normal deviation",
+            "        These results are probably not that reliable.",
+        ]
     return []
 
 
@@ -75,7 +79,9 @@ def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
         f"Server Port:            {r.port}",
         "",
         f"Document Path:          {r.path}",
-        "Document Length:        Variable" if c.variable_length else f"Document Length:        {r.document_length or 0} bytes",
+        "Document Length:        Variable"
+        if c.variable_length
+        else f"Document Length:        {r.document_length or 0} bytes",
         "",
         f"Concurrency Level:      {r.concurrency}",
         f"Time taken for tests:   {t:.3f} seconds",

@@ -3,9 +3,10 @@ a `Plan` the runner executes; every error names the file, line and key."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import re
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -59,11 +60,13 @@ class Experiment:
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _fail(path: Path, text: str, loc: tuple, msg: str) -> UsageError:
+def _fail(path: Path, text: str, loc: tuple[str | int, ...], msg: str) -> UsageError:
     return UsageError(f"{where(path, text, loc)}: {msg}")
 
 
-def _pydantic(path: Path, text: str, prefix: tuple, e: pydantic.ValidationError, point: str = "") -> UsageError:
+def _pydantic(
+    path: Path, text: str, prefix: tuple[str | int, ...], e: pydantic.ValidationError, point: str = ""
+) -> UsageError:
     err = e.errors()[0]
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
@@ -110,17 +113,29 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
             unknown = fx.names_used(value) - known
             if unknown:
                 name = sorted(unknown)[0]
-                raise _fail(path, text, (section, key), f"{{{name}}} is not a factor: the factors are {sorted(levels) or 'none'}")
+                raise _fail(
+                    path,
+                    text,
+                    (section, key),
+                    f"{{{name}}} is not a factor: the factors are {sorted(levels) or 'none'}",
+                )
     target_factors = fx.names_used(target_raw) & set(levels)
     if plan.target.get("restart") == "point":
         target_factors = set(levels)
     target_raw["files"] = files
     points = [_point(path, text, target_raw, plan.load, lv) for lv in fx.factorial(levels)]
-    return Experiment(path, text, plan, levels, points, target_factors | _template_factors(files, levels, path.parent),
-                      dict(overrides))
+    return Experiment(
+        path,
+        text,
+        plan,
+        levels,
+        points,
+        target_factors | _template_factors(files, levels, path.parent),
+        dict(overrides),
+    )
 
 
-def _template_factors(files: list, levels: dict, plan_dir: Path) -> set[str]:
+def _template_factors(files: list[Any], levels: dict[str, list[fx.Level]], plan_dir: Path) -> set[str]:
     """Factors a configuration file uses change the target too."""
     text = ""
     for f in files if isinstance(files, list) else []:
@@ -128,20 +143,22 @@ def _template_factors(files: list, levels: dict, plan_dir: Path) -> set[str]:
             continue
         text += " ".join(str(v) for v in f.values())
         if isinstance(f.get("template"), str):
-            try:
+            with contextlib.suppress(OSError, UnicodeDecodeError):  # reported when the file is rendered
                 text += (plan_dir / f["template"]).read_text()
-            except (OSError, UnicodeDecodeError):
-                pass  # reported when the file is rendered
     return {name for name in levels if re.search(rf"\b{re.escape(name)}\b", text)}
 
 
-def _point(path: Path, text: str, target_raw: dict, load_raw: dict, levels: dict[str, Any]) -> Point:
+def _point(
+    path: Path, text: str, target_raw: dict[str, Any], load_raw: dict[str, Any], levels: dict[str, Any]
+) -> Point:
     # {port}, {dir}, {address} and {host} stay as text until the target starts.
     values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES}}
     at = " (at " + " ".join(f"{k}={v}" for k, v in levels.items()) + ")" if levels else ""
     files = target_raw.get("files", [])
     try:
-        target = Target.model_validate({**fx.substitute({k: v for k, v in target_raw.items() if k != "files"}, values), "files": files})
+        target = Target.model_validate(
+            {**fx.substitute({k: v for k, v in target_raw.items() if k != "files"}, values), "files": files}
+        )
     except pydantic.ValidationError as e:
         raise _pydantic(path, text, ("target",), e, at) from None
     try:

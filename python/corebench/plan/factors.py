@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 Level = int | float | str | bool
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?|max)\s*(?::\s*(\d+(?:\.\d+)?))?\s*$")
@@ -40,16 +41,18 @@ def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
         count = int((end - start) / step + 1e-9) + 1
         if count > MAX_LEVELS:
             raise ValueError(f"factor {name!r}: range {spec!r} has more than {MAX_LEVELS} levels")
-        return [round(start + i * step, 9) if isinstance(start + step, float) else start + i * step for i in range(count)]
+        return [
+            round(start + i * step, 9) if isinstance(start + step, float) else start + i * step for i in range(count)
+        ]
     if isinstance(spec, (int, float, str, bool)):
         return [spec]
-    raise ValueError(f"factor {name!r}: give a list of levels or a range like \"25..175:25\"")
+    raise ValueError(f'factor {name!r}: give a list of levels or a range like "25..175:25"')
 
 
 def factorial(factors: dict[str, list[Level]]) -> Iterator[dict[str, Level]]:
     names = list(factors)
     for combo in itertools.product(*(factors[n] for n in names)):
-        yield dict(zip(names, combo))
+        yield dict(zip(names, combo, strict=True))
 
 
 def names_used(value: Any) -> set[str]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import signal
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from corebench.cluster import ClusterConfig
+from corebench.config.settings import LoadSettings
 from corebench.units import parse_duration_s
 
 
@@ -22,7 +23,7 @@ def _duration(v: Any) -> float:
         return float(v)
     if isinstance(v, str):
         return parse_duration_s(v)
-    raise ValueError("give a duration like \"10s\", \"2m\" or a number of seconds")
+    raise ValueError('give a duration like "10s", "2m" or a number of seconds')
 
 
 class Experiment(_Section):
@@ -30,8 +31,8 @@ class Experiment(_Section):
     # Runs per point, the first `warmup` of them stored but left out of the statistics.
     repetitions: int = Field(3, ge=1, le=1000)
     warmup: int = Field(0, ge=0)
-    duration_s: Optional[float] = Field(None, gt=0, alias="duration")
-    requests: Optional[int] = Field(None, ge=1)
+    duration_s: float | None = Field(None, gt=0, alias="duration")
+    requests: int | None = Field(None, ge=1)
     cooldown_s: float = Field(0.0, ge=0, alias="cooldown")
     # Randomized run order (the default) keeps drift from looking like an effect.
     randomize: bool = True
@@ -40,7 +41,7 @@ class Experiment(_Section):
     _durations = field_validator("duration_s", "cooldown_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
 
     @model_validator(mode="after")
-    def _check(self) -> "Experiment":
+    def _check(self) -> Experiment:
         if self.warmup >= self.repetitions:
             raise ValueError(f"warmup ({self.warmup}) must be fewer than repetitions ({self.repetitions})")
         return self
@@ -50,7 +51,7 @@ class Machine(_Section):
     """Facts the analysis uses: the clock, and the price per hour of each
     level of a factor (e.g. `price_per_hour = { cpus = { "1" = 0.04, "2" = 0.08 } }`)."""
 
-    clock_ghz: Optional[float] = Field(None, gt=0)
+    clock_ghz: float | None = Field(None, gt=0)
     price_per_hour: dict[str, dict[str, float]] = {}
 
 
@@ -63,7 +64,7 @@ def _argv(v: Any) -> Any:
 
 class Builtin(_Section):
     model: Literal["prefork", "threads", "async"] = "async"
-    workers: Optional[int] = Field(None, ge=1, le=4096)
+    workers: int | None = Field(None, ge=1, le=4096)
     # More `corebench serve` flags, e.g. ["--site-from-log", "access.log"].
     args: list[str] = []
 
@@ -75,11 +76,11 @@ class File(_Section):
     from `template` (a file, relative to the plan) or inline `content`."""
 
     path: str
-    template: Optional[str] = None
-    content: Optional[str] = None
+    template: str | None = None
+    content: str | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "File":
+    def _one_source(self) -> File:
         if (self.template is None) == (self.content is None):
             raise ValueError("give a file either a template or a content")
         # Rendered into the target's own folder, never elsewhere (corebench may run as root).
@@ -93,40 +94,44 @@ def _ip(v: Any) -> Any:
         try:
             ipaddress.ip_address(v)
         except ValueError:
-            raise ValueError(f"{v!r} is not an IP address (e.g. 127.0.0.1, or this machine's address for remote agents)") from None
+            raise ValueError(
+                f"{v!r} is not an IP address (e.g. 127.0.0.1, or this machine's address for remote agents)"
+            ) from None
     return v
 
 
 class Target(_Section):
     # Exactly one of: the built-in server, a command, or a server already running.
-    builtin: Optional[Builtin] = None
-    command: Optional[list[str]] = None
-    url: Optional[str] = None
+    builtin: Builtin | None = None
+    command: list[str] | None = None
+    url: str | None = None
     # A ready target by name (apache: prefork/worker/event MPMs; nginx), its
     # configuration rendered per start; `settings` override its defaults.
-    recipe: Optional[Literal["apache", "nginx"]] = None
+    recipe: Literal["apache", "nginx"] | None = None
     settings: dict[str, Any] = {}
     # Static pages written to {dir}/htdocs as SIZE.html, for static servers.
     pages: list[int] = Field([], max_length=100)
     env: dict[str, str] = {}
-    cwd: Optional[str] = None
+    cwd: str | None = None
     files: list[File] = []
     # The address a started target listens on, and the load is sent to:
     # loopback unless agents on other machines must reach it (then with
     # allow_remote = true in [load]). Filled in as {address}.
     address: str = "127.0.0.1"
     # What is polled until it answers; default: the load's URL.
-    ready_url: Optional[str] = None
+    ready_url: str | None = None
     ready_timeout_s: float = Field(30.0, gt=0, alias="ready_timeout")
     stop_signal: str = "SIGTERM"
     stop_timeout_s: float = Field(10.0, gt=0, alias="stop_timeout")
     # Prints the server's version, stored with the host facts.
-    version_command: Optional[list[str]] = None
-    cpus: Optional[float] = Field(None, gt=0, le=4096)
+    version_command: list[str] | None = None
+    cpus: float | None = Field(None, gt=0, le=4096)
     # "config": restart when a factor of the target changes; "point": for every point.
     restart: Literal["config", "point"] = "config"
 
-    _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
+    _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
+        classmethod(lambda cls, v: _duration(v))
+    )
     _argvs = field_validator("command", "version_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
     _address = field_validator("address", mode="before")(classmethod(lambda cls, v: _ip(v)))
 
@@ -138,12 +143,15 @@ class Target(_Section):
         return v
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Target":
+    def _one_kind(self) -> Target:
         kinds = [k for k in ("builtin", "command", "url", "recipe") if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("give exactly one of builtin, recipe (apache, nginx), command (an argument list) or url (a running server)")
+            raise ValueError(
+                "give exactly one of builtin, recipe (apache, nginx), command (an argument list) "
+                "or url (a running server)"
+            )
         if self.settings and self.recipe is None:
-            raise ValueError("settings belong to a recipe (recipe = \"apache\" or \"nginx\")")
+            raise ValueError('settings belong to a recipe (recipe = "apache" or "nginx")')
         if any(not 0 <= p <= 100 * 1024 * 1024 for p in self.pages):
             raise ValueError("page sizes are bytes from 0 to 100 MiB")
         if self.command is not None and not self.command:
@@ -153,39 +161,23 @@ class Target(_Section):
         return self
 
 
-class Load(_Section):
-    model: Literal["closed", "rate", "users", "replay"] = "closed"
-    # Appended to the target's base URL (builtin, command); or a whole URL.
-    path: str = "/"
-    url: Optional[str] = None
-    concurrency: Optional[int] = Field(None, ge=1, le=1_000_000)
-    keep_alive: bool = True
-    http_version: Literal["1.0", "1.1"] = "1.1"
-    method: str = "GET"
-    headers: dict[str, str] = {}
-    timeout_s: float = Field(30.0, gt=0, alias="timeout")
-    threads: int = Field(0, ge=0, le=1024)
-    variable_length: bool = False
-    # A target that is not on a loopback address (a server on another
-    # machine, loaded from a cluster's agents): as the CLI's --allow-remote.
-    allow_remote: bool = False
-    busy_poll_us: int = Field(0, ge=0, le=10_000)
-    rate: Optional[Union[float, str]] = None
-    ramp_s: Optional[float] = Field(None, gt=0, alias="ramp")
-    think: Optional[Union[float, str]] = None
-    urls: Optional[str] = None
-    random: bool = False
-    log: Optional[str] = None
-    speed: Optional[float] = Field(None, gt=0)
-    log_format: Optional[str] = None
-    allow_unsafe: bool = False
-    limit: Optional[int] = Field(None, ge=1)
-    loop: bool = False
+class Load(LoadSettings):
+    """A plan's [load] table: LoadSettings, the vocabulary of the CLI and the
+    Python API, plus `path` on the target's base URL and a `model` that
+    states which load the table describes. The run's length and seed come
+    from [experiment]."""
 
-    _durations = field_validator("timeout_s", "ramp_s", mode="before")(classmethod(lambda cls, v: None if v is None else _duration(v)))
+    model: Literal["closed", "rate", "users", "replay"] = "closed"
+    # Appended to the target's base URL (builtin, command); or a whole `url`.
+    path: str = "/"
+    # Experiments measure servers in their steady state: connections are kept.
+    keep_alive: bool | None = True
 
     @model_validator(mode="after")
-    def _model_settings(self) -> "Load":
+    def _model_settings(self) -> Load:
+        for key in ("requests", "duration", "seed", "body"):
+            if getattr(self, key) not in (None, b""):
+                raise ValueError(f"{key} belongs in [experiment], for every run of the plan")
         need = {"rate": "rate", "users": "think", "replay": "log"}
         if self.model in need and getattr(self, need[self.model]) is None:
             raise ValueError(f"the {self.model} model needs {need[self.model]}")
@@ -199,7 +191,7 @@ class Plan(_Section):
     experiment: Experiment = Experiment()
     machine: Machine = Machine()
     # Every run's load spread over agents on a Ray cluster.
-    cluster: Optional[ClusterConfig] = None
+    cluster: ClusterConfig | None = None
     factors: dict[str, Any] = {}
     # Validated per point (placeholders filled in) as Target and Load.
     target: dict[str, Any]

@@ -9,7 +9,7 @@ _TABLE = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"]+)\s*=")
 
 
-def line_of(text: str, loc: tuple) -> int:
+def line_of(text: str, loc: tuple[str | int, ...]) -> int:
     """The line of the key at `loc` (section, key, ...): the key's own line in
     its table, else the table's header, else 0."""
     parts = [str(p) for p in loc if not isinstance(p, int)]
@@ -36,7 +36,7 @@ def line_of(text: str, loc: tuple) -> int:
     return header
 
 
-def where(path: Path, text: str, loc: tuple) -> str:
+def where(path: Path, text: str, loc: tuple[str | int, ...]) -> str:
     line = line_of(text, loc)
     key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
     return f"{path}:{line}: {key}" if line else f"{path}: {key}"

@@ -6,43 +6,49 @@ from __future__ import annotations
 import io
 import json
 import re
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from corebench.analysis.points import PointStats  # noqa: E402
-from corebench.report.data import ReportData  # noqa: E402
+from corebench.report.data import ReportData, ScalingFit  # noqa: E402
 
-plt.rcParams.update({
-    "svg.fonttype": "none",
-    # Labels come from plans and servers: "$" must not start math mode.
-    "text.parse_math": False,
-    "font.size": 9,
-    "figure.figsize": (6.4, 3.6),
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    # Fixed ids: the same store gives the same report.
-    "svg.hashsalt": "corebench",
-})
+plt.rcParams.update(
+    {
+        "svg.fonttype": "none",
+        # Labels come from plans and servers: "$" must not start math mode.
+        "text.parse_math": False,
+        "font.size": 9,
+        "figure.figsize": (6.4, 3.6),
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        # Fixed ids: the same store gives the same report.
+        "svg.hashsalt": "corebench",
+    }
+)
 _HEADER = re.compile(r"^.*?(?=<svg)", re.S)
 
 
-def _svg(fig) -> str:
+def _svg(fig: Figure) -> str:
     buf = io.StringIO()
     # No metadata: a date would make reports differ for no reason.
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    fig.savefig(
+        buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None, "Format": None, "Type": None}
+    )
     plt.close(fig)
     return _HEADER.sub("", buf.getvalue(), count=1)
 
 
-def _numeric(levels: list) -> bool:
+def _numeric(levels: list[Any]) -> bool:
     return bool(levels) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
 
 
-def _series(points: list[PointStats], factor: str, order: list | None = None) -> dict[str, list[PointStats]]:
+def _series(points: list[PointStats], factor: str, order: list[Any] | None = None) -> dict[str, list[PointStats]]:
     """Points grouped by the levels of every other factor, in the order of
     `factor`'s levels in the plan (levels may mix numbers and text)."""
     out: dict[str, list[PointStats]] = {}
@@ -62,8 +68,10 @@ def throughput_by(d: ReportData, factor: str) -> str:
     for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
         xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
         ys = [p.throughput.mean for p in ps]
-        err = [[max(0.0, p.throughput.mean - p.throughput.ci_low) if p.throughput.n > 1 else 0.0 for p in ps],
-               [max(0.0, p.throughput.ci_high - p.throughput.mean) if p.throughput.n > 1 else 0.0 for p in ps]]
+        err = [
+            [max(0.0, p.throughput.mean - p.throughput.ci_low) if p.throughput.n > 1 else 0.0 for p in ps],
+            [max(0.0, p.throughput.ci_high - p.throughput.mean) if p.throughput.n > 1 else 0.0 for p in ps],
+        ]
         ax.errorbar(xs, ys, yerr=np.nan_to_num(err), marker="o", capsize=3, label=label)
     ax.set_xlabel(factor)
     ax.set_ylabel("throughput (req/s)")
@@ -100,8 +108,15 @@ def latency(d: ReportData) -> str | None:
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
         xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
-        line, = ax.plot(xs, [p.p99_us.median / 1000 for p in ps], marker="o", label=f"p99 {label}")
-        ax.plot(xs, [p.p50_us.median / 1000 for p in ps], marker=".", linestyle="--", color=line.get_color(), label=f"p50 {label}")
+        (line,) = ax.plot(xs, [p.p99_us.median / 1000 for p in ps], marker="o", label=f"p99 {label}")
+        ax.plot(
+            xs,
+            [p.p50_us.median / 1000 for p in ps],
+            marker=".",
+            linestyle="--",
+            color=line.get_color(),
+            label=f"p50 {label}",
+        )
     ax.set_xlabel(factor)
     ax.set_ylabel("latency (ms)")
     ax.set_title(f"Latency percentiles by {factor} (median of runs)")
@@ -120,15 +135,25 @@ def variability(d: ReportData) -> str:
     return _svg(fig)
 
 
-def fit_chart(sf, amdahl=None) -> str:
+def fit_chart(sf: ScalingFit, amdahl: ScalingFit | None = None) -> str:
     f = sf.fit
     fig, ax = plt.subplots()
     ax.plot(sf.ns, sf.xs, "o", label="measured")
     grid = np.linspace(min(sf.ns), max(sf.ns) * 4, 200)
-    ax.plot(grid, [f.predict(n) for n in grid], "-", label=f"USL λ={f.params['lambda']:.4g} σ={f.params['sigma']:.3g} κ={f.params['kappa']:.3g}")
+    ax.plot(
+        grid,
+        [f.predict(n) for n in grid],
+        "-",
+        label=f"USL λ={f.params['lambda']:.4g} σ={f.params['sigma']:.3g} κ={f.params['kappa']:.3g}",
+    )
     if amdahl is not None:
         a = amdahl.fit
-        ax.plot(grid, [a.predict(n) for n in grid], "--", label=f"Amdahl λ={a.params['lambda']:.4g} σ={a.params['sigma']:.3g}")
+        ax.plot(
+            grid,
+            [a.predict(n) for n in grid],
+            "--",
+            label=f"Amdahl λ={a.params['lambda']:.4g} σ={a.params['sigma']:.3g}",
+        )
     ax.axvline(max(sf.ns), color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(sf.factor)
     ax.set_ylabel("throughput (req/s)")
@@ -165,11 +190,19 @@ def heatmap(d: ReportData) -> str | None:
 def all_charts(d: ReportData) -> list[tuple[str, str]]:
     """(title, svg) for every chart the data supports."""
     out = [(f"Throughput by {f}", throughput_by(d, f)) for f in d.factors]
-    for title, make in (("Efficiency", efficiency), ("Latency", latency), ("Variability", variability), ("CPU heat map", heatmap)):
+    for title, make in (
+        ("Efficiency", efficiency),
+        ("Latency", latency),
+        ("Variability", variability),
+        ("CPU heat map", heatmap),
+    ):
         svg = make(d)
         if svg:
             out.append((title, svg))
     amdahl = {(sf.factor, sf.fixed): sf for sf in d.fits if sf.fit.law == "amdahl"}
-    out += [(f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf, amdahl.get((sf.factor, sf.fixed))))
-            for sf in d.fits if sf.fit.law == "usl"]
+    out += [
+        (f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf, amdahl.get((sf.factor, sf.fixed))))
+        for sf in d.fits
+        if sf.fit.law == "usl"
+    ]
     return out

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from corebench.analysis.diagnose import Diagnosis, diagnose
-from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.knee import kneedle, saturation
+from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.scaling import Fit, ScalingRow, fit, scaling_table
 from corebench.analysis.verdict import Slo, verdicts
 from corebench.errors import UsageError
@@ -38,9 +38,9 @@ class ReportData:
     experiment: dict[str, Any]
     plan: dict[str, Any]
     host: dict[str, Any]
-    runs: list[dict]
+    runs: list[dict[str, Any]]
     points: list[PointStats]
-    factors: dict[str, list]
+    factors: dict[str, list[Any]]
     diagnoses: list[Diagnosis]
     verdicts: list[str]
     fits: list[ScalingFit] = field(default_factory=list)
@@ -73,7 +73,7 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
         row = store.db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
         if row is None:
             raise UsageError(f"{store_path}: no experiment {experiment_id}")
-        exp = dict(zip(cols, row))
+        exp = dict(zip(cols, row, strict=True))
         runs = store.runs(experiment_id)
     finally:
         store.close()
@@ -82,19 +82,30 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     diagnoses = [diagnose(p, _cpus_given(p)) for p in points]
     prices = plan["plan"].get("machine", {}).get("price_per_hour", {})
     factors = plan.get("factors", {})
-    data = ReportData(store_path, exp, plan, json.loads(exp["host_json"]), runs, points, factors,
-                      diagnoses, verdicts(points, prices, slo, factors))
+    data = ReportData(
+        store_path,
+        exp,
+        plan,
+        json.loads(exp["host_json"]),
+        runs,
+        points,
+        factors,
+        diagnoses,
+        verdicts(points, prices, slo, factors),
+    )
     data.fits = scaling_fits(points, data.factors)
     data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
     data.knees = knees(points, data.factors)
     cpus = data.factors.get("cpus", [])
     if 0 < len(cpus) < 3:
-        data.verdicts.append(f"Not shown here: a scaling-law fit over CPUs, and its prediction for larger machines, needs 3 or "
-                             f"more CPU levels; this experiment has {len(cpus)} ({', '.join(map(str, cpus))}).")
+        data.verdicts.append(
+            f"Not shown here: a scaling-law fit over CPUs, and its prediction for larger machines, needs 3 or "
+            f"more CPU levels; this experiment has {len(cpus)} ({', '.join(map(str, cpus))})."
+        )
     return data
 
 
-def cores_table(points: list[PointStats], factors: dict, ghz: float | None) -> list[ScalingRow]:
+def cores_table(points: list[PointStats], factors: dict[str, list[Any]], ghz: float | None) -> list[ScalingRow]:
     """The first field report's table: each CPU level's best point, its
     speedup and efficiency over the fewest CPUs, and req/s per core-GHz."""
     levels = factors.get("cpus", [])
@@ -114,7 +125,7 @@ def cores_table(points: list[PointStats], factors: dict, ghz: float | None) -> l
     return scaling_table(rows, base)
 
 
-def knees(points: list[PointStats], factors: dict) -> list[Knee]:
+def knees(points: list[PointStats], factors: dict[str, list[Any]]) -> list[Knee]:
     """Kneedle and the 95%-of-peak saturation point of throughput against concurrency."""
     if len(factors.get("concurrency", [])) < 3:
         return []
@@ -141,7 +152,7 @@ def _cpus_given(p: PointStats) -> float | None:
     return None
 
 
-def scaling_fits(points: list[PointStats], factors: dict[str, list]) -> list[ScalingFit]:
+def scaling_fits(points: list[PointStats], factors: dict[str, list[Any]]) -> list[ScalingFit]:
     """A USL fit over cpus and over concurrency, for each combination of the
     other factors, wherever a factor has 3 or more numeric levels."""
     out = []

@@ -9,17 +9,20 @@ import base64
 import json
 import math
 import time
+from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from corebench.report import charts, table
 from corebench.report.data import ReportData
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("corebench.report", "templates"),
-                          autoescape=True, undefined=jinja2.StrictUndefined)
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("corebench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+)
 
 
-def _fmt(x, digits: int = 0) -> str:
+def _fmt(x: float | None, digits: int = 0) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     return f"{x:,.{digits}f}"
@@ -28,21 +31,23 @@ def _fmt(x, digits: int = 0) -> str:
 _ENV.filters["num"] = _fmt
 
 
-def _script_json(value) -> str:
+def _script_json(value: object) -> str:
     # Inside <script type="application/json">, "</script>" would end the
     # element: escape <, > and & as JSON \\u escapes.
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _timelines(d: ReportData) -> dict:
+def _timelines(d: ReportData) -> dict[str, dict[str, Any]]:
     out = {}
     for r in d.runs:
         if not r["result_json"]:
             continue
         result = json.loads(r["result_json"])
         label = " ".join(f"{k}={v}" for k, v in json.loads(r["point_json"]).items())
-        out[str(r["seq"])] = {"label": f"run {r['seq']}: {label} rep {r['repetition'] + 1}",
-                              "t": [[s["second"], s["completed"], s["p99_us"]] for s in result.get("timeline", [])]}
+        out[str(r["seq"])] = {
+            "label": f"run {r['seq']}: {label} rep {r['repetition'] + 1}",
+            "t": [[s["second"], s["completed"], s["p99_us"]] for s in result.get("timeline", [])],
+        }
     return out
 
 
@@ -56,9 +61,9 @@ class Html:
     def render(self, d: ReportData) -> str:
         return _ENV.get_template("report.html.j2").render(
             d=d,
-            charts=[(title, jinja2.filters.Markup(svg)) for title, svg in charts.all_charts(d)],
-            diagnosed=list(zip(d.points, d.diagnoses)),
-            timelines=jinja2.filters.Markup(_script_json(_timelines(d))),
+            charts=[(title, Markup(svg)) for title, svg in charts.all_charts(d)],
+            diagnosed=list(zip(d.points, d.diagnoses, strict=True)),
+            timelines=Markup(_script_json(_timelines(d))),
             csv_uri=_data_uri(table.to_csv(d), "text/csv"),
             json_uri=_data_uri(table.to_json(d), "application/json"),
             plan_text=d.experiment["plan_toml"],

@@ -5,14 +5,30 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Any
 
 from corebench.report.data import ReportData
 
-COLUMNS = ["experiment_id", "seq", "repetition", "warmup", "status", "error", "duration_s", "throughput_rps",
-           "p50_us", "p99_us", "failed_requests", "client_bound", "target_cpu", "generator_cpu", "started_unix"]
+COLUMNS = [
+    "experiment_id",
+    "seq",
+    "repetition",
+    "warmup",
+    "status",
+    "error",
+    "duration_s",
+    "throughput_rps",
+    "p50_us",
+    "p99_us",
+    "failed_requests",
+    "client_bound",
+    "target_cpu",
+    "generator_cpu",
+    "started_unix",
+]
 
 
-def rows(d: ReportData) -> list[dict]:
+def rows(d: ReportData) -> list[dict[str, Any]]:
     factors = list(d.factors)
     out = []
     for r in d.runs:
@@ -38,5 +54,8 @@ def to_csv(d: ReportData) -> str:
 
 
 def to_json(d: ReportData) -> str:
-    return json.dumps({"experiment": {k: v for k, v in d.experiment.items() if k != "plan_json"},
-                       "host": d.host, "runs": rows(d)}, indent=1, default=str)
+    return json.dumps(
+        {"experiment": {k: v for k, v in d.experiment.items() if k != "plan_json"}, "host": d.host, "runs": rows(d)},
+        indent=1,
+        default=str,
+    )

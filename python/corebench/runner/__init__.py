@@ -15,22 +15,27 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-import pydantic
-
-from corebench import engine
+from corebench import __version__, engine
+from corebench.config.settings import SettingError
 from corebench.errors import EngineFailure, UsageError
 from corebench.monitor import CLIENT_BOUND_SHARE, Monitor
 from corebench.plan import Experiment, Point
-from corebench.plan.model import Target
 from corebench.plan.engine_config import load_config
+from corebench.plan.model import Target
 from corebench.plan.source import where
 from corebench.runner import host, schedule
 from corebench.runner.cpus import CpuControl, Layout, check, control_method, online_cpus
 from corebench.runner.progress import Progress
 from corebench.store import Store
 from corebench.target import process, recipes
+
+if TYPE_CHECKING:
+    from corebench.cluster.session import Session
+    from corebench.config.load import LoadConfig
+    from corebench.result import LoadResult
 
 
 class Interrupted(Exception):
@@ -57,8 +62,8 @@ class _Running:
     key: str
     target: Target
     layout: Layout
-    started: Optional[process.Started] = None
-    error: Optional[str] = None
+    started: process.Started | None = None
+    error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,8 +76,10 @@ def validate(exp: Experiment) -> None:
         except ValueError as e:
             raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: {e}") from None
         if p.target.cpus is not None and p.target.cpus != int(p.target.cpus) and control_method() == "affinity":
-            raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: cpus = {p.target.cpus:g} needs a CPU quota, "
-                             "and this machine's cgroups cannot be written (run as root, or give whole cpus)")
+            raise UsageError(
+                f"{where(exp.path, exp.text, ('target', 'cpus'))}: cpus = {p.target.cpus:g} needs a CPU quota, "
+                "and this machine's cgroups cannot be written (run as root, or give whole cpus)"
+            )
         if p.target.recipe:
             try:
                 recipes.settings(p.target)
@@ -80,11 +87,9 @@ def validate(exp: Experiment) -> None:
                 raise UsageError(f"{where(exp.path, exp.text, ('target', 'settings'))}: {e} (at {p.label()})") from None
         try:
             cfg = load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
-        except pydantic.ValidationError as e:
-            err = e.errors()[0]
-            loc = ("load",) + tuple(err["loc"])
-            msg = err["msg"].removeprefix("Value error, ")
-            raise UsageError(f"{where(exp.path, exp.text, loc)}: {msg} (at {p.label()})") from None
+            engine.check(cfg)
+        except SettingError as e:
+            raise UsageError(f"{where(exp.path, exp.text, ('load', e.key))}: {e} (at {p.label()})") from None
         _check_reach(exp, p, cfg)
 
 
@@ -92,9 +97,11 @@ def _check_reach(exp: Experiment, p: Point, cfg: Any) -> None:
     """Who sends the load where: a target beyond loopback needs allow_remote,
     and a cluster's agents must be able to share the point's load."""
     if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:
-        raise UsageError(f"{where(exp.path, exp.text, ('target', 'address'))}: the target listens on "
-                         f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
-                         "to send it load")
+        raise UsageError(
+            f"{where(exp.path, exp.text, ('target', 'address'))}: the target listens on "
+            f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
+            "to send it load"
+        )
     if exp.plan.cluster is not None:
         from corebench.cluster.session import check as check_share
 
@@ -104,7 +111,7 @@ def _check_reach(exp: Experiment, p: Point, cfg: Any) -> None:
             raise UsageError(f"{where(exp.path, exp.text, ('cluster', 'agents'))}: {e} (at {p.label()})") from None
 
 
-def plan_json(exp: Experiment) -> dict:
+def plan_json(exp: Experiment) -> dict[str, Any]:
     return {"plan": exp.plan.model_dump(mode="json", by_alias=True), "factors": exp.factors}
 
 
@@ -116,7 +123,7 @@ def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet
         return _run_all(exp, store, runs, control, session, resume=resume, quiet=quiet)
 
 
-def _agents(exp: Experiment):
+def _agents(exp: Experiment) -> contextlib.AbstractContextManager[Session | None]:
     """The plan's cluster, connected and its agents placed before the first
     run (a cluster that cannot serve is an error before any load); or no
     cluster, the load from this process."""
@@ -127,19 +134,36 @@ def _agents(exp: Experiment):
     return Session(exp.plan.cluster)
 
 
-def _run_all(exp: Experiment, store: Store, runs: list, control: CpuControl, session: Any, *,
-             resume: bool, quiet: bool) -> Outcome:
+def _run_all(
+    exp: Experiment,
+    store: Store,
+    runs: list[schedule.Run],
+    control: CpuControl,
+    session: Any,
+    *,
+    resume: bool,
+    quiet: bool,
+) -> Outcome:
     if resume:
         exp_id = store.latest_experiment(exp.digest)
         if exp_id is None:
-            raise UsageError(f"{store.path}: no experiment of {exp.path} (this exact plan) to resume; run it without --resume")
+            raise UsageError(
+                f"{store.path}: no experiment of {exp.path} (this exact plan) to resume; run it without --resume"
+            )
         done = store.done(exp_id)
     else:
         t = recipes.expand(exp.points[0].target)
         server = host.server_version(t.version_command, t.builtin is not None)
-        exp_id = store.new_experiment(name=exp.plan.experiment.name, plan_path=str(exp.path), plan_toml=exp.text,
-                                      digest=exp.digest, plan_json=plan_json(exp), host=host.facts(control.method, server),
-                                      runs_planned=len(runs), version=host.__version__)
+        exp_id = store.new_experiment(
+            name=exp.plan.experiment.name,
+            plan_path=str(exp.path),
+            plan_toml=exp.text,
+            digest=exp.digest,
+            plan_json=plan_json(exp),
+            host=host.facts(control.method, server),
+            runs_planned=len(runs),
+            version=__version__,
+        )
         done = set()
     todo = [r for r in runs if (r.point.key, r.repetition) not in done]
     out = Outcome(exp_id, skipped=len(runs) - len(todo))
@@ -148,7 +172,7 @@ def _run_all(exp: Experiment, store: Store, runs: list, control: CpuControl, ses
     os.chmod(work_dir, 0o755)  # servers that drop privileges read their folders in it
     affinity = os.sched_getaffinity(0)
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
-    running: Optional[_Running] = None
+    running: _Running | None = None
     started = time.monotonic()
     try:
         for run in todo:
@@ -174,12 +198,13 @@ def _run_all(exp: Experiment, store: Store, runs: list, control: CpuControl, ses
     return out
 
 
-def _raise_interrupt(signum, frame) -> None:
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], control: CpuControl,
-                   work_dir: Path, out: Outcome) -> _Running:
+def _ensure_target(
+    exp: Experiment, point: Point, running: _Running | None, control: CpuControl, work_dir: Path, out: Outcome
+) -> _Running:
     """Keeps the target when only load factors change; restarts it when a
     target factor changes or it died."""
     key = point.target_key(exp.target_factors)
@@ -211,16 +236,21 @@ def _ensure_target(exp: Experiment, point: Point, running: Optional[_Running], c
             CpuControl.release(layout)  # start() stopped the process; its cgroups go too
             raise
         out.starts_s += time.monotonic() - began
-        running.info = {"kind": "builtin" if t.builtin else t.recipe or "command", "pid": running.started.proc.pid,
-                        "argv": running.started.argv, "base_url": running.started.base_url,
-                        "ready_s": running.started.ready_s, "cpus_allowed": _cpus_allowed(running.started.proc.pid)}
+        running.info = {
+            "kind": "builtin" if t.builtin else t.recipe or "command",
+            "pid": running.started.proc.pid,
+            "argv": running.started.argv,
+            "base_url": running.started.base_url,
+            "ready_s": running.started.ready_s,
+            "cpus_allowed": _cpus_allowed(running.started.proc.pid),
+        }
     except process.TargetError as e:
         running.error = f"target not started: {e}"
         Progress.note(running.error)
     return running
 
 
-def _load(cfg: Any, show: Progress, session: Any) -> tuple[Any, Optional[str]]:
+def _load(cfg: LoadConfig, show: Progress, session: Any) -> tuple[LoadResult | None, str | None]:
     """One load, from this process or the cluster's agents: (result, None)
     or (None, why it failed)."""
     from corebench.cluster import AgentFailed, ClusterError
@@ -238,15 +268,16 @@ def _load(cfg: Any, show: Progress, session: Any) -> tuple[Any, Optional[str]]:
 def _cpus_allowed(pid: int) -> str | None:
     """What the kernel says the target may run on: the layout, verified."""
     try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return None
 
 
-def _stop(exp: Experiment, running: Optional[_Running]) -> None:
+def _stop(exp: Experiment, running: _Running | None) -> None:
     if running is None:
         return
     if running.started is not None:
@@ -255,8 +286,15 @@ def _stop(exp: Experiment, running: Optional[_Running]) -> None:
     CpuControl.release(running.layout)
 
 
-def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, show: Progress, out: Outcome,
-         session: Any = None) -> None:
+def _one(
+    exp: Experiment,
+    run: schedule.Run,
+    running: _Running,
+    store: Store,
+    show: Progress,
+    out: Outcome,
+    session: Any = None,
+) -> None:
     e = exp.plan.experiment
     show.begin(run.label(e.repetitions))
     began = time.time()
@@ -274,11 +312,14 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
             raise Interrupted
         if running.started is not None and running.started.proc.poll() is not None:
             code = running.started.proc.returncode
-            error = f"the target exited with status {code} during the run; its output ends:\n{process.tail(running.started.log_path)}"
+            error = (
+                f"the target exited with status {code} during the run; its output ends:\n"
+                f"{process.tail(running.started.log_path)}"
+            )
             process.stop(running.started.proc, running.target)  # its group's stragglers too
             running.started = None  # restarted before the next run
     ended = time.time()
-    summary = monitor.summary(busy_poll=run.point.load.busy_poll_us > 0) if monitor else None
+    summary = monitor.summary(busy_poll=(run.point.load.busy_poll or 0) > 0) if monitor else None
     if summary is not None and result is not None and result.agents:
         # The load came from the agents: their CPU, not this process's, says
         # whether the generator was the limit.
@@ -290,17 +331,33 @@ def _one(exp: Experiment, run: schedule.Run, running: _Running, store: Store, sh
         # The load came from the cluster's agents, not this machine's
         # generator cores; beside the target (on this machine) they may
         # use its cores, as nothing confines them.
-        layout = {**layout, "shared": session.agents_here and bool(layout.get("target_cpus")),
-                  "generator": "ray agents"}
-    store.add_run(out.experiment_id, seq=run.seq, point=run.point.levels, point_key=run.point.key,
-                  repetition=run.repetition, warmup=run.warmup, status="failed" if error else "ok", error=error,
-                  started=began, ended=ended, layout=layout, target=running.info,
-                  monitor=summary, samples=[s.to_json() for s in (monitor.samples if monitor else [])],
-                  result=result.model_dump(mode="json", by_alias=True) if result else None)
+        layout = {
+            **layout,
+            "shared": session.agents_here and bool(layout.get("target_cpus")),
+            "generator": "ray agents",
+        }
+    store.add_run(
+        out.experiment_id,
+        seq=run.seq,
+        point=run.point.levels,
+        point_key=run.point.key,
+        repetition=run.repetition,
+        warmup=run.warmup,
+        status="failed" if error else "ok",
+        error=error,
+        started=began,
+        ended=ended,
+        layout=layout,
+        target=running.info,
+        monitor=summary,
+        samples=[s.to_json() for s in (monitor.samples if monitor else [])],
+        result=result.model_dump(mode="json", by_alias=True) if result else None,
+    )
     if error:
         out.failed += 1
         show.end(f"FAILED: {error.splitlines()[0]}")
         return
+    assert result is not None  # a load without an error has its result
     out.ok += 1
     out.measured_s += result.duration_s
     p99 = result.latency_us.total.at(99.0) / 1000

@@ -10,6 +10,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 CGROUP = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
@@ -28,7 +29,7 @@ class Layout:
     shared: bool = False
     groups: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -99,7 +100,9 @@ class CpuControl:
             # A kernel that lists the controllers but refuses us: affinity still works.
             self.method = layout.method = "affinity"
             if quota is not None:
-                raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written") from None
+                raise RuntimeError(
+                    f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written"
+                ) from None
         return layout
 
     def _groups(self, target: list[int], quota: float | None) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from typing import Any
 
 import psutil
 
@@ -13,9 +14,10 @@ from corebench import __version__
 
 def _cpu_model() -> str:
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return platform.processor() or "unknown"
@@ -34,7 +36,7 @@ def server_version(command: list[str] | None, builtin: bool) -> str | None:
     return out[0] if out else None
 
 
-def facts(cpu_method: str, server: str | None) -> dict:
+def facts(cpu_method: str, server: str | None) -> dict[str, Any]:
     freq = psutil.cpu_freq()
     return {
         "cpu_model": _cpu_model(),

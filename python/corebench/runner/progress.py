@@ -8,6 +8,7 @@ import sys
 import time
 
 from rich.console import Console
+from rich.status import Status
 
 
 class Progress:
@@ -15,7 +16,7 @@ class Progress:
         self.console = Console(stderr=True, highlight=False)
         self.live = self.console.is_terminal and not quiet
         self.total, self.done, self.started = total, 0, time.monotonic()
-        self.status = None
+        self.status: Status | None = None
         self._label, self._last = "", (0.0, 0)
 
     def eta(self) -> str:
@@ -40,7 +41,9 @@ class Progress:
         t, n = self._last
         rps = (finished - n) / max(now - t, 1e-6)
         self._last = (now, finished)
-        self.status.update(f"{self._label}: {rps:,.0f} req/s, {self.done} done, {self.total - self.done} left, ~{self.eta()} remaining")
+        self.status.update(
+            f"{self._label}: {rps:,.0f} req/s, {self.done} done, {self.total - self.done} left, ~{self.eta()} remaining"
+        )
 
     def end(self, line: str) -> None:
         self.done += 1

@@ -8,7 +8,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -78,25 +78,65 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def new_experiment(self, *, name: str, plan_path: str, plan_toml: str, digest: str, plan_json: dict,
-                       host: dict, runs_planned: int, version: str) -> int:
+    def new_experiment(
+        self,
+        *,
+        name: str,
+        plan_path: str,
+        plan_toml: str,
+        digest: str,
+        plan_json: dict[str, Any],
+        host: dict[str, Any],
+        runs_planned: int,
+        version: str,
+    ) -> int:
         cur = self.db.execute(
             "INSERT INTO experiments (name, plan_path, plan_toml, plan_digest, plan_json, host_json, runs_planned,"
             " created_unix, corebench_version) VALUES (?,?,?,?,?,?,?,?,?)",
-            (name, plan_path, plan_toml, digest, json.dumps(plan_json), json.dumps(host), runs_planned, time.time(), version))
-        return int(cur.lastrowid)
+            (
+                name,
+                plan_path,
+                plan_toml,
+                digest,
+                json.dumps(plan_json),
+                json.dumps(host),
+                runs_planned,
+                time.time(),
+                version,
+            ),
+        )
+        assert cur.lastrowid is not None  # set by the INSERT
+        return cur.lastrowid
 
-    def latest_experiment(self, digest: str) -> Optional[int]:
-        row = self.db.execute("SELECT id FROM experiments WHERE plan_digest = ? ORDER BY id DESC LIMIT 1", (digest,)).fetchone()
+    def latest_experiment(self, digest: str) -> int | None:
+        row = self.db.execute(
+            "SELECT id FROM experiments WHERE plan_digest = ? ORDER BY id DESC LIMIT 1", (digest,)
+        ).fetchone()
         return row[0] if row else None
 
     def done(self, experiment_id: int) -> set[tuple[str, int]]:
         rows = self.db.execute("SELECT point_key, repetition FROM runs WHERE experiment_id = ?", (experiment_id,))
         return {(k, r) for k, r in rows}
 
-    def add_run(self, experiment_id: int, *, seq: int, point: dict, point_key: str, repetition: int, warmup: bool,
-                status: str, error: Optional[str], started: float, ended: float, layout: Optional[dict],
-                target: Optional[dict], monitor: Optional[dict], samples: list[dict], result: Optional[dict]) -> int:
+    def add_run(
+        self,
+        experiment_id: int,
+        *,
+        seq: int,
+        point: dict[str, Any],
+        point_key: str,
+        repetition: int,
+        warmup: bool,
+        status: str,
+        error: str | None,
+        started: float,
+        ended: float,
+        layout: dict[str, Any] | None,
+        target: dict[str, Any] | None,
+        monitor: dict[str, Any] | None,
+        samples: list[dict[str, Any]],
+        result: dict[str, Any] | None,
+    ) -> int:
         """One transaction: the run and its samples are stored together or not at all."""
         total = (result or {}).get("latency_us", {}).get("total", {})
         pct = {p["percentile"]: p["value_us"] for p in total.get("percentiles", [])}
@@ -105,23 +145,48 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (experiment_id, seq, point_key, point_json, repetition, warmup, status, error,"
                 " started_unix, ended_unix, duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound,"
-                " layout_json, target_json, monitor_json, result_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (experiment_id, seq, point_key, json.dumps(point), repetition, int(warmup), status, error, started, ended,
-                 (result or {}).get("duration_s"), (result or {}).get("throughput_rps"), pct.get(50.0), pct.get(99.0),
-                 (result or {}).get("failed"), int(bool((monitor or {}).get("client_bound"))),
-                 _json(layout), _json(target), _json(monitor), _json(result)))
-            run_id = int(cur.lastrowid)
-            self.db.executemany("INSERT INTO samples VALUES (?,?,?)", ((run_id, s["t_s"], json.dumps(s)) for s in samples))
+                " layout_json, target_json, monitor_json, result_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    experiment_id,
+                    seq,
+                    point_key,
+                    json.dumps(point),
+                    repetition,
+                    int(warmup),
+                    status,
+                    error,
+                    started,
+                    ended,
+                    (result or {}).get("duration_s"),
+                    (result or {}).get("throughput_rps"),
+                    pct.get(50.0),
+                    pct.get(99.0),
+                    (result or {}).get("failed"),
+                    int(bool((monitor or {}).get("client_bound"))),
+                    _json(layout),
+                    _json(target),
+                    _json(monitor),
+                    _json(result),
+                ),
+            )
+            assert cur.lastrowid is not None  # set by the INSERT
+            run_id = cur.lastrowid
+            self.db.executemany(
+                "INSERT INTO samples VALUES (?,?,?)", ((run_id, s["t_s"], json.dumps(s)) for s in samples)
+            )
         return run_id
 
     def runs(self, experiment_id: int) -> list[dict[str, Any]]:
         self.db.row_factory = sqlite3.Row
         try:
-            rows = self.db.execute("SELECT * FROM runs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)).fetchall()
+            rows = self.db.execute(
+                "SELECT * FROM runs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)
+            ).fetchall()
             return [dict(r) for r in rows]
         finally:
             self.db.row_factory = None
 
 
-def _json(value: Any) -> Optional[str]:
+def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value)

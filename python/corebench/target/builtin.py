@@ -18,11 +18,17 @@ class Served:
     def __init__(self, *args: str, cpus: set[int] | None = None):
         self.args, self.cpus = args, cpus
 
-    def __enter__(self) -> "Served":
+    def __enter__(self) -> Served:
         self.started = time.monotonic()
-        pin = (lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None
-        self.proc = subprocess.Popen([sys.executable, "-m", "corebench", "serve", "--port", "0", *self.args],
-                                     stderr=subprocess.PIPE, text=True, preexec_fn=pin)
+        cpus = self.cpus
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "corebench", "serve", "--port", "0", *self.args],
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=pin,
+        )
+        assert self.proc.stderr is not None  # stderr=PIPE
         line = self.proc.stderr.readline()
         self.ready_s = time.monotonic() - self.started
         m = re.search(r"listening on (http://[\d.:]+/)", line)
@@ -37,7 +43,8 @@ class Served:
         for d in os.listdir("/proc"):
             if d.isdigit():
                 try:
-                    fields = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+                    with open(f"/proc/{d}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
                 if int(fields[1]) == self.proc.pid:
@@ -50,9 +57,10 @@ class Served:
         try:
             return self.proc.wait(timeout=10)
         finally:
+            assert self.proc.stderr is not None  # stderr=PIPE
             self.proc.stderr.close()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.proc.poll() is None:
             self.stop()
         if self.proc.poll() is None:

@@ -17,23 +17,32 @@ import urllib.request
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _text(size: int) -> bytes:
     """Words in a fixed pseudo-random order: text that compresses as a web
     page does, the same on every start."""
-    words = b"the of and to in is for on that by this with you it not or be are from at as your all have new more".split()
+    words = (
+        b"the of and to in is for on that by this with you it not or be are from at as your all have new more".split()
+    )
     out, x = bytearray(), 12345
     while len(out) < size:
         x = (x * 1103515245 + 12345) % 2**31
         out += words[x % len(words)] + b" "
-    return bytes(out[:size - 1]) + b"\n"
+    return bytes(out[: size - 1]) + b"\n"
 
 
 class Nginx:
-    def __init__(self, page_bytes: int = 44, workers: int = 1, connections: int = 20000,
-                 cpu_affinity: str | None = None, gzip_level: int | None = None):
+    def __init__(
+        self,
+        page_bytes: int = 44,
+        workers: int = 1,
+        connections: int = 20000,
+        cpu_affinity: str | None = None,
+        gzip_level: int | None = None,
+    ):
         """`cpu_affinity` is nginx's worker_cpu_affinity mask, e.g. "01" for CPU 0.
         `gzip_level` compresses the page for every request that accepts gzip
         (a page of text, not one repeated byte): CPU work per request, as a
@@ -41,7 +50,7 @@ class Nginx:
         self.page_bytes, self.workers, self.connections = page_bytes, workers, connections
         self.cpu_affinity, self.gzip_level = cpu_affinity, gzip_level
 
-    def __enter__(self) -> "Nginx":
+    def __enter__(self) -> Nginx:
         if not shutil.which("nginx"):
             raise RuntimeError("nginx not found: install Debian's nginx-light (scripts/install-system-deps)")
         self.root = tempfile.mkdtemp(prefix="corebench-nginx-")
@@ -50,8 +59,11 @@ class Nginx:
         os.makedirs(www)
         with open(os.path.join(www, "page.html"), "wb") as f:
             f.write(_text(self.page_bytes) if self.gzip_level else b"x" * (self.page_bytes - 1) + b"\n")
-        gzip = (f"gzip on; gzip_comp_level {self.gzip_level}; gzip_min_length 0; gzip_types text/html;"
-                if self.gzip_level else "")
+        gzip = (
+            f"gzip on; gzip_comp_level {self.gzip_level}; gzip_min_length 0; gzip_types text/html;"
+            if self.gzip_level
+            else ""
+        )
         self.port = free_port()
         conf = os.path.join(self.root, "nginx.conf")
         with open(conf, "w") as f:
@@ -75,9 +87,12 @@ http {{
   }}
 }}
 """)
-        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", self.root],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["nginx", "-c", conf, "-p", self.root],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
@@ -101,7 +116,7 @@ http {{
         """Requests answered since `before` was read, less the status request that read it."""
         return self.served() - before - 1
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGQUIT)
             self.proc.wait(timeout=10)

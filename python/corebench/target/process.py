@@ -4,6 +4,7 @@ stopped with its own signal, and its output kept for error messages."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -33,7 +35,7 @@ class TargetError(Exception):
 
 @dataclass
 class Started:
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     base_url: str
     ready_s: float
     log_path: Path
@@ -44,8 +46,21 @@ def builtin_command(t: Target) -> list[str]:
     b = t.builtin
     assert b is not None
     workers = b.workers or (max(1, round(t.cpus)) if t.cpus else os.cpu_count() or 1)
-    return [sys.executable, "-m", "corebench", "serve", "--host", "{address}", "--port", "{port}", "--model", b.model,
-            "--workers", str(workers), *b.args]
+    return [
+        sys.executable,
+        "-m",
+        "corebench",
+        "serve",
+        "--host",
+        "{address}",
+        "--port",
+        "{port}",
+        "--model",
+        b.model,
+        "--workers",
+        str(workers),
+        *b.args,
+    ]
 
 
 def tail(path: Path) -> str:
@@ -58,9 +73,10 @@ def tail(path: Path) -> str:
         return ""
 
 
-def _render(t: Target, values: dict, plan_dir: Path, run_dir: Path) -> None:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(plan_dir)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
+def _render(t: Target, values: dict[str, Any], plan_dir: Path, run_dir: Path) -> None:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(plan_dir)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
     for f in t.files:
         try:
             tmpl = env.get_template(f.template) if f.template else env.from_string(f.content or "")
@@ -94,7 +110,7 @@ def _pages(t: Target, run_dir: Path) -> None:
         (docroot / f"{size}.html").write_bytes((b"x" * max(size - 1, 0) + b"\n")[:size])
 
 
-def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
+def start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
     try:
         return _start(t, levels, layout, plan_dir, run_dir, load_path)
     except TargetError:
@@ -105,7 +121,7 @@ def start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path
         raise TargetError(f"cannot prepare the target: {type(e).__name__}: {e}") from None
 
 
-def _start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
+def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, run_dir: Path, load_path: str) -> Started:
     try:
         settings = recipes.settings(t) if t.recipe else {}
         t = recipes.expand(t)
@@ -135,8 +151,15 @@ def _start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Pat
     placed = [sys.executable, "-m", "corebench.target.enter", json.dumps(layout.to_json()), "--", *argv]
     with log_path.open("ab") as log:
         try:
-            proc = subprocess.Popen(placed, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=cwd, env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                placed,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
         except (OSError, subprocess.SubprocessError) as e:
             raise TargetError(f"cannot start {argv[0]}: {e}") from None
     try:
@@ -147,19 +170,31 @@ def _start(t: Target, levels: dict, layout: Layout, plan_dir: Path, run_dir: Pat
         raise
 
 
-def _wait_ready(proc: subprocess.Popen, t: Target, ready_url: str, base_url: str, started: float, log_path: Path,
-                argv: list[str]) -> Started:
+def _wait_ready(
+    proc: subprocess.Popen[bytes],
+    t: Target,
+    ready_url: str,
+    base_url: str,
+    started: float,
+    log_path: Path,
+    argv: list[str],
+) -> Started:
     deadline = started + t.ready_timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise TargetError(f"the target exited with status {proc.returncode} before it was ready; its output ends:\n{tail(log_path)}")
+            raise TargetError(
+                f"the target exited with status {proc.returncode} before it was ready; its output ends:\n"
+                f"{tail(log_path)}"
+            )
         if _answers(ready_url):
             return Started(proc, base_url, time.monotonic() - started, log_path, argv)
         time.sleep(0.05)
-    raise TargetError(f"the target did not answer {ready_url} within {t.ready_timeout_s:g} s; its output ends:\n{tail(log_path)}")
+    raise TargetError(
+        f"the target did not answer {ready_url} within {t.ready_timeout_s:g} s; its output ends:\n{tail(log_path)}"
+    )
 
 
-def stop(proc: subprocess.Popen, t: Target) -> None:
+def stop(proc: subprocess.Popen[bytes], t: Target) -> None:
     """The stop signal to the whole process group, then SIGKILL after the
     timeout; the SIGKILL happens whatever interrupts the wait."""
     try:
@@ -169,8 +204,6 @@ def stop(proc: subprocess.Popen, t: Target) -> None:
     except (subprocess.TimeoutExpired, ProcessLookupError, PermissionError):
         pass
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group, even if its leader exited
-        except (ProcessLookupError, PermissionError):
-            pass
         proc.wait()

@@ -75,10 +75,12 @@ def expand(t: Target) -> Target:
         conf = File(path="nginx.conf", content=_template("nginx.conf.j2"))
         version = [s["binary"], "-v"]
         stop = "SIGQUIT"  # nginx's graceful shutdown
-    return t.model_copy(update={
-        "command": command,
-        "files": [conf, *t.files],
-        "version_command": t.version_command or version,
-        "stop_signal": stop if t.stop_signal == "SIGTERM" else t.stop_signal,
-        "ready_url": t.ready_url or "http://{host}:{port}/",
-    })
+    return t.model_copy(
+        update={
+            "command": command,
+            "files": [conf, *t.files],
+            "version_command": t.version_command or version,
+            "stop_signal": stop if t.stop_signal == "SIGTERM" else t.stop_signal,
+            "ready_url": t.ready_url or "http://{host}:{port}/",
+        }
+    )

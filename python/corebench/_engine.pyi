@@ -1,0 +1,60 @@
+"""Types of `corebench._engine`, the compiled load engine (crates/python/src/lib.rs).
+
+Configs go in and results come out as JSON text; the Python side builds and
+parses them."""
+
+from collections.abc import Callable
+
+__all__ = [
+    "run",
+    "run_agent",
+    "merge",
+    "check",
+    "serve",
+    "load_config_schema",
+    "UsageError",
+    "EngineFailure",
+    "__version__",
+    "RESULT_SCHEMA",
+    "PART_SCHEMA",
+]
+
+__version__: str
+# The `schema` of a result from `run` and `merge`, and of a part from `run_agent`.
+RESULT_SCHEMA: str
+PART_SCHEMA: str
+
+class EngineFailure(Exception):
+    """The engine failed (a bug or a resource limit)."""
+
+class UsageError(EngineFailure):
+    """The load configuration is wrong: the message says how. When one setting
+    is at fault, the instance also has a `key` attribute naming it (a str; read
+    it with getattr(e, "key", None), as other instances lack it)."""
+
+def run(
+    config_json: str,
+    body: bytes | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> str:
+    """Runs one load and returns its result (JSON). `progress(finished)` is
+    called about four times a second; returning False stops the run."""
+
+def run_agent(
+    config_json: str,
+    body: bytes | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> str:
+    """Runs one agent's share of a distributed load; returns its part (JSON) for `merge`."""
+
+def check(config_json: str) -> None:
+    """Checks a load's config as a run would before its first request."""
+
+def merge(config_json: str, parts: list[str]) -> str:
+    """Merges the agents' parts (JSON from `run_agent`) into one result (JSON)."""
+
+def serve(config_json: str) -> None:
+    """Runs the built-in target server until SIGTERM or SIGINT."""
+
+def load_config_schema() -> str:
+    """The JSON Schema of the load configuration (JSON)."""

@@ -1,0 +1,219 @@
+"""The load as a person states it, and the one translator into the engine's
+configuration.
+
+`LoadSettings` is the single vocabulary of `corebench load`/`replay` flags,
+a plan's `[load]` table and `corebench.load(...)`: durations as `"10s"` or
+seconds, a rate as `5000` or `"100..5000"` with a ramp, think time as
+`"2s"` or `"0.5s..2s"`, a URL file, a log. `engine_config()` turns it into
+the engine's `LoadConfig`, whose fields, defaults and limits are generated
+from the Rust types (`corebench.config.engine`): a setting left unset here
+takes the engine's default, and a value out of the engine's bounds is
+refused by the generated model and reported under the key given here."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Annotated, Any
+
+import pydantic
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from corebench.config.load import LoadConfig
+from corebench.errors import UsageError
+from corebench.units import parse_duration_s, parse_rate, parse_span_s
+
+
+def _seconds(v: Any) -> Any:
+    if isinstance(v, str):
+        return parse_duration_s(v)
+    return v
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+#: An open loop opens connections as it needs them, up to this many, unless told.
+OPEN_LOOP_CONNECTIONS = 1000
+
+
+class LoadSettings(BaseModel):
+    """One load, in the words of the CLI, plans and the Python API. `None`
+    means: not said, the engine's default (or the rule given beside it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = None
+    # Connections (closed loop) or the most connections (open loop); default
+    # 1, or OPEN_LOOP_CONNECTIONS with a rate or a timed replay.
+    concurrency: int | None = None
+    # Neither requests nor duration: one request, as ab.
+    requests: int | None = None
+    duration: Seconds | None = None
+    keep_alive: bool | None = None
+    http_version: str | None = None
+    method: str | None = None
+    headers: list[tuple[str, str]] = []
+    body: bytes = b""
+    content_type: str | None = None
+    timeout: Seconds | None = None
+    threads: int | None = None
+    # Also on with a URL list or a replay: their pages differ in length.
+    variable_length: bool | None = None
+    allow_remote: bool | None = None
+    busy_poll: Seconds | None = None
+    # Open loop: requests per second, or START..END with `ramp`.
+    rate: float | str | None = None
+    ramp: Seconds | None = None
+    # Users with think time (siege -d): "2s" is uniform in 0..2 s, or MIN..MAX.
+    think: float | str | None = None
+    # A file of URLs in siege's format, relative to the plan (or the current folder).
+    urls: str | None = None
+    random: bool | None = None
+    seed: int | None = None
+    # An access log replayed instead of the URL.
+    log: str | None = None
+    speed: float | None = None
+    log_format: str | None = None
+    allow_unsafe: bool | None = None
+    limit: int | None = None
+    loop: bool | None = None
+
+    @pydantic.field_validator("headers", mode="before")
+    @classmethod
+    def _headers(cls, v: Any) -> Any:
+        # A plan writes headers as a table; the CLI and the API as pairs.
+        return list(v.items()) if isinstance(v, dict) else v
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None or (self.log is not None and self.speed is not None)
+
+
+class SettingError(UsageError):
+    """A setting the engine refuses: `key` is the LoadSettings field at fault."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# Engine field -> the setting that fills it, for naming a refused value in the
+# user's words. Fields not here have the setting's own name.
+ENGINE_TO_SETTING = {
+    "duration_s": "duration",
+    "timeout_s": "timeout",
+    "busy_poll_us": "busy_poll",
+    "think_s": "think",
+    "random_order": "random",
+    "rate.rps": "rate",
+    "rate.end_rps": "rate",
+    "rate.ramp_s": "ramp",
+    "replay.path": "log",
+    "replay.speed": "speed",
+    "replay.limit": "limit",
+    "replay.looped": "loop",
+    "replay.log_format": "log_format",
+    "replay.allow_unsafe": "allow_unsafe",
+    "replay": "log",
+    "urls": "urls",
+}
+# Engine fields no entry point sets, and why.
+INTERNAL = {
+    "agent": "set by corebench for each agent of a distributed load",
+    "start_at_unix_s": "set by corebench so a distributed load's agents start together",
+    "user_agent": "corebench names itself and its version in every request",
+}
+
+
+def setting_of(engine_field: str) -> str:
+    return ENGINE_TO_SETTING.get(engine_field, ENGINE_TO_SETTING.get(engine_field.split(".")[0], engine_field))
+
+
+def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
+    """The one translator: settings as stated -> the engine's LoadConfig.
+    `base_dir` is where relative file names (URL files, logs) are read from.
+    Raises SettingError naming the setting at fault."""
+    if s.url is None:
+        raise SettingError("url", "give the URL to load")
+    out: dict[str, Any] = {"url": s.url, "headers": s.headers}
+    passthrough = {
+        "keep_alive": s.keep_alive,
+        "http_version": s.http_version,
+        "method": s.method,
+        "content_type": s.content_type,
+        "threads": s.threads,
+        "allow_remote": s.allow_remote,
+        "seed": s.seed,
+        "random_order": s.random,
+        "duration_s": s.duration,
+        "timeout_s": s.timeout,
+        "requests": s.requests,
+    }
+    out.update({k: v for k, v in passthrough.items() if v is not None})
+    if s.busy_poll is not None:
+        out["busy_poll_us"] = round(s.busy_poll * 1e6)
+    out["concurrency"] = s.concurrency if s.concurrency is not None else (OPEN_LOOP_CONNECTIONS if s.open_loop else 1)
+    if s.requests is None and s.duration is None and s.log is None:
+        if s.rate is not None or s.think is not None:
+            raise SettingError(
+                "duration", "an open-loop rate or users with think time need a duration or a request count"
+            )
+        out["requests"] = 1  # ab's default
+    if s.rate is not None:
+        out["rate"] = _rate(s.rate, s.ramp)
+    elif s.ramp is not None:
+        raise SettingError("ramp", "a ramp needs a rate range START..END")
+    if s.think is not None:
+        out["think_s"] = _span(s.think)
+    if s.urls is not None:
+        out["urls"] = _url_file(base_dir / s.urls, s.url)
+    if s.log is not None:
+        out["replay"] = {
+            "path": str(base_dir / s.log),
+            "log_format": s.log_format,
+            "allow_unsafe": bool(s.allow_unsafe),
+            "limit": s.limit,
+            "looped": bool(s.loop),
+            "speed": s.speed,
+        }
+    else:
+        for key in ("speed", "log_format", "allow_unsafe", "limit", "loop"):
+            if getattr(s, key) not in (None, False):
+                raise SettingError(key, f"{key} belongs to a replayed log: give the log")
+    listed = s.urls is not None or s.log is not None
+    if s.variable_length or listed:
+        out["variable_length"] = True
+    try:
+        return LoadConfig(**out, body=s.body)
+    except pydantic.ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
+        raise SettingError(setting_of(field), err["msg"].removeprefix("Value error, ")) from None
+
+
+def _rate(text: float | str, ramp_s: float | None) -> dict[str, Any]:
+    try:
+        start, end = parse_rate(str(text))
+    except ValueError as e:
+        raise SettingError("rate", str(e)) from None
+    if end is None:
+        if ramp_s is not None:
+            raise SettingError("ramp", "give the rate as a range START..END, like 100..5000")
+        return {"rps": start}
+    if ramp_s is None:
+        raise SettingError("ramp", f"the rate range {text} needs a ramp duration, like 60s")
+    return {"rps": start, "end_rps": end, "ramp_s": ramp_s}
+
+
+def _span(v: float | str) -> tuple[float, float]:
+    try:
+        return parse_span_s(str(v))
+    except ValueError as e:
+        raise SettingError("think", str(e)) from None
+
+
+def _url_file(path: Path, base: str) -> list[dict[str, str]]:
+    from corebench.config.urls import read_url_file
+
+    entries = read_url_file(path, base=base)
+    return [{"url": e.url, "method": e.method, "body_base64": base64.b64encode(e.body).decode()} for e in entries]
