@@ -45,6 +45,7 @@ lint: venv
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	PYTHONPATH=python $(VENV)/bin/lint-imports
 
 fmt: venv
 	cargo fmt --all

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from corebench.target.nginx import Nginx
+from corebench.testing.nginx import Nginx
 
 WARMUP_S = 1.0
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 
 import corebench
-from corebench.target.builtin import Served
-from corebench.target.nginx import Nginx
+from corebench.targets.builtin import Served
+from corebench.testing.nginx import Nginx
 
 
 def rate_accuracy(rates: list[int], seconds: float) -> None:

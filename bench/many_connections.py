@@ -14,7 +14,7 @@ import resource
 import subprocess
 import sys
 
-from corebench.target.nginx import Nginx
+from corebench.testing.nginx import Nginx
 
 
 def raise_nofile(needed: int) -> None:

@@ -20,7 +20,7 @@ from ray.cluster_utils import Cluster
 import corebench
 from corebench.cluster import ClusterConfig
 from corebench.cluster.session import Session
-from corebench.target.nginx import Nginx
+from corebench.testing.nginx import Nginx
 
 
 def main() -> None:

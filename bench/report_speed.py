@@ -17,7 +17,7 @@ from pathlib import Path
 import corebench
 from corebench import report
 from corebench.store import Store
-from corebench.target.builtin import Served
+from corebench.targets.builtin import Served
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import statistics
 import sys
 
 import corebench
-from corebench.target.builtin import Served
+from corebench.targets.builtin import Served
 
 
 def measure(cpus: set[int], model: str, workers: int, a) -> tuple[float, float]:

@@ -1,11 +1,17 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from corebench.target.nginx import Nginx
+from corebench.testing import Nginx
 
 CLI = [sys.executable, "-m", "corebench"]
+ROOT = Path(__file__).resolve().parents[1]
+# The real access log the examples replay (10,000 Combined Log Format lines).
+ACCESS_LOG = ROOT / "examples" / "data" / "apache-combined-10k.log"
+# Published scaling measurements with their known fits.
+SCALING_DATA = ROOT / "tests" / "data" / "scaling"
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

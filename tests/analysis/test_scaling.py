@@ -1,14 +1,13 @@
 """Scaling laws against published fits, and the first field report's table."""
 
 import csv
-from pathlib import Path
 
 import pytest
 
 from corebench.analysis.scaling import fit, scaling_table
-from tests.conftest import run_cli
+from tests.conftest import SCALING_DATA, run_cli
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "scaling"
+DATA = SCALING_DATA
 
 
 def table(name):

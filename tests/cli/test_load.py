@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from corebench.target.nginx import free_port
+from corebench.testing.nginx import free_port
 from tests.conftest import CLI, run_cli
 
 

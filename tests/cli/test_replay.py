@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from corebench.target.builtin import Served
+from corebench.targets.builtin import Served
 from tests.conftest import run_cli
 
 GOOD = [

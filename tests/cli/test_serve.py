@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 
 import corebench
-from corebench.target.builtin import Served
-from tests.conftest import run_cli
+from corebench.targets.builtin import Served
+from tests.conftest import ACCESS_LOG, run_cli
 
 MODELS = ["prefork", "threads", "async"]
 
@@ -155,20 +155,17 @@ def test_database_page_needs_a_database(server):
     assert status == 503 and b"--db-articles" in body
 
 
-SHARED_LOG = os.path.join(
-    os.path.dirname(__file__), "..", "..", "..", "shared", "data", "access-logs", "apache-combined-10k.log"
-)
+ACCESS_LOG_PATH = str(ACCESS_LOG)
 
 
-@pytest.mark.skipif(not os.path.exists(SHARED_LOG), reason="../shared/data not beside the checkout")
 def test_site_from_a_real_log():
-    with Served("--workers", "2", "--site-from-log", SHARED_LOG) as s:
+    with Served("--workers", "2", "--site-from-log", ACCESS_LOG_PATH) as s:
         summary = s.proc.stderr.readline()
         assert re.search(r"site from the log: \d+ paths from 10000 lines", summary), summary
         # Lines of the log itself: the first time a target appears decides.
         status, body = get(s.url + "presentations/logstash-monitorama-2013/images/kibana-search.png")
         assert (status, len(body)) == (200, 203023)
-        with open(SHARED_LOG) as log:
+        with open(ACCESS_LOG_PATH) as log:
             for line in log:
                 m = re.search(r'"GET (\S+) HTTP/1\.[01]" (404) (\d+)', line)
                 if m:
@@ -220,11 +217,10 @@ def test_port_in_use_is_one_line():
 
 def test_logged_pages_come_from_the_database(tmp_path):
     import urllib.request
-    from pathlib import Path
 
-    from corebench.target.builtin import Served
+    from corebench.targets.builtin import Served
 
-    log = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / "apache-combined-10k.log"
+    log = ACCESS_LOG
     with Served(
         "--workers", "1", "--db-articles", "300", "--db-file", str(tmp_path / "db.sqlite"), "--site-from-log", str(log)
     ) as srv:

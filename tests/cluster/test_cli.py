@@ -7,13 +7,10 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import psutil
 
-from tests.conftest import CLI, run_cli
-
-ACCESS_LOG = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / "apache-combined-10k.log"
+from tests.conftest import ACCESS_LOG, CLI, run_cli
 
 
 def test_cli_load_on_the_cluster(ray_cluster, nginx, tmp_path):

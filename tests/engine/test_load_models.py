@@ -1,12 +1,11 @@
 """The load models against real servers: the open-loop rate is kept, the
 stall switch shows coordinated omission, the real access log replays."""
 
-from pathlib import Path
-
 import corebench
-from corebench.target.builtin import Served
+from corebench.targets.builtin import Served
+from tests.conftest import ACCESS_LOG
 
-LOG = Path(__file__).resolve().parents[3] / "shared" / "data" / "access-logs" / "apache-combined-10k.log"
+LOG = ACCESS_LOG
 
 
 def test_rate_of_10000_per_second_is_kept_against_nginx(nginx):

@@ -6,7 +6,7 @@ import time
 import pytest
 
 import corebench
-from tests.support.misbehaving import MisbehavingServer
+from corebench.testing.misbehaving import MisbehavingServer
 
 TIMEOUT_S = 1.0
 

@@ -1,7 +1,7 @@
 """Against a real nginx: the server's own count equals ours, exactly."""
 
 import corebench
-from corebench.target.nginx import Nginx
+from corebench.testing.nginx import Nginx
 
 
 def test_request_count_matches_stub_status(nginx):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corebench.runner.cpus import online_cpus, plan_layout
+from corebench.targets.cpus import online_cpus, plan_layout
 from tests.support.experiments import run_plan
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corebench.plan import load_plan
-from corebench.runner import Outcome, run_experiment
+from corebench.runner import Outcome, preflight, run_experiment
 from corebench.store import Store
 
 
@@ -22,11 +22,11 @@ def run_plan(folder: Path, text: str) -> Ran:
     plan.write_text(text)
     store = Store(folder / "store.sqlite")
     try:
-        out = run_experiment(load_plan(plan), store, quiet=True)
+        out = run_experiment(preflight.check(load_plan(plan)), store, quiet=True)
         runs = store.runs(out.experiment_id)
-        host = json.loads(
-            store.db.execute("SELECT host_json FROM experiments WHERE id = ?", (out.experiment_id,)).fetchone()[0]
-        )
+        exp = store.experiment(out.experiment_id)
+        assert exp is not None
+        host = json.loads(exp["host_json"])
     finally:
         store.close()
     return Ran(out, runs, host, folder / "store.sqlite")

@@ -14,25 +14,43 @@ use pyo3::prelude::*;
 create_exception!(_engine, EngineFailure, PyException, "The engine failed (a bug or a resource limit).");
 create_exception!(_engine, UsageError, EngineFailure, "The load configuration is wrong: the message says how.");
 
-fn to_py(e: EngineError) -> PyErr {
-    if e.is_user_error() {
-        let err = UsageError::new_err(e.to_string());
-        // The setting at fault, so the caller can name its flag or plan key.
-        if let EngineError::BadConfig { key, .. } = &e {
-            Python::attach(|py| err.value(py).setattr("key", *key)).ok();
-        }
-        err
-    } else {
-        EngineFailure::new_err(e.to_string())
+/// Both crates' errors say whether the user can fix them.
+trait Blame: std::fmt::Display {
+    fn is_user_error(&self) -> bool;
+}
+
+impl Blame for EngineError {
+    fn is_user_error(&self) -> bool {
+        EngineError::is_user_error(self)
     }
 }
 
-fn serve_to_py(e: ServeError) -> PyErr {
+impl Blame for ServeError {
+    fn is_user_error(&self) -> bool {
+        ServeError::is_user_error(self)
+    }
+}
+
+/// A user's mistake is a UsageError (a message); anything else a failure.
+fn py_err(e: &impl Blame) -> PyErr {
     if e.is_user_error() {
         UsageError::new_err(e.to_string())
     } else {
         EngineFailure::new_err(e.to_string())
     }
+}
+
+fn to_py(e: EngineError) -> PyErr {
+    let err = py_err(&e);
+    // The setting at fault, so the caller can name its flag or plan key.
+    if let EngineError::BadConfig { key, .. } = &e {
+        Python::attach(|py| err.value(py).setattr("key", *key)).ok();
+    }
+    err
+}
+
+fn serve_to_py(e: ServeError) -> PyErr {
+    py_err(&e)
 }
 
 /// Runs one load. The GIL is released while the engine works; Ctrl-C (or any

@@ -95,7 +95,7 @@ def compare(
     c: str | None = typer.Argument(None, help="The second selector, when comparing within one store."),
 ) -> None:
     """A benchstat-like table: each point's throughput and p99, B against A, with p-values."""
-    from corebench.analysis.compare import compare_points, compare_stores
+    from corebench.report.compare import compare_points, compare_stores
 
     if c is not None:
         lines = compare_points(a, b, c)

@@ -5,10 +5,10 @@ concurrency sweep against a running server without a plan."""
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import tomli_w
 import typer
 
 from corebench.cli import app
@@ -37,19 +37,19 @@ def _open_store(path: Path) -> Store:
 
 def _execute(exp: Experiment, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
     from corebench import runner
-    from corebench.runner import schedule
+    from corebench.runner import preflight
 
-    runner.validate(exp)
-    runs = schedule.runs(exp)
+    checked = preflight.check(exp)
     if dry_run:
         reps = exp.plan.experiment.repetitions
+        runs = checked.runs
         for r in runs:
             print(f"{r.seq:4d}  {r.label(reps)}")
         print(f"{len(runs)} runs")
         return
     store = _open_store(store_path)
     try:
-        out = runner.run_experiment(exp, store, resume=resume, quiet=quiet)
+        out = runner.run_experiment(checked, store, resume=resume, quiet=quiet)
     finally:
         store.close()
     stored = out.ok + out.failed
@@ -121,13 +121,15 @@ def sweep(
     from corebench.plan import build
 
     levels = _levels(concurrency)
-    text = (
-        f'[experiment]\nname = "sweep"\nrepetitions = {repetitions}\nwarmup = {warmup}\n'
-        f"duration = {json.dumps(duration)}\n\n"
-        f"[factors]\nconcurrency = {json.dumps(levels)}\n\n[target]\nurl = {json.dumps(url)}\n\n"
-        f'[load]\nurl = {json.dumps(url)}\nconcurrency = "{{concurrency}}"\nkeep_alive = {str(keep_alive).lower()}\n'
-    )
-    exp = build(Path("sweep.toml"), text, tomllib.loads(text), {})
+    table = {
+        "experiment": {"name": "sweep", "repetitions": repetitions, "warmup": warmup, "duration": duration},
+        "factors": {"concurrency": levels},
+        "target": {"url": url},
+        "load": {"url": url, "concurrency": "{concurrency}", "keep_alive": keep_alive},
+    }
+    # The plan as a user would have written it: stored beside the results.
+    text = tomli_w.dumps(table)
+    exp = build(Path("sweep.toml"), text, table, {})
     store_path = store or Path("sweep.sqlite")
     _execute(exp, store_path, False, dry_run, quiet)
     if not dry_run:
@@ -140,8 +142,8 @@ def _table(store_path: Path) -> None:
 
     s = _open_store(store_path)
     try:
-        exp_id = s.db.execute("SELECT max(id) FROM experiments").fetchone()[0]
-        rows = [r for r in s.runs(exp_id) if r["status"] == "ok" and not r["warmup"]]
+        exp_id = s.newest_experiment()
+        rows = [r for r in s.runs(exp_id) if r["status"] == "ok" and not r["warmup"]] if exp_id is not None else []
     finally:
         s.close()
     by: dict[int, list[dict[str, Any]]] = {}

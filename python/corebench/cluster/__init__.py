@@ -11,28 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from corebench.config.cluster import ClusterConfig
 from corebench.errors import UsageError
 
 if TYPE_CHECKING:
     from corebench.config.load import LoadConfig
     from corebench.result import LoadResult
-
-
-class ClusterConfig(BaseModel):
-    """Where the agents run: a Ray cluster's address (`HOST:PORT` of its
-    head, `ray://HOST:PORT` for Ray Client, or `auto` for the cluster this
-    machine belongs to) and how many agents."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    address: str = Field(min_length=1)
-    agents: int = Field(2, ge=1, le=1024)
-    # Every agent on a node of its own, or an error before any load.
-    strict_spread: bool = False
-    # The CPUs each agent reserves on its node (Ray resources).
-    agent_cpus: float = Field(1.0, gt=0)
 
 
 class ClusterError(UsageError):

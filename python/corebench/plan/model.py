@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from corebench.cluster import ClusterConfig
+from corebench.config.cluster import ClusterConfig
 from corebench.config.settings import LoadSettings
 from corebench.units import parse_duration_s
 

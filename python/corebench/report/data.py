@@ -65,15 +65,12 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
         raise UsageError(str(e)) from None
     try:
         if experiment_id is None:
-            row = store.db.execute("SELECT max(id) FROM experiments").fetchone()
-            experiment_id = row[0] if row else None
+            experiment_id = store.newest_experiment()
         if experiment_id is None:
             raise UsageError(f"{store_path}: the store holds no experiment yet")
-        cols = [d[1] for d in store.db.execute("PRAGMA table_info(experiments)")]
-        row = store.db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
-        if row is None:
+        exp = store.experiment(experiment_id)
+        if exp is None:
             raise UsageError(f"{store_path}: no experiment {experiment_id}")
-        exp = dict(zip(cols, row, strict=True))
         runs = store.runs(experiment_id)
     finally:
         store.close()

@@ -6,8 +6,6 @@ the target and keeps everything committed (`--resume` goes on from there)."""
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import os
 import shutil
 import signal
@@ -16,26 +14,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from corebench import __version__, engine
-from corebench.config.settings import SettingError
-from corebench.errors import EngineFailure, UsageError
-from corebench.monitor import CLIENT_BOUND_SHARE, Monitor
+from corebench import __version__
+from corebench.errors import UsageError
+from corebench.monitor import Monitor
 from corebench.plan import Experiment, Point
 from corebench.plan.engine_config import load_config
 from corebench.plan.model import Target
-from corebench.plan.source import where
 from corebench.runner import host, schedule
-from corebench.runner.cpus import CpuControl, Layout, check, control_method, online_cpus
+from corebench.runner.backend import LoadBackend, LoadFailed, open_backend
+from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
 from corebench.store import Store
-from corebench.target import process, recipes
-
-if TYPE_CHECKING:
-    from corebench.cluster.session import Session
-    from corebench.config.load import LoadConfig
-    from corebench.result import LoadResult
+from corebench.targets import process, recipes
+from corebench.targets.cpus import CpuControl, Layout
 
 
 class Interrupted(Exception):
@@ -67,71 +60,15 @@ class _Running:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def validate(exp: Experiment) -> None:
-    """Everything that can be checked before the first run."""
-    online = online_cpus()
-    for p in exp.points:
-        try:
-            check(p.target.cpus, online)
-        except ValueError as e:
-            raise UsageError(f"{where(exp.path, exp.text, ('target', 'cpus'))}: {e}") from None
-        if p.target.cpus is not None and p.target.cpus != int(p.target.cpus) and control_method() == "affinity":
-            raise UsageError(
-                f"{where(exp.path, exp.text, ('target', 'cpus'))}: cpus = {p.target.cpus:g} needs a CPU quota, "
-                "and this machine's cgroups cannot be written (run as root, or give whole cpus)"
-            )
-        if p.target.recipe:
-            try:
-                recipes.settings(p.target)
-            except recipes.RecipeError as e:
-                raise UsageError(f"{where(exp.path, exp.text, ('target', 'settings'))}: {e} (at {p.label()})") from None
-        try:
-            cfg = load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
-            engine.check(cfg)
-        except SettingError as e:
-            raise UsageError(f"{where(exp.path, exp.text, ('load', e.key))}: {e} (at {p.label()})") from None
-        _check_reach(exp, p, cfg)
-
-
-def _check_reach(exp: Experiment, p: Point, cfg: Any) -> None:
-    """Who sends the load where: a target beyond loopback needs allow_remote,
-    and a cluster's agents must be able to share the point's load."""
-    if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:
-        raise UsageError(
-            f"{where(exp.path, exp.text, ('target', 'address'))}: the target listens on "
-            f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
-            "to send it load"
-        )
-    if exp.plan.cluster is not None:
-        from corebench.cluster.session import check as check_share
-
-        try:
-            check_share(cfg, exp.plan.cluster)
-        except UsageError as e:
-            raise UsageError(f"{where(exp.path, exp.text, ('cluster', 'agents'))}: {e} (at {p.label()})") from None
-
-
 def plan_json(exp: Experiment) -> dict[str, Any]:
     return {"plan": exp.plan.model_dump(mode="json", by_alias=True), "factors": exp.factors}
 
 
-def run_experiment(exp: Experiment, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
-    validate(exp)
-    runs = schedule.runs(exp)
+def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
+    """Runs a plan that passed `preflight.check`, storing each run as it ends."""
     control = CpuControl()
-    with _agents(exp) as session:
-        return _run_all(exp, store, runs, control, session, resume=resume, quiet=quiet)
-
-
-def _agents(exp: Experiment) -> contextlib.AbstractContextManager[Session | None]:
-    """The plan's cluster, connected and its agents placed before the first
-    run (a cluster that cannot serve is an error before any load); or no
-    cluster, the load from this process."""
-    if exp.plan.cluster is None:
-        return contextlib.nullcontext()
-    from corebench.cluster.session import Session
-
-    return Session(exp.plan.cluster)
+    with open_backend(checked.exp.plan.cluster) as backend:
+        return _run_all(checked.exp, store, checked.runs, control, backend, resume=resume, quiet=quiet)
 
 
 def _run_all(
@@ -139,7 +76,7 @@ def _run_all(
     store: Store,
     runs: list[schedule.Run],
     control: CpuControl,
-    session: Any,
+    backend: LoadBackend,
     *,
     resume: bool,
     quiet: bool,
@@ -177,7 +114,7 @@ def _run_all(
     try:
         for run in todo:
             running = _ensure_target(exp, run.point, running, control, work_dir, out)
-            _one(exp, run, running, store, show, out, session)
+            _one(exp, run, running, store, show, out, backend)
             if exp.plan.experiment.cooldown_s:
                 time.sleep(exp.plan.experiment.cooldown_s)
     except (KeyboardInterrupt, Interrupted):
@@ -250,21 +187,6 @@ def _ensure_target(
     return running
 
 
-def _load(cfg: LoadConfig, show: Progress, session: Any) -> tuple[LoadResult | None, str | None]:
-    """One load, from this process or the cluster's agents: (result, None)
-    or (None, why it failed)."""
-    from corebench.cluster import AgentFailed, ClusterError
-
-    try:
-        if session is None:
-            return engine.run(cfg, progress=show.tick), None
-        return session.run(cfg, progress=show.tick), None
-    except (AgentFailed, ClusterError) as x:
-        return None, f"agents: {x}"
-    except (UsageError, EngineFailure) as x:
-        return None, f"engine: {x}"
-
-
 def _cpus_allowed(pid: int) -> str | None:
     """What the kernel says the target may run on: the layout, verified."""
     try:
@@ -293,7 +215,7 @@ def _one(
     store: Store,
     show: Progress,
     out: Outcome,
-    session: Any = None,
+    backend: LoadBackend,
 ) -> None:
     e = exp.plan.experiment
     show.begin(run.label(e.repetitions))
@@ -307,7 +229,10 @@ def _one(
             os.sched_setaffinity(0, running.layout.generator_cpus)
         pid = running.started.proc.pid if running.started else None
         with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
-            result, error = _load(cfg, show, session)
+            try:
+                result = backend.run(cfg, show.tick)
+            except LoadFailed as x:
+                error = str(x)
         if result is not None and result.interrupted:
             raise Interrupted
         if running.started is not None and running.started.proc.poll() is not None:
@@ -320,22 +245,9 @@ def _one(
             running.started = None  # restarted before the next run
     ended = time.time()
     summary = monitor.summary(busy_poll=(run.point.load.busy_poll or 0) > 0) if monitor else None
-    if summary is not None and result is not None and result.agents:
-        # The load came from the agents: their CPU, not this process's, says
-        # whether the generator was the limit.
-        busy = [a.index for a in result.agents if a.cpu_utilization >= CLIENT_BOUND_SHARE]
-        agents_cpu = sum(a.run_cpu_s for a in result.agents) / result.duration_s if result.duration_s else None
-        summary = {**summary, "client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
-    layout = running.layout.to_json()
-    if session is not None:
-        # The load came from the cluster's agents, not this machine's
-        # generator cores; beside the target (on this machine) they may
-        # use its cores, as nothing confines them.
-        layout = {
-            **layout,
-            "shared": session.agents_here and bool(layout.get("target_cpus")),
-            "generator": "ray agents",
-        }
+    if summary is not None and result is not None:
+        summary = backend.monitor(summary, result)
+    layout = backend.layout(running.layout.to_json())
     store.add_run(
         out.experiment_id,
         seq=run.seq,

@@ -114,6 +114,20 @@ class Store:
         ).fetchone()
         return row[0] if row else None
 
+    def newest_experiment(self) -> int | None:
+        """The last experiment stored, of any plan."""
+        row = self.db.execute("SELECT max(id) FROM experiments").fetchone()
+        return row[0] if row else None
+
+    def experiment(self, experiment_id: int) -> dict[str, Any] | None:
+        """An experiment's row: its plan, host facts and versions."""
+        self.db.row_factory = sqlite3.Row
+        try:
+            row = self.db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
+            return dict(row) if row else None
+        finally:
+            self.db.row_factory = None
+
     def done(self, experiment_id: int) -> set[tuple[str, int]]:
         rows = self.db.execute("SELECT point_key, repetition FROM runs WHERE experiment_id = ?", (experiment_id,))
         return {(k, r) for k, r in rows}

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,15 +23,22 @@ import jinja2
 
 from corebench.plan.factors import substitute
 from corebench.plan.model import Target
-from corebench.runner.cpus import Layout
-from corebench.target import recipes
-from corebench.target.nginx import free_port
+from corebench.targets import recipes
+from corebench.targets.cpus import Layout
 
 TAIL_BYTES = 2000
 
 
 class TargetError(Exception):
     """The target could not be started, or did not become ready."""
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -148,7 +156,7 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
         raise TargetError(f"cannot start {argv[0]}: no such program")
     # The target is placed on its CPUs by a small program that then execs it
     # (target/enter.py), not by a preexec_fn: this process runs threads.
-    placed = [sys.executable, "-m", "corebench.target.enter", json.dumps(layout.to_json()), "--", *argv]
+    placed = [sys.executable, "-m", "corebench.targets.enter", json.dumps(layout.to_json()), "--", *argv]
     with log_path.open("ab") as log:
         try:
             proc = subprocess.Popen(

@@ -10,6 +10,8 @@ according to ``mode``; see the ``_mode_*`` functions for what each one does and
 why it matters. Stopping is fast even with connections held open.
 """
 
+from __future__ import annotations
+
 import contextlib
 import selectors
 import socket
@@ -17,35 +19,36 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 _MAX_HEAD = 64 * 1024
 
 
-def _response(status, body, close, extra=b""):
+def _response(status: bytes, body: bytes, close: bool, extra: bytes = b"") -> bytes:
     head = b"HTTP/1.1 " + status + b"\r\nContent-Length: %d\r\n" % len(body) + extra
     return head + (b"Connection: close\r\n" if close else b"") + b"\r\n" + body
 
 
-def _mode_ok(srv, sock, close):
+def _mode_ok(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Well-behaved baseline: 200, 5-byte body, keep-alive honoured."""
     sock.sendall(_response(b"200 OK", b"hello", close))
     return not close
 
 
-def _mode_garbage(srv, sock, close):
+def _mode_garbage(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Not HTTP at all: the client must report a parse error, not hang or crash."""
     sock.sendall(b"\x00\x01garbage not http\r\n\r\n")
     return False
 
 
-def _mode_short_body_close(srv, sock, close):
+def _mode_short_body_close(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Body shorter than Content-Length, then EOF: a truncated response is an
     error, never a success with 50 bytes."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 50)
     return False
 
 
-def _mode_short_body_hold(srv, sock, close):
+def _mode_short_body_hold(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Body shorter than Content-Length and then silence: only a read timeout
     can end this request; the connection must not be reused."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 50)
@@ -53,19 +56,19 @@ def _mode_short_body_hold(srv, sock, close):
     return False
 
 
-def _mode_close_mid_headers(srv, sock, close):
+def _mode_close_mid_headers(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """EOF in the middle of the head: the incomplete head must be an error."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Le")
     return False
 
 
-def _mode_close_mid_body(srv, sock, close):
+def _mode_close_mid_body(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Full head announcing 1000 bytes, 10 delivered, then EOF."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"0123456789")
     return False
 
 
-def _mode_chunked_valid(srv, sock, close):
+def _mode_chunked_valid(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Valid chunked body ("hello world") with a chunk extension and a trailer,
     written in small pieces so the parser must cope with arbitrary splits."""
     pieces = [
@@ -84,20 +87,20 @@ def _mode_chunked_valid(srv, sock, close):
     return not close
 
 
-def _mode_chunked_broken(srv, sock, close):
+def _mode_chunked_broken(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Invalid chunk-size line: must be a parse error, not a hang."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n")
     return False
 
 
-def _mode_never_answers(srv, sock, close):
+def _mode_never_answers(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Request read, nothing ever sent: exercises timeouts and in-flight
     accounting at shutdown of the load generator."""
     srv._stop.wait()
     return False
 
 
-def _mode_reset(srv, sock, close):
+def _mode_reset(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Request read, then RST (SO_LINGER 0): ECONNRESET must be counted as an
     error and the connection replaced."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -105,14 +108,14 @@ def _mode_reset(srv, sock, close):
     return False
 
 
-def _mode_status_500(srv, sock, close):
+def _mode_status_500(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Valid 500 response: a well-formed response that is still a failure by
     status; keep-alive honoured."""
     sock.sendall(_response(b"500 Internal Server Error", b"error", close))
     return not close
 
 
-def _mode_varying_length(srv, sock, close):
+def _mode_varying_length(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Valid 200s whose body alternates 5 and 6 bytes (server-wide): byte
     counters must sum real body sizes, not assume a constant one."""
     with srv._lock:
@@ -122,14 +125,17 @@ def _mode_varying_length(srv, sock, close):
     return not close
 
 
-_HANDLERS = {name[len("_mode_") :]: fn for name, fn in list(globals().items()) if name.startswith("_mode_")}
+_Handler = Callable[["MisbehavingServer", socket.socket, bool], bool]
+_HANDLERS: dict[str, _Handler] = {
+    name[len("_mode_") :]: fn for name, fn in list(globals().items()) if name.startswith("_mode_")
+}
 MODES = tuple(_HANDLERS)
 
 
 class MisbehavingServer:
     """HTTP/1.1 server on 127.0.0.1:<free port> answering every request per ``mode``."""
 
-    def __init__(self, mode):
+    def __init__(self, mode: str) -> None:
         if mode not in _HANDLERS:
             raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
         self.mode = mode
@@ -137,20 +143,24 @@ class MisbehavingServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._requests = self._connections = self._varying = 0
-        self._clients, self._threads = set(), set()
-        self._listener = self._acceptor = self.port = self.url = None
+        self._clients: set[socket.socket] = set()
+        self._threads: set[threading.Thread] = set()
+        self._listener: socket.socket | None = None
+        self._acceptor: threading.Thread | None = None
+        self.port = 0
+        self.url = ""
 
     @property
-    def requests(self):  # complete request heads received
+    def requests(self) -> int:  # complete request heads received
         with self._lock:
             return self._requests
 
     @property
-    def connections(self):  # accepted connections
+    def connections(self) -> int:  # accepted connections
         with self._lock:
             return self._connections
 
-    def start(self):
+    def start(self) -> MisbehavingServer:
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         ls.bind(("127.0.0.1", 0))
@@ -163,7 +173,7 @@ class MisbehavingServer:
         self._acceptor.start()
         return self
 
-    def stop(self, timeout=1.0):
+    def stop(self, timeout: float = 1.0) -> None:
         self._stop.set()
         deadline = time.monotonic() + timeout
         if self._acceptor is not None:
@@ -178,13 +188,14 @@ class MisbehavingServer:
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
 
-    def __enter__(self):
+    def __enter__(self) -> MisbehavingServer:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _accept_loop(self):
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
         with selectors.DefaultSelector() as sel:
             sel.register(self._listener, selectors.EVENT_READ)
             while not self._stop.is_set():
@@ -206,7 +217,7 @@ class MisbehavingServer:
                     self._threads.add(t)
                 t.start()
 
-    def _serve(self, sock):
+    def _serve(self, sock: socket.socket) -> None:
         buf = b""
         try:
             while not self._stop.is_set():
@@ -219,7 +230,7 @@ class MisbehavingServer:
                     buf += data
                 head, buf = buf.split(b"\r\n\r\n", 1)
                 lines = head.split(b"\r\n")
-                headers = {}
+                headers: dict[bytes, bytes] = {}
                 for line in lines[1:]:
                     name, _, value = line.partition(b":")
                     headers[name.strip().lower()] = value.strip().lower()
@@ -246,7 +257,7 @@ class MisbehavingServer:
             _shutdown_close(sock, socket.SHUT_RDWR if self._stop.is_set() else socket.SHUT_WR)
 
 
-def _shutdown_close(sock, how):
+def _shutdown_close(sock: socket.socket, how: int) -> None:
     """shutdown() then close(); SHUT_RDWR also wakes a thread blocked in recv()."""
     with contextlib.suppress(OSError):
         sock.shutdown(how)

@@ -45,7 +45,7 @@ class RecipeError(ValueError):
 
 
 def _template(name: str) -> str:
-    return resources.files("corebench.target.recipes").joinpath(name).read_text()
+    return resources.files("corebench.targets.recipes").joinpath(name).read_text()
 
 
 def settings(t: Target) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`python -m corebench.target.enter LAYOUT_JSON -- COMMAND...`: puts itself
+"""`python -m corebench.targets.enter LAYOUT_JSON -- COMMAND...`: puts itself
 in the target's cgroups and on its CPUs, then becomes the command (exec),
 so every process the target forks inherits the placement. A separate
 program rather than a `preexec_fn`: corebench runs threads (the live
@@ -15,7 +15,7 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m corebench.target.enter LAYOUT_JSON -- COMMAND...", file=sys.stderr)
+        print("usage: python -m corebench.targets.enter LAYOUT_JSON -- COMMAND...", file=sys.stderr)
         return 2
     layout = json.loads(argv[0])
     try:

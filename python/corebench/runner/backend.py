@@ -1,0 +1,100 @@
+"""Where a run's load comes from: this process's engine, or a Ray cluster's
+agents. The runner asks a `LoadBackend` for a load and never branches on
+which one it has."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from corebench import engine
+from corebench.errors import EngineFailure, UsageError
+from corebench.monitor import CLIENT_BOUND_SHARE
+
+if TYPE_CHECKING:
+    from corebench.cluster.session import Session
+    from corebench.config.cluster import ClusterConfig
+    from corebench.config.load import LoadConfig
+    from corebench.result import LoadResult
+
+
+class LoadFailed(Exception):
+    """The load could not be run or did not end well: the run failed, with
+    this reason stored."""
+
+
+class LoadBackend(Protocol):
+    def run(self, cfg: LoadConfig, progress: Callable[[int], None]) -> LoadResult:
+        """One load; raises LoadFailed with the reason when there is no result."""
+        ...
+
+    def layout(self, layout: dict[str, Any]) -> dict[str, Any]:
+        """The run's CPU layout as stored: who generated the load, and whether
+        it shared the target's cores."""
+        ...
+
+    def monitor(self, summary: dict[str, Any], result: LoadResult) -> dict[str, Any]:
+        """The monitor's summary, with the generator's CPU from where the load
+        actually ran."""
+        ...
+
+
+class Local:
+    """The engine in this process, on the generator cores of the layout."""
+
+    def run(self, cfg: LoadConfig, progress: Callable[[int], None]) -> LoadResult:
+        try:
+            return engine.run(cfg, progress=progress)
+        except (UsageError, EngineFailure) as x:
+            raise LoadFailed(f"engine: {x}") from x
+
+    def layout(self, layout: dict[str, Any]) -> dict[str, Any]:
+        return layout
+
+    def monitor(self, summary: dict[str, Any], result: LoadResult) -> dict[str, Any]:
+        return summary
+
+
+class Cluster:
+    """A Ray cluster's agents, connected and placed once for the experiment."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def run(self, cfg: LoadConfig, progress: Callable[[int], None]) -> LoadResult:
+        from corebench.cluster import AgentFailed, ClusterError
+
+        try:
+            return self.session.run(cfg, progress=progress)
+        except (AgentFailed, ClusterError) as x:
+            raise LoadFailed(f"agents: {x}") from x
+        except (UsageError, EngineFailure) as x:
+            raise LoadFailed(f"engine: {x}") from x
+
+    def layout(self, layout: dict[str, Any]) -> dict[str, Any]:
+        # Not this machine's generator cores: agents beside the target (on
+        # this machine) may use its cores, as nothing confines them.
+        shared = self.session.agents_here and bool(layout.get("target_cpus"))
+        return {**layout, "shared": shared, "generator": "ray agents"}
+
+    def monitor(self, summary: dict[str, Any], result: LoadResult) -> dict[str, Any]:
+        # The agents' CPU, not this process's, says whether the generator
+        # was the limit.
+        busy = [a.index for a in result.agents if a.cpu_utilization >= CLIENT_BOUND_SHARE]
+        agents_cpu = sum(a.run_cpu_s for a in result.agents) / result.duration_s if result.duration_s else None
+        return {**summary, "client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
+
+
+@contextmanager
+def open_backend(cluster: ClusterConfig | None) -> Iterator[LoadBackend]:
+    """The plan's cluster, connected and its agents placed before the first
+    run (a cluster that cannot serve is an error before any load); or the
+    engine in this process."""
+    if cluster is None:
+        yield Local()
+        return
+    from corebench.cluster.session import Session
+
+    with Session(cluster) as session:
+        yield Cluster(session)

@@ -1,0 +1,82 @@
+"""Everything about a plan that can be checked before the first run, in one
+place and done once: CPU counts against this machine, recipes' settings,
+each point's load settings as the engine would refuse them, and who may send
+load where. A plan that passes gets its runs in order; one that fails gets one
+line naming the plan's file, line and key."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from corebench import engine
+from corebench.config.load import LoadConfig
+from corebench.config.settings import SettingError
+from corebench.errors import UsageError
+from corebench.plan import Experiment, Point
+from corebench.plan.engine_config import load_config
+from corebench.plan.source import where
+from corebench.runner import schedule
+from corebench.targets import recipes
+from corebench.targets.cpus import check as check_cpus
+from corebench.targets.cpus import control_method, online_cpus
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A plan that passed every check, and its runs in their order."""
+
+    exp: Experiment
+    runs: list[schedule.Run]
+
+
+def check(exp: Experiment) -> Checked:
+    online = online_cpus()
+    for p in exp.points:
+        _check_cpus(exp, p, online)
+        if p.target.recipe:
+            try:
+                recipes.settings(p.target)
+            except recipes.RecipeError as e:
+                raise UsageError(f"{_at(exp, 'target', 'settings')}: {e} (at {p.label()})") from None
+        try:
+            cfg = load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
+            engine.check(cfg)
+        except SettingError as e:
+            raise UsageError(f"{_at(exp, 'load', e.key)}: {e} (at {p.label()})") from None
+        _check_reach(exp, p, cfg)
+    return Checked(exp, schedule.runs(exp))
+
+
+def _at(exp: Experiment, *key: str) -> str:
+    return where(exp.path, exp.text, key)
+
+
+def _check_cpus(exp: Experiment, p: Point, online: list[int]) -> None:
+    try:
+        check_cpus(p.target.cpus, online)
+    except ValueError as e:
+        raise UsageError(f"{_at(exp, 'target', 'cpus')}: {e}") from None
+    if p.target.cpus is not None and p.target.cpus != int(p.target.cpus) and control_method() == "affinity":
+        raise UsageError(
+            f"{_at(exp, 'target', 'cpus')}: cpus = {p.target.cpus:g} needs a CPU quota, "
+            "and this machine's cgroups cannot be written (run as root, or give whole cpus)"
+        )
+
+
+def _check_reach(exp: Experiment, p: Point, cfg: LoadConfig) -> None:
+    """Who sends the load where: a target beyond loopback needs allow_remote,
+    and a cluster's agents must be able to share the point's load."""
+    if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:
+        raise UsageError(
+            f"{_at(exp, 'target', 'address')}: the target listens on "
+            f"{p.target.address}, not a loopback address: set allow_remote = true in [load] "
+            "to send it load"
+        )
+    if exp.plan.cluster is not None:
+        from corebench.cluster.session import check as check_share
+
+        try:
+            check_share(cfg, exp.plan.cluster)
+        except UsageError as e:
+            raise UsageError(f"{_at(exp, 'cluster', 'agents')}: {e} (at {p.label()})") from None
