@@ -67,11 +67,57 @@ def test_fit_command(tmp_path):
     assert p.returncode == 0, p.stderr
     import json
 
-    usl, amdahl = json.loads(p.stdout)
-    assert close(usl["params"]["lambda"], 89.9952) and amdahl["law"] == "amdahl"
+    g = json.loads(p.stdout)["groups"][""]
+    assert g["law"] == "usl" and close(g["fits"]["usl"]["params"]["lambda"], 89.9952)
     text = run_cli("fit", str(DATA / "raytracer.csv"), "--predict", "128").stdout
-    assert "peak    none" in text and "X(128) =" in text
+    assert "Amdahl's law over 11 levels" in text and "X(128) =" in text
+    p = run_cli("fit", str(DATA / "raytracer.csv"), "--predict", "129")
+    assert p.returncode == 2 and "beyond twice the largest measured N (64)" in p.stderr
     bad = tmp_path / "bad.csv"
     bad.write_text("n,x\n1,10\n2,abc\n")
     p = run_cli("fit", str(bad))
     assert p.returncode == 2 and "bad.csv:3:" in p.stderr
+
+
+FIELD_REPORT = (
+    "cpu,cores,ghz,rps\nE5310,1,1.6,332\n5130,1,2.0,404\nE5310,4,1.6,1128\n5130,4,2.0,1356\nE5310,8,1.6,2104\n"
+)
+
+
+def test_fit_command_reproduces_the_first_field_reports_table(tmp_path):
+    table = tmp_path / "cores.csv"
+    table.write_text(FIELD_REPORT)
+    p = run_cli("fit", str(table))
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.splitlines() if line.startswith(("E5310 ", "5130 "))]
+    per_ghz = {(r[0], r[1]): int(r[-1]) for r in rows}
+    assert per_ghz == {
+        ("E5310", "1"): 208,
+        ("5130", "1"): 202,
+        ("E5310", "4"): 176,
+        ("5130", "4"): 170,
+        ("E5310", "8"): 164,
+    }
+    speedup = {(r[0], r[1]): r[3] for r in rows}
+    assert speedup[("E5310", "8")] == "6.34×" and speedup[("E5310", "4")] == "3.40×"
+    assert "one group per cpu" in p.stdout and "the USL not tried: it needs 5 levels" in p.stdout
+
+
+def test_fit_command_reads_named_columns_in_any_format(tmp_path):
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("label\tthreads\treq_per_s\tclock_mhz\na\t1\t100\t2000\na\t2\t190\t2000\na\t4\t350\t2000\n")
+    p = run_cli("fit", str(tsv), "--x", "threads", "--y", "req_per_s", "--json")
+    assert p.returncode == 0, p.stderr
+    import json
+
+    out = json.loads(p.stdout)
+    assert (out["x"], out["y"], out["clock"], out["by"]) == ("threads", "req_per_s", "clock_mhz", "label")
+    assert out["groups"]["a"]["rows"][0]["per_core_ghz"] == pytest.approx(50.0)
+    js = tmp_path / "t.json"
+    js.write_text('[{"vcpus": 1, "throughput": 10}, {"vcpus": 2, "throughput": 20}]')
+    assert '"law": "linear"' in run_cli("fit", str(js), "--json").stdout
+    p = run_cli("fit", str(tsv))
+    assert p.returncode == 2
+    assert p.stderr.strip().endswith("its columns: label, threads, req_per_s, clock_mhz; choose one with --x NAME")
+    p = run_cli("fit", str(tsv), "--x", "threads", "--y", "nope")
+    assert p.returncode == 2 and "--y nope: " in p.stderr and "has no such column" in p.stderr

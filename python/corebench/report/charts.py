@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from corebench.analysis.points import PointStats  # noqa: E402
+from corebench.analysis.scaling import Fit  # noqa: E402
 from corebench.report.data import ReportData, ScalingFit  # noqa: E402
 
 plt.rcParams.update(
@@ -135,31 +136,34 @@ def variability(d: ReportData) -> str:
     return _svg(fig)
 
 
-def fit_chart(sf: ScalingFit, amdahl: ScalingFit | None = None) -> str:
-    f = sf.fit
+_LAW_NAMES = {"linear": "linear", "amdahl": "Amdahl", "usl": "USL"}
+
+
+def fit_chart(sf: ScalingFit) -> str:
+    """The measured points (and those left out), the chosen law up to its
+    extrapolation limit with its 95% confidence band."""
+    m, f = sf.model, sf.fit
+    assert f is not None  # drawn only where a law was chosen
     fig, ax = plt.subplots()
-    ax.plot(sf.ns, sf.xs, "o", label="measured")
-    grid = np.linspace(min(sf.ns), max(sf.ns) * 4, 200)
-    ax.plot(
-        grid,
-        [f.predict(n) for n in grid],
-        "-",
-        label=f"USL λ={f.params['lambda']:.4g} σ={f.params['sigma']:.3g} κ={f.params['kappa']:.3g}",
-    )
-    if amdahl is not None:
-        a = amdahl.fit
-        ax.plot(
-            grid,
-            [a.predict(n) for n in grid],
-            "--",
-            label=f"Amdahl λ={a.params['lambda']:.4g} σ={a.params['sigma']:.3g}",
-        )
-    ax.axvline(max(sf.ns), color="grey", linestyle=":", linewidth=1)
+    ax.plot(m.ns, m.xs, "o", label="measured, fitted")
+    if sf.left_out:
+        ax.plot(*zip(*sf.left_out, strict=True), "x", color="grey", label="measured, left out (see the table)")
+    grid = np.linspace(min(m.ns) / 2, m.limit, 200)
+    ax.plot(grid, [f.predict(n) for n in grid], "-", label=f"{_LAW_NAMES[f.law]} " + _params(f))
+    bands = [f.band(n) for n in grid]
+    ax.fill_between(grid, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2, label="95% band")
+    ax.axvline(max(m.ns), color="grey", linestyle=":", linewidth=1)
+    ax.set_xlim(0, m.limit)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel(sf.factor)
     ax.set_ylabel("throughput (req/s)")
     ax.set_title(f"Scaling over {sf.factor} ({sf.fixed or 'all'}); right of the dotted line: predicted")
     ax.legend(fontsize=7)
     return _svg(fig)
+
+
+def _params(f: Fit) -> str:
+    return " ".join(f"{ {'lambda': 'λ', 'sigma': 'σ', 'kappa': 'κ'}[k] }={v:.3g}" for k, v in f.params.items())
 
 
 def heatmap(d: ReportData) -> str | None:
@@ -199,10 +203,5 @@ def all_charts(d: ReportData) -> list[tuple[str, str]]:
         svg = make(d)
         if svg:
             out.append((title, svg))
-    amdahl = {(sf.factor, sf.fixed): sf for sf in d.fits if sf.fit.law == "amdahl"}
-    out += [
-        (f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf, amdahl.get((sf.factor, sf.fixed))))
-        for sf in d.fits
-        if sf.fit.law == "usl"
-    ]
+    out += [(f"Scaling over {sf.factor} ({sf.fixed or 'all'})", fit_chart(sf)) for sf in d.fits if sf.fit is not None]
     return out

@@ -10,7 +10,8 @@ from typing import Any
 from corebench.analysis.diagnose import Diagnosis, diagnose
 from corebench.analysis.knee import kneedle, saturation
 from corebench.analysis.points import PointStats, point_stats
-from corebench.analysis.scaling import Fit, ScalingRow, fit, scaling_table
+from corebench.analysis.scaling import Fit, ScalingRow, scaling_table
+from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
 from corebench.analysis.verdict import Slo, verdicts
 from corebench.errors import UsageError
 from corebench.store import Store
@@ -18,11 +19,17 @@ from corebench.store import Store
 
 @dataclass
 class ScalingFit:
+    """The law one series of points supports (or why none), over one factor
+    with the other factors held at `fixed`."""
+
     factor: str
     fixed: str  # the other factors' levels the fit holds
-    ns: list[float]
-    xs: list[float]
-    fit: Fit
+    model: ScalingModel
+    left_out: list[tuple[float, float]] = field(default_factory=list)  # (N, X) not fitted
+
+    @property
+    def fit(self) -> Fit | None:
+        return self.model.chosen
 
 
 @dataclass
@@ -150,8 +157,9 @@ def _cpus_given(p: PointStats) -> float | None:
 
 
 def scaling_fits(points: list[PointStats], factors: dict[str, list[Any]]) -> list[ScalingFit]:
-    """A USL fit over cpus and over concurrency, for each combination of the
-    other factors, wherever a factor has 3 or more numeric levels."""
+    """The scaling law over cpus and over concurrency, for each combination
+    of the other factors, wherever a factor has 3 or more numeric levels;
+    fitted only to points that can carry it (`analysis.scaling_model`)."""
     out = []
     for factor in ("cpus", "concurrency"):
         levels = factors.get(factor, [])
@@ -162,16 +170,26 @@ def scaling_fits(points: list[PointStats], factors: dict[str, list[Any]]) -> lis
             rest = {k: v for k, v in p.levels.items() if k != factor}
             groups.setdefault(json.dumps(rest, sort_keys=True), []).append(p)
         for key, ps in groups.items():
-            ps = [p for p in ps if p.measured]
-            if len(ps) < 3:
+            ps = sorted((p for p in ps if p.measured), key=lambda p: p.levels[factor])
+            if not ps:
                 continue
-            ps.sort(key=lambda p: p.levels[factor])
-            ns, xs = [float(p.levels[factor]) for p in ps], [p.throughput.mean for p in ps]
             fixed = " ".join(f"{k}={v}" for k, v in json.loads(key).items())
-            for law in ("usl", "amdahl"):
-                try:
-                    f = fit(ns, xs, law, [max(ns) * 2, max(ns) * 4])
-                except (ValueError, RuntimeError):
-                    continue  # the optimizer found no fit: the report shows the points alone
-                out.append(ScalingFit(factor, fixed, ns, xs, f))
+            model = _model(factor, ps)
+            left = {n for n, _ in model.dropped}
+            points_out = [(float(p.levels[factor]), p.throughput.mean) for p in ps if p.levels[factor] in left]
+            out.append(ScalingFit(factor, fixed, model, points_out))
     return out
+
+
+def _model(factor: str, ps: list[PointStats]) -> ScalingModel:
+    """Points whose generator shared the target's cores understate the
+    target and are left out; so are load levels past saturation, where a
+    closed loop only queues."""
+    dropped = [(float(p.levels[factor]), "the load generator shared the target's cores") for p in ps if p.shared]
+    ps = [p for p in ps if not p.shared]
+    if ps and factor == "concurrency":
+        kept, past = below_saturation([float(p.levels[factor]) for p in ps], [p.throughput.mean for p in ps])
+        dropped += [(float(ps[i].levels[factor]), "past saturation") for i in past]
+        ps = [ps[i] for i in kept]
+    ns, xs = [float(p.levels[factor]) for p in ps], [p.throughput.mean for p in ps]
+    return choose(ns, xs, dropped)

@@ -14,6 +14,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from corebench.analysis.scaling import METHOD
+from corebench.analysis.scaling_model import ALPHA
 from corebench.report import charts, table
 from corebench.report.data import ReportData
 
@@ -25,6 +27,8 @@ _ENV = jinja2.Environment(
 def _fmt(x: float | None, digits: int = 0) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞"  # an interval open to that side
     return f"{x:,.{digits}f}"
 
 
@@ -62,6 +66,8 @@ class Html:
         return _ENV.get_template("report.html.j2").render(
             d=d,
             charts=[(title, Markup(svg)) for title, svg in charts.all_charts(d)],
+            fit_method=METHOD,
+            fit_alpha=ALPHA,
             diagnosed=list(zip(d.points, d.diagnoses, strict=True)),
             timelines=Markup(_script_json(_timelines(d))),
             csv_uri=_data_uri(table.to_csv(d), "text/csv"),

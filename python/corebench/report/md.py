@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import math
 
+from corebench.analysis.scaling import METHOD
+from corebench.analysis.scaling_model import ALPHA
 from corebench.report.data import ReportData
 
 
 def _n(x: float | None, digits: int = 0) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
+
+
+def _g(x: float) -> str:
+    """Four significant digits; an interval open to one side reads ∞."""
+    return "–" if math.isnan(x) else ("∞" if math.isinf(x) else f"{x:.4g}")
 
 
 def _cell(text: object) -> str:
@@ -51,13 +58,19 @@ class Markdown:
             ]
             out.append("| " + " | ".join(cells) + " |")
         if d.fits:
-            out += ["", "## Scaling fits", "", f"Method: {d.fits[0].fit.method}.", ""]
+            out += ["", "## Scaling fits", "", f"Method: {METHOD}; the law chosen by F tests (α = {ALPHA}).", ""]
             for sf in d.fits:
+                out.append(f"- over {sf.factor} ({_cell(sf.fixed) or 'all'}): {_cell(sf.model.why)}")
                 f = sf.fit
-                peak = f"peak at N* = {f.peak_n:.1f}" if f.peak_n else "no peak (κ = 0)"
-                out.append(
-                    f"- {sf.fit.law.upper()} over {sf.factor} ({_cell(sf.fixed) or 'all'}): "
-                    f"λ = {f.params['lambda']:.4g}, "
-                    f"σ = {f.params['sigma']:.4g}, κ = {f.params.get('kappa', 0.0):.4g}, R² = {f.r2:.3f}, {peak}"
-                )
+                if f is not None:
+                    params = ", ".join(
+                        f"{k} = {v:.4g} (95% CI {_g(f.intervals[k][0])}–{_g(f.intervals[k][1])})"
+                        for k, v in f.params.items()
+                    )
+                    peak = f"peak at N* = {f.peak_n:.1f}" if f.peak_n else "no peak claimed"
+                    predicted = ", ".join(
+                        f"X({n:g}) = {x:,.0f} (95% {_g(f.bands[n][0])}–{_g(f.bands[n][1])})"
+                        for n, x in f.predictions.items()
+                    )
+                    out.append(f"  {params}; R² = {f.r2:.3f}; {peak}; predicted {predicted}")
         return "\n".join(out) + "\n"

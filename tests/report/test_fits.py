@@ -1,0 +1,31 @@
+"""The report's scaling fits: only points that can carry a law are fitted,
+and the reason is given where no law is."""
+
+from corebench.analysis.points import PointStats
+from corebench.analysis.stats import summarize
+from corebench.report.data import scaling_fits
+
+
+def point(levels, rps, shared=False):
+    s = summarize([rps * 0.99, rps, rps * 1.01])
+    return PointStats(levels, [], [{}], s, s, s, 0, 0.0, None, None, False, None, shared)
+
+
+def test_a_saturated_concurrency_sweep_gets_no_law():
+    # The demo's case: every level is past saturation (the server is busy at 25).
+    points = [point({"concurrency": c}, x) for c, x in ((25, 5000), (75, 5010), (150, 4990))]
+    (sf,) = scaling_fits(points, {"concurrency": [25, 75, 150]})
+    assert sf.fit is None
+    assert sf.model.why.startswith("no scaling law fitted: 1 usable level")
+    assert "N = 75 (past saturation)" in sf.model.why and "N = 150 (past saturation)" in sf.model.why
+    assert sf.left_out == [(75.0, 5010), (150.0, 4990)]
+
+
+def test_points_whose_generator_shared_the_cores_are_left_out():
+    xs = {1: 1000, 2: 2000, 3: 3000, 4: 3100}
+    points = [point({"cpus": c}, x, shared=c == 4) for c, x in xs.items()]
+    (sf,) = scaling_fits(points, {"cpus": list(xs)})
+    assert sf.model.ns == [1.0, 2.0, 3.0]
+    assert sf.fit is not None and sf.fit.law == "linear"
+    assert "N = 4 (the load generator shared the target's cores)" in sf.model.why
+    assert max(sf.fit.predictions) == 6.0, "predictions reach twice the largest fitted level"
