@@ -255,3 +255,46 @@ address = "198.51.100.7"
 """
     with pytest.raises(UsageError, match=r"plan.toml:4: target.address: .* set allow_remote = true in \[load\]"):
         experiment(tmp_path, text)
+
+
+def test_fast_errors_are_never_throughput(tmp_path):
+    # "shedding" answers 60% of requests with an instant 503 and the rest
+    # in 4 ms; "correct" answers all in 10 ms. More responses per second
+    # come from shedding, but its failures are not throughput: it is failing,
+    # and the slower correct server is the best.
+    text = f"""
+[experiment]
+repetitions = 2
+warmup = 0
+duration = "1s"
+
+[factors]
+server = ["correct", "shedding"]
+
+[target]
+command = ["{PY}", "{SUPPORT / "shedding_server.py"}", "{{port}}", "{{server}}"]
+
+[load]
+concurrency = 4
+keep_alive = true
+"""
+    ran = run_plan(tmp_path, text)
+    out, runs, store = ran.out, ran.runs, ran.store
+    assert out.ok == 4, [r["error"] for r in runs]
+    raw: dict[str, float] = {}
+    for r in runs:
+        raw[json.loads(r["point_json"])["server"]] = min(
+            raw.get(json.loads(r["point_json"])["server"], 1e9), r["throughput_rps"]
+        )
+    assert raw["shedding"] > raw["correct"], "the shedding server answers more often"
+    from corebench.report.data import load
+
+    d = load(store)
+    by = {p.levels["server"]: p for p in d.points}
+    assert by["shedding"].failing and not by["correct"].failing
+    assert by["shedding"].error_share > 0.5
+    assert by["shedding"].throughput.mean < raw["shedding"] * 0.5, "goodput counts only the 200s"
+    best = next(v for v in d.verdicts if v.startswith("Best throughput"))
+    assert best.startswith("Best throughput: server=correct"), d.verdicts
+    assert any(v.startswith("Failing: 1 point(s) (server=shedding)") for v in d.verdicts), d.verdicts
+    assert d.diagnoses[[p.levels["server"] for p in d.points].index("shedding")].kind == "failing"

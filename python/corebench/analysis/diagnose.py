@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from corebench.analysis.points import PointStats, little_fails
+from corebench.analysis.points import FAILING_SHARE, PointStats, little_fails
 
-# More failed requests than this share makes a point failing.
-FAILING_SHARE = 0.01
 # A target using this share of the CPUs it was given was CPU-bound.
 CPU_BOUND_SHARE = 0.85
 
@@ -23,7 +21,10 @@ def diagnose(p: PointStats, cpus: float | None) -> Diagnosis:
     if not p.measured:
         return Diagnosis("failing", f"no measured run succeeded ({p.failed_runs} failed)")
     if p.error_share > FAILING_SHARE or p.failed_runs:
-        return Diagnosis("failing", f"{p.error_share * 100:.1f}% of requests failed; {p.failed_runs} runs failed")
+        return Diagnosis(
+            "failing",
+            f"{p.error_share * 100:.1f}% of requests failed (errors, 4xx, 5xx); {p.failed_runs} runs failed",
+        )
     gen = f"generator {p.generator_cpu:.2f} cores" if p.generator_cpu is not None else "generator CPU unknown"
     if p.client_bound:
         return Diagnosis("client-bound", f"{gen}: near all of its cores; the server was not the limit")

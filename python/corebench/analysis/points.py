@@ -4,11 +4,31 @@ repetitions (warm-ups and failed runs left out), and how its monitor saw it."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
+
+# A response is a success when its status is 2xx or 3xx (RFC 9110 §15: a
+# redirect completed the exchange the client asked for); transport errors,
+# 4xx and 5xx are failures, and failures are never throughput.
+SUCCESS = range(200, 400)
+# A point where more than this share of requests failed (errors or
+# unsuccessful statuses) is failing: reported, never offered as best.
+FAILING_SHARE = 0.01
+
+
+def goodput_rps(result: dict[str, Any]) -> float:
+    """Successful responses per second of the run."""
+    ok = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) in SUCCESS)
+    return ok / float(result["duration_s"]) if result.get("duration_s") else 0.0
+
+
+def failed_requests(result: dict[str, Any]) -> int:
+    """Transport errors plus responses with an unsuccessful status."""
+    bad = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) not in SUCCESS)
+    return int(result.get("failed", 0)) + bad
 
 
 @dataclass
@@ -16,17 +36,22 @@ class PointStats:
     levels: dict[str, Any]
     runs: list[dict[str, Any]]  # every run of the point, warm-ups and failures included
     measured: list[dict[str, Any]]
-    throughput: Summary
+    throughput: Summary  # of goodput: successful responses per second
     p50_us: Summary
     p99_us: Summary
     failed_runs: int
-    error_share: float  # failed requests over requests, measured runs
+    error_share: float  # failed requests (errors, 4xx, 5xx) over requests, measured runs
     target_cpu: float | None  # cores' worth, mean over measured runs
     generator_cpu: float | None
     client_bound: bool
     little: float | None  # X·R / N, closed loop only
     # The generator ran on the target's cores: the target's figures are understated.
     shared: bool = False
+    rps: list[float] = field(default_factory=list)  # goodput of each measured run
+
+    @property
+    def failing(self) -> bool:
+        return self.error_share > FAILING_SHARE or not self.measured
 
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.levels.items()) or "(one point)"
@@ -47,6 +72,7 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
         results = [json.loads(r["result_json"]) for r in measured]
         monitors = [json.loads(r["monitor_json"]) for r in measured if r["monitor_json"]]
         requests = sum(x["requests"] for x in results)
+        rps = [goodput_rps(x) for x in results]
         little = None
         closed = [x for x in results if x.get("model") == "closed"]
         if closed:
@@ -61,11 +87,11 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
                 levels=json.loads(rs[0]["point_json"]),
                 runs=rs,
                 measured=measured,
-                throughput=summarize([r["throughput_rps"] for r in measured]),
+                throughput=summarize(rps),
                 p50_us=summarize([r["p50_us"] for r in measured]),
                 p99_us=summarize([r["p99_us"] for r in measured]),
                 failed_runs=sum(r["status"] == "failed" for r in rs),
-                error_share=sum(x["failed"] for x in results) / requests if requests else 0.0,
+                error_share=sum(failed_requests(x) for x in results) / requests if requests else 0.0,
                 target_cpu=_mean([m["target_cpu"] for m in monitors if "target_cpu" in m]),
                 generator_cpu=_mean([m["generator_cpu"] for m in monitors if "generator_cpu" in m]),
                 client_bound=any(m.get("client_bound") for m in monitors),
@@ -75,6 +101,7 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
                     for r in measured
                     if r["layout_json"]
                 ),
+                rps=rps,
             )
         )
     return out

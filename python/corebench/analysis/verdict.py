@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from corebench.analysis.points import PointStats
+from corebench.analysis.points import FAILING_SHARE, PointStats
 from corebench.analysis.stats import compare
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*<\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
@@ -54,10 +54,21 @@ def verdicts(
     slo: Slo | None = None,
     factors: dict[str, list[Any]] | None = None,
 ) -> list[str]:
-    ok = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
+    measured = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
+    ok = [p for p in measured if not p.failing]
+    failing = [p for p in measured if p.failing]
+    out = []
+    if failing:
+        worst = max(failing, key=lambda p: p.error_share)
+        out.append(
+            f"Failing: {len(failing)} point(s) ({', '.join(p.label() for p in failing[:3])}"
+            f"{', ...' if len(failing) > 3 else ''}) answered more than {FAILING_SHARE:.0%} of requests with an "
+            f"error or an unsuccessful status (worst: {worst.label()}, {worst.error_share:.1%}); they are left out "
+            "of every verdict below, and their failures were never counted as throughput."
+        )
     if not ok:
-        return ["No point has a successful measured run: nothing to conclude."]
-    out = _core_steps(ok) + _factor_effects(ok, factors or {})
+        return [*out, "No point has a successful measured run without failures: nothing to conclude."]
+    out += _core_steps(ok) + _factor_effects(ok, factors or {})
     fast = max(ok, key=lambda p: p.throughput.mean)
     out.append(
         f"Best throughput: {fast.label()} at {fast.throughput.mean:,.0f} req/s "
@@ -69,7 +80,7 @@ def verdicts(
     out.append(f"Least variable: {steady.label()} (coefficient of variation {steady.throughput.cv * 100:.1f}%).")
     if steady is not fast and not math.isnan(steady.throughput.cv) and fast.throughput.cv > 0:
         calmer = (1 - steady.throughput.cv / fast.throughput.cv) * 100
-        cmp = compare([r["throughput_rps"] for r in steady.measured], [r["throughput_rps"] for r in fast.measured])
+        cmp = compare(steady.rps, fast.rps)
         if cmp.significant:
             out.append(
                 f"Trade-off: {fast.label()} is {cmp.relative * 100:.0f}% faster on average; "
@@ -104,7 +115,7 @@ def _core_steps(points: list[PointStats]) -> list[str]:
     out = []
     for lo, hi in zip(levels, levels[1:], strict=False):
         a, b = best[lo], best[hi]
-        cmp = compare([r["throughput_rps"] for r in a.measured], [r["throughput_rps"] for r in b.measured])
+        cmp = compare(a.rps, b.rps)
         ideal = hi / lo
         out.append(
             f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
@@ -144,7 +155,7 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]]) -> 
                 a = base.get(key)
                 if a is None or len(a.measured) < 2 or len(b.measured) < 2:
                     continue
-                c = compare([r["throughput_rps"] for r in a.measured], [r["throughput_rps"] for r in b.measured])
+                c = compare(a.rps, b.rps)
                 changes.append(c.relative)
                 if not c.significant:
                     same += 1

@@ -137,8 +137,10 @@ def sweep(
 
 
 def _table(store_path: Path) -> None:
-    """Per level, over the measured runs: median throughput and latency."""
+    """Per level, over the measured runs: median goodput and latency."""
     import statistics
+
+    from corebench.analysis.points import failed_requests, goodput_rps
 
     s = _open_store(store_path)
     try:
@@ -149,12 +151,13 @@ def _table(store_path: Path) -> None:
     by: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(json.loads(r["point_json"])["concurrency"], []).append(r)
-    print(f"{'concurrency':>11} {'runs':>4} {'req/s (median)':>15} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
+    results = {id(r): json.loads(r["result_json"]) for r in rows}
+    print(f"{'concurrency':>11} {'runs':>4} {'good req/s':>15} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
     for c in sorted(by):
         rs = by[c]
         print(
-            f"{c:11d} {len(rs):4d} {statistics.median(r['throughput_rps'] for r in rs):15,.0f} "
+            f"{c:11d} {len(rs):4d} {statistics.median(goodput_rps(results[id(r)]) for r in rs):15,.0f} "
             f"{statistics.median(r['p50_us'] for r in rs) / 1000:8.3f} "
             f"{statistics.median(r['p99_us'] for r in rs) / 1000:8.3f} "
-            f"{sum(r['failed_requests'] for r in rs):7d}"
+            f"{sum(failed_requests(results[id(r)]) for r in rs):7d}"
         )

@@ -19,9 +19,10 @@ def _points(store: Path) -> list[PointStats]:
 
 def _row(label: str, a: PointStats, b: PointStats) -> list[str]:
     out = []
-    for what, key, fmt in (("req/s", "throughput_rps", "{:,.0f}"), ("p99 ms", "p99_us", "{:.3f}")):
-        xa = [r[key] / (1000 if key == "p99_us" else 1) for r in a.measured]
-        xb = [r[key] / (1000 if key == "p99_us" else 1) for r in b.measured]
+    for what, fmt, xa, xb in (
+        ("req/s", "{:,.0f}", a.rps, b.rps),
+        ("p99 ms", "{:.3f}", [r["p99_us"] / 1000 for r in a.measured], [r["p99_us"] / 1000 for r in b.measured]),
+    ):
         if not xa or not xb:
             out.append(f"{label:<40} {what:<7} {'(no measured runs)':>30}")
             continue

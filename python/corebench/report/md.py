@@ -42,8 +42,16 @@ class Markdown:
             "",
             "## Points",
             "",
-            "| " + " | ".join(factors + ["runs", "req/s mean", "CV", "95% CI", "p50 ms", "p99 ms", "diagnosis"]) + " |",
-            "|" + "---|" * (len(factors) + 7),
+            "Throughput is goodput: successful (2xx, 3xx) responses per second; errors, 4xx and 5xx are failed "
+            "requests, never throughput.",
+            "",
+            "| "
+            + " | ".join(
+                factors
+                + ["runs", "good req/s mean", "CV", "95% CI", "p50 ms", "p99 ms", "failed requests", "diagnosis"]
+            )
+            + " |",
+            "|" + "---|" * (len(factors) + 8),
         ]
         for p, dg in zip(d.points, d.diagnoses, strict=True):
             t = p.throughput
@@ -54,6 +62,7 @@ class Markdown:
                 f"{_n(t.ci_low)}–{_n(t.ci_high)}",
                 _n(p.p50_us.median / 1000, 3),
                 _n(p.p99_us.median / 1000, 3),
+                f"{_n(p.error_share * 100, 1)}%",
                 _cell(dg.kind),
             ]
             out.append("| " + " | ".join(cells) + " |")

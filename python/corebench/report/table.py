@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any
 
+from corebench.analysis.points import failed_requests, goodput_rps
 from corebench.report.data import ReportData
 
 COLUMNS = [
@@ -17,10 +18,12 @@ COLUMNS = [
     "status",
     "error",
     "duration_s",
-    "throughput_rps",
+    "throughput_rps",  # every response, as ab counts it
+    "goodput_rps",  # successful (2xx, 3xx) responses: what the analysis calls throughput
     "p50_us",
     "p99_us",
     "failed_requests",
+    "unsuccessful_responses",  # 4xx and 5xx
     "client_bound",
     "target_cpu",
     "generator_cpu",
@@ -36,6 +39,10 @@ def rows(d: ReportData) -> list[dict[str, Any]]:
         levels = json.loads(r["point_json"])
         row = {k: r.get(k) for k in COLUMNS if k in r}
         row.update({"target_cpu": monitor.get("target_cpu"), "generator_cpu": monitor.get("generator_cpu")})
+        if r.get("result_json"):
+            result = json.loads(r["result_json"])
+            row["goodput_rps"] = goodput_rps(result)
+            row["unsuccessful_responses"] = failed_requests(result) - int(result.get("failed", 0))
         row.update({f: levels.get(f) for f in factors})
         out.append(row)
     return out
