@@ -171,12 +171,12 @@ mod tests {
         assert!(Skip::TargetTooLong.reason().contains(&MAX_TARGET_BYTES.to_string()));
     }
 
-    /// The real log beside the checkout (`../shared/data`, as the Python
-    /// tests find it): every line parsed or skipped for a reason.
+    /// The real log the examples replay (`examples/data`): every line
+    /// parsed or skipped for a reason.
     #[test]
     fn real_combined_log_is_accounted_for() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/access-logs/apache-combined-10k.log");
-        let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path} (shared/ beside the checkout): {e}"));
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/data/apache-combined-10k.log");
+        let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let (mut parsed, mut skipped) = (0u64, BTreeMap::<Skip, u64>::new());
         let lines = read_lines(BufReader::new(file), MAX_LINE_BYTES, |_, line| match line.and_then(parse_line) {
             Ok(_) => parsed += 1,

@@ -99,8 +99,10 @@ class Comparison:
 
 def compare(a: list[float], b: list[float]) -> Comparison:
     """Welch's t-test (unequal variances; Welch 1947) for the p-value, and
-    its interval for the difference of means, divided by A's mean. With
-    fewer than 2 runs a side no test is possible: reported as not significant."""
+    Fieller's interval for the ratio of the means B/A (Fieller 1954, with
+    Welch's degrees of freedom), less 1: the interval accounts for the
+    uncertainty of A's mean as well as B's. With fewer than 2 runs a side no
+    test is possible: reported as not significant."""
     xa, xb = np.asarray(a, float), np.asarray(b, float)
     ma, mb = float(xa.mean()), float(xb.mean())
     rel = (mb - ma) / ma if ma else math.nan
@@ -115,5 +117,54 @@ def compare(a: list[float], b: list[float]) -> Comparison:
     df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
     t = (mb - ma) / se
     p = float(2 * st.t.sf(abs(t), df))
-    half = float(st.t.ppf(1 - ALPHA / 2, df)) * se
-    return Comparison(rel, (mb - ma - half) / ma, (mb - ma + half) / ma, "Welch's t-test", p, p < ALPHA)
+    low, high = fieller(ma, va, mb, vb, float(st.t.ppf(1 - ALPHA / 2, df)))
+    return Comparison(rel, low - 1, high - 1, "Welch's t-test", p, p < ALPHA)
+
+
+def fieller(ma: float, va: float, mb: float, vb: float, t: float) -> tuple[float, float]:
+    """Fieller's (1954) confidence interval for the ratio mb/ma of two
+    independent means with squared standard errors va and vb: the ρ where
+    (mb − ρ·ma)² ≤ t²(vb + ρ²·va). Unbounded (±∞) when A's mean is not
+    itself significantly different from 0."""
+    a = ma * ma - t * t * va
+    b = ma * mb
+    c = mb * mb - t * t * vb
+    disc = b * b - a * c
+    if a <= 0 or disc < 0:
+        return (-math.inf, math.inf)
+    root = math.sqrt(disc)
+    return ((b - root) / a, (b + root) / a)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's (1979) step-down adjustment: the family-wise error rate stays
+    at α over all the tests. NaN (untested) stays NaN and is not counted."""
+    idx = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    m = len(idx)
+    out = list(p_values)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """Benjamini & Hochberg's (1995) step-up adjustment: controls the false
+    discovery rate rather than the family-wise error. NaN stays NaN."""
+    idx = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    m = len(idx)
+    out = list(p_values)
+    running = 1.0
+    for rank, i in reversed(list(enumerate(sorted(idx, key=lambda i: p_values[i]), 1))):
+        running = min(running, p_values[i] * m / rank)
+        out[i] = running
+    return out
+
+
+def dispersion_differs(a: list[float], b: list[float]) -> float:
+    """Brown & Forsythe's (1974) test of equal spread (Levene's test about
+    the median): its p-value, NaN with fewer than 3 runs a side."""
+    if len(a) < 3 or len(b) < 3 or (np.ptp(a) == 0 and np.ptp(b) == 0):
+        return math.nan
+    return float(st.levene(a, b, center="median").pvalue)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corebench.analysis.points import FAILING_SHARE, PointStats
-from corebench.analysis.stats import compare
+from corebench.analysis.stats import ALPHA, Comparison, compare, dispersion_differs, holm
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*<\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
@@ -48,11 +48,28 @@ def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None
     return None
 
 
+# Factors that set how much load is offered, not what is measured: their
+# levels give curves (throughput and latency against load, the knee), and
+# configurations are compared at matched load, never across it.
+LOAD_FACTORS = ("concurrency", "rate", "users")
+
+
+def load_factors(factors: dict[str, list[Any]], load: dict[str, Any] | None = None) -> set[str]:
+    """The plan's load factors: those named as one, and any factor whose
+    placeholder sets a [load] concurrency, rate or users."""
+    names = {f for f in factors if f in LOAD_FACTORS}
+    for key in LOAD_FACTORS:
+        value = str((load or {}).get(key, ""))
+        names |= {f for f in factors if "{" + f + "}" in value}
+    return names
+
+
 def verdicts(
     points: list[PointStats],
     prices: dict[str, dict[str, float]] | None = None,
     slo: Slo | None = None,
     factors: dict[str, list[Any]] | None = None,
+    load: set[str] | None = None,
 ) -> list[str]:
     measured = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
     ok = [p for p in measured if not p.failing]
@@ -68,28 +85,8 @@ def verdicts(
         )
     if not ok:
         return [*out, "No point has a successful measured run without failures: nothing to conclude."]
-    out += _core_steps(ok) + _factor_effects(ok, factors or {})
-    fast = max(ok, key=lambda p: p.throughput.mean)
-    out.append(
-        f"Best throughput: {fast.label()} at {fast.throughput.mean:,.0f} req/s "
-        f"(95% CI {fast.throughput.ci_low:,.0f}–{fast.throughput.ci_high:,.0f})."
-    )
-    tail = min(ok, key=lambda p: p.p99_us.median)
-    out.append(f"Best tail latency: {tail.label()} with p99 {tail.p99_us.median / 1000:.2f} ms.")
-    steady = min(ok, key=lambda p: p.throughput.cv if not math.isnan(p.throughput.cv) else math.inf)
-    out.append(f"Least variable: {steady.label()} (coefficient of variation {steady.throughput.cv * 100:.1f}%).")
-    if steady is not fast and not math.isnan(steady.throughput.cv) and fast.throughput.cv > 0:
-        calmer = (1 - steady.throughput.cv / fast.throughput.cv) * 100
-        cmp = compare(steady.rps, fast.rps)
-        if cmp.significant:
-            out.append(
-                f"Trade-off: {fast.label()} is {cmp.relative * 100:.0f}% faster on average; "
-                f"{steady.label()} is {calmer:.0f}% less variable."
-            )
-        else:
-            out.append(
-                f"{steady.label()} matches the best throughput ({cmp.words()}) and is {calmer:.0f}% less variable."
-            )
+    load = load if load is not None else load_factors(factors or {})
+    out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load)
     out += _costs(ok, prices or {}, slo)
     shared = sorted({p.label() for p in ok if p.shared})
     if shared:
@@ -99,6 +96,85 @@ def verdicts(
             "Measure them on a machine with cores to spare, or with the load from other machines "
             "(a [cluster] of load agents in the plan)."
         )
+    return out
+
+
+def _split(p: PointStats, load: set[str]) -> tuple[str, str]:
+    """(the point's load levels, its configuration), as labels."""
+    at = " ".join(f"{k}={v}" for k, v in p.levels.items() if k in load)
+    config = " ".join(f"{k}={v}" for k, v in p.levels.items() if k not in load)
+    return at, config
+
+
+def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats, list[PointStats]]:
+    """The best point by mean goodput (or lowest median p99 when not
+    `higher`), and every point not significantly worse: Welch's t-test of
+    each against the best, Holm-adjusted over those comparisons (multiple
+    comparisons with the best, in the spirit of Hsu 1981)."""
+
+    def values(p: PointStats) -> list[float]:
+        return p.rps if higher else [float(r["p99_us"]) for r in p.measured]
+
+    best = max(points, key=lambda p: p.throughput.mean) if higher else min(points, key=lambda p: p.p99_us.median)
+    rest = [p for p in points if p is not best]
+    adjusted = holm([compare(values(best), values(p)).p_value for p in rest])
+    # Untested (too few runs) counts as not shown worse: it stays in the set.
+    tied = [p for p, q in zip(rest, adjusted, strict=True) if math.isnan(q) or q >= ALPHA]
+    return best, tied
+
+
+def best_at_matched_load(points: list[PointStats], load: set[str]) -> list[str]:
+    """Configurations compared at each load level, never load levels with
+    each other: the best by goodput and by p99, with the set not shown worse,
+    and a steadier configuration where a test of spread says so."""
+    if not any(k not in load for p in points for k in p.levels):
+        return [
+            "No configuration to compare: the factors set the load only; its effect is in the throughput and "
+            "latency curves and the knee below."
+        ]
+    groups: dict[str, list[PointStats]] = {}
+    for p in points:
+        groups.setdefault(_split(p, load)[0], []).append(p)
+    out = []
+    for at, ps in sorted(groups.items(), key=lambda kv: _level_order(kv[1][0], load)):
+        where = f"At {at}" if at else "Over all points"
+        if len(ps) < 2:
+            continue
+        best, tied = best_set(ps)
+        also = f"; not significantly worse: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
+        out.append(
+            f"{where}, best throughput: {_split(best, load)[1]} at {best.throughput.mean:,.0f} req/s "
+            f"(95% CI {best.throughput.ci_low:,.0f}–{best.throughput.ci_high:,.0f}){also} "
+            f"(Welch's t-test against the best, Holm-adjusted, α = {ALPHA})."
+        )
+        low, tied = best_set(ps, higher=False)
+        also = f"; not significantly higher: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
+        out.append(f"{where}, lowest p99: {_split(low, load)[1]} at {low.p99_us.median / 1000:.2f} ms{also}.")
+        out += _steadier(best, ps, where, load)
+    return out
+
+
+def _level_order(p: PointStats, load: set[str]) -> tuple[tuple[int, float, str], ...]:
+    """Load levels in ascending order: numbers by value, the rest by name."""
+    key = []
+    for k, v in p.levels.items():
+        if k in load:
+            key.append((0, float(v), "") if isinstance(v, (int, float)) else (1, 0.0, str(v)))
+    return tuple(key)
+
+
+def _steadier(fast: PointStats, ps: list[PointStats], where: str, load: set[str]) -> list[str]:
+    """A configuration steadier than the fastest, only where Brown–Forsythe's
+    test of spread says their spreads differ (Holm-adjusted)."""
+    rest = [p for p in ps if p is not fast]
+    adjusted = holm([dispersion_differs(fast.rps, p.rps) for p in rest])
+    out = []
+    for p, q in zip(rest, adjusted, strict=True):
+        if not math.isnan(q) and q < ALPHA and p.throughput.cv < fast.throughput.cv:
+            out.append(
+                f"{where}, {_split(p, load)[1]} is steadier than {_split(fast, load)[1]} (coefficient of variation "
+                f"{p.throughput.cv:.1%} vs {fast.throughput.cv:.1%}; Brown–Forsythe test, Holm-adjusted p = {q:.2g})."
+            )
     return out
 
 
@@ -128,15 +204,17 @@ def _change(rel: float) -> str:
     return f"{1 + rel:.1f}×" if rel > 1 else f"{rel * 100:+.1f}%"
 
 
-def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]]) -> list[str]:
-    """Each level of each factor (cpus aside) against the factor's first
-    level, configuration by configuration (the other factors held equal):
-    in how many is it significantly higher, lower, or no different."""
+def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], load: set[str]) -> list[str]:
+    """Each level of each configuration factor (cpus and load factors aside)
+    against the factor's first level, configuration by configuration (the
+    other factors held equal): in how many is it significantly higher,
+    lower, or no different. Holm's adjustment runs over every comparison
+    made here, so the chance of any false "significant" stays at α."""
     import json
     import statistics
 
-    names = [n for n in points[0].levels if n != "cpus"]
-    out = []
+    names = [n for n in points[0].levels if n != "cpus" and n not in load]
+    rows: list[tuple[str, list[Comparison]]] = []
     for name in names:
         seen = list(dict.fromkeys(p.levels[name] for p in points))
         levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
@@ -149,27 +227,29 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]]) -> 
         by_level = {lv: {rest(p): p for p in points if p.levels[name] == lv} for lv in levels}
         base = by_level[levels[0]]
         for lv in levels[1:]:
-            higher = lower = same = 0
-            changes = []
-            for key, b in by_level[lv].items():
-                a = base.get(key)
-                if a is None or len(a.measured) < 2 or len(b.measured) < 2:
-                    continue
-                c = compare(a.rps, b.rps)
-                changes.append(c.relative)
-                if not c.significant:
-                    same += 1
-                elif c.relative > 0:
-                    higher += 1
-                else:
-                    lower += 1
-            total = higher + lower + same
-            if total:
-                out.append(
-                    f"{name}={lv} against {name}={levels[0]}: throughput significantly higher in {higher}, lower in "
-                    f"{lower}, no significant difference in {same} of {total} configurations "
-                    f"(median change {_change(statistics.median(changes))}; Welch's t-test, α = 0.05)."
-                )
+            pairs = [(base[k], b) for k, b in by_level[lv].items() if k in base]
+            tested = [compare(a.rps, b.rps) for a, b in pairs if len(a.measured) >= 2 and len(b.measured) >= 2]
+            if tested:
+                rows.append((f"{name}={lv} against {name}={levels[0]}", tested))
+    adjusted = iter(holm([c.p_value for _, cs in rows for c in cs]))
+    total_tests = sum(len(cs) for _, cs in rows)
+    out = []
+    for label, cs in rows:
+        higher = lower = same = 0
+        for c in cs:
+            q = next(adjusted)
+            if math.isnan(q) or q >= ALPHA:
+                same += 1
+            elif c.relative > 0:
+                higher += 1
+            else:
+                lower += 1
+        median = _change(statistics.median(c.relative for c in cs))
+        out.append(
+            f"{label}: throughput significantly higher in {higher}, lower in {lower}, no significant difference "
+            f"in {same} of {len(cs)} configurations (median change {median}; "
+            f"Welch's t-test, Holm-adjusted over {total_tests} comparisons, α = {ALPHA})."
+        )
     return out
 
 

@@ -12,7 +12,7 @@ from corebench.analysis.knee import kneedle, saturation
 from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.scaling import Fit, ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
-from corebench.analysis.verdict import Slo, verdicts
+from corebench.analysis.verdict import Slo, load_factors, verdicts
 from corebench.errors import UsageError
 from corebench.store import Store
 
@@ -95,7 +95,7 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
         points,
         factors,
         diagnoses,
-        verdicts(points, prices, slo, factors),
+        verdicts(points, prices, slo, factors, load_factors(factors, plan["plan"].get("load"))),
     )
     data.fits = scaling_fits(points, data.factors)
     data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))

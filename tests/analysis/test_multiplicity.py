@@ -1,0 +1,87 @@
+"""Multiple comparisons, ratio intervals and tests of spread, against a
+reference implementation (statsmodels, scipy) or synthetic data of known
+truth; and verdicts that compare configurations at matched load only."""
+
+import math
+
+import numpy as np
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from corebench.analysis.points import PointStats
+from corebench.analysis.stats import benjamini_hochberg, compare, dispersion_differs, fieller, holm, summarize
+from corebench.analysis.verdict import best_set, load_factors, verdicts
+
+P = [0.01, 0.04, 0.03, 0.005, 0.2, math.nan, 0.049]
+
+
+def test_holm_and_bh_match_statsmodels():
+    tested = [p for p in P if not math.isnan(p)]
+    for ours, method in ((holm, "holm"), (benjamini_hochberg, "fdr_bh")):
+        want = multipletests(tested, alpha=0.05, method=method)[1]
+        got = [q for q in ours(P) if not math.isnan(q)]
+        assert got == pytest.approx(list(want), rel=1e-12), method
+        assert math.isnan(ours(P)[5]), "an untested comparison stays untested"
+
+
+def test_fieller_interval_covers_the_true_ratio():
+    # Two means of known ratio 1.2; both samples noisy, A's too.
+    rng = np.random.default_rng(2)
+    covered, trials = 0, 400
+    for _ in range(trials):
+        a = rng.normal(1000, 80, 4)
+        b = rng.normal(1200, 80, 4)
+        c = compare(list(a), list(b))
+        covered += c.rel_low <= 0.2 <= c.rel_high
+    # 95% nominal over 400 trials: the standard error is about 1.1 points.
+    assert 0.92 <= covered / trials <= 0.98, covered / trials
+
+
+def test_fieller_reduces_to_the_plain_interval_when_a_is_exact():
+    lo, hi = fieller(100.0, 0.0, 120.0, 4.0, 2.0)
+    assert (lo, hi) == pytest.approx((1.16, 1.24))
+    assert fieller(1.0, 4.0, 10.0, 1.0, 2.0) == (-math.inf, math.inf), "A's mean indistinguishable from 0"
+
+
+def test_brown_forsythe_sees_a_difference_in_spread_only_when_there_is_one():
+    rng = np.random.default_rng(4)
+    steady, noisy = list(rng.normal(100, 1, 8)), list(rng.normal(100, 15, 8))
+    assert dispersion_differs(steady, noisy) < 0.05
+    assert dispersion_differs(steady, list(rng.normal(100, 1, 8))) > 0.05
+    assert math.isnan(dispersion_differs([1.0, 2.0], [3.0, 4.0])), "no test below 3 runs a side"
+
+
+def point(levels, rps, p99_ms=10.0):
+    s = summarize(rps)
+    runs = [{"p99_us": p99_ms * 1000} for _ in rps]
+    lat = summarize([p99_ms * 1000] * len(rps))
+    return PointStats(levels, runs, runs, s, lat, lat, 0, 0.0, None, None, False, None, False, list(rps))
+
+
+def test_the_best_is_a_set_of_configurations_not_shown_worse():
+    a = point({"mpm": "event"}, [1000, 1010, 990, 1005])
+    b = point({"mpm": "worker"}, [995, 1012, 985, 1000])
+    c = point({"mpm": "prefork"}, [800, 805, 795, 802])
+    best, tied = best_set([a, b, c])
+    assert best is a and tied == [b]
+
+
+def test_load_levels_are_never_offered_as_the_best_configuration():
+    ps = [point({"concurrency": c}, [x, x + 5, x - 5]) for c, x in ((25, 1000), (75, 1100), (150, 1090))]
+    out = verdicts(ps, factors={"concurrency": [25, 75, 150]})
+    assert not any("best" in v.lower() for v in out), out
+    assert any(v.startswith("No configuration to compare: the factors set the load only") for v in out)
+
+
+def test_configurations_are_compared_at_matched_load():
+    ps = [
+        point({"cpus": c, "clients": n}, [x, x * 1.01, x * 0.99], p99)
+        for c, n, x, p99 in ((1, 10, 900, 12.0), (2, 10, 1700, 6.0), (1, 50, 950, 60.0), (2, 50, 1800, 30.0))
+    ]
+    load = load_factors({"cpus": [1, 2], "clients": [10, 50]}, {"concurrency": "{clients}"})
+    assert load == {"clients"}
+    out = verdicts(ps, factors={"cpus": [1, 2], "clients": [10, 50]}, load=load)
+    best = [v for v in out if "best throughput" in v]
+    assert [v.split(",")[0] for v in best] == ["At clients=10", "At clients=50"]
+    assert all(": cpus=2 at" in v for v in best)
+    assert not any("clients=50 against clients=10" in v for v in out), "load levels are not factor effects"
