@@ -85,3 +85,20 @@ def test_configurations_are_compared_at_matched_load():
     assert [v.split(",")[0] for v in best] == ["At clients=10", "At clients=50"]
     assert all(": cpus=2 at" in v for v in best)
     assert not any("clients=50 against clients=10" in v for v in out), "load levels are not factor effects"
+
+
+def test_an_slo_gets_a_verdict_without_prices():
+    from corebench.analysis.verdict import parse_slo
+
+    ps = [
+        point({"cpus": c, "concurrency": n}, [x, x, x], p99)
+        for c, n, x, p99 in ((1, 10, 900, 12.0), (2, 10, 1700, 6.0), (1, 50, 950, 60.0), (2, 50, 1800, 30.0))
+    ]
+    slo = parse_slo("p99<=30ms")
+    assert slo.met(30_000) and not parse_slo("p99<30ms").met(30_000)
+    out = verdicts(ps, slo=slo, factors={"cpus": [1, 2], "concurrency": [10, 50]})
+    lines = [v for v in out if v.startswith("p99 ≤ 30 ms")]
+    assert lines == [
+        "p99 ≤ 30 ms at concurrency=10: met by cpus=2 (6.00 ms, 80% under), cpus=1 (12.00 ms, 60% under).",
+        "p99 ≤ 30 ms at concurrency=50: met by cpus=2 (30.00 ms, 0% under); missed by cpus=1 (60.00 ms, 100% over).",
+    ]

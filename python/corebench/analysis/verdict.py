@@ -10,7 +10,7 @@ from typing import Any
 from corebench.analysis.points import FAILING_SHARE, PointStats
 from corebench.analysis.stats import ALPHA, Comparison, compare, dispersion_differs, holm
 
-_SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*<\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
+_SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
 
 
@@ -18,16 +18,20 @@ _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
 class Slo:
     percentile: float
     limit_us: float
+    inclusive: bool = False  # <= rather than <
 
     def __str__(self) -> str:
-        return f"p{self.percentile:g} < {self.limit_us / 1000:g} ms"
+        return f"p{self.percentile:g} {'≤' if self.inclusive else '<'} {self.limit_us / 1000:g} ms"
+
+    def met(self, value_us: float) -> bool:
+        return value_us <= self.limit_us if self.inclusive else value_us < self.limit_us
 
 
 def parse_slo(text: str) -> Slo:
     m = _SLO.match(text)
     if not m or float(m.group(1)) not in (50.0, 99.0):
-        raise ValueError(f"{text!r} is not a latency target: write p99<200ms or p50<20ms")
-    return Slo(float(m.group(1)), float(m.group(2)) * _SCALE_US[m.group(3)])
+        raise ValueError(f"{text!r} is not a latency target: write p99<=200ms or p50<20ms (p50 or p99)")
+    return Slo(float(m.group(1)), float(m.group(3)) * _SCALE_US[m.group(4)], m.group(2) == "<=")
 
 
 def _tail(p: PointStats, percentile: float) -> float:
@@ -87,6 +91,8 @@ def verdicts(
         return [*out, "No point has a successful measured run without failures: nothing to conclude."]
     load = load if load is not None else load_factors(factors or {})
     out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load)
+    if slo is not None:
+        out += slo_verdicts(ok, slo, load)
     out += _costs(ok, prices or {}, slo)
     shared = sorted({p.label() for p in ok if p.shared})
     if shared:
@@ -161,6 +167,34 @@ def _level_order(p: PointStats, load: set[str]) -> tuple[tuple[int, float, str],
         if k in load:
             key.append((0, float(v), "") if isinstance(v, (int, float)) else (1, 0.0, str(v)))
     return tuple(key)
+
+
+def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str]:
+    """At each load level, which configurations meet the latency objective
+    (the median over runs of the percentile it names) and by what margin;
+    prices are not needed."""
+    groups: dict[str, list[PointStats]] = {}
+    for p in points:
+        groups.setdefault(_split(p, load)[0], []).append(p)
+    out = []
+    for at, ps in sorted(groups.items(), key=lambda kv: _level_order(kv[1][0], load)):
+        met: list[str] = []
+        missed: list[str] = []
+        for p in sorted(ps, key=lambda p: _tail(p, slo.percentile)):
+            value = _tail(p, slo.percentile)
+            name = _split(p, load)[1] or "the target"
+            margin = (1 - value / slo.limit_us) * 100
+            (met if slo.met(value) else missed).append(
+                f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'under' if margin >= 0 else 'over'})"
+            )
+        where = f" at {at}" if at else ""
+        out.append(
+            f"{slo}{where}: "
+            + (f"met by {', '.join(met)}" if met else "met by no configuration")
+            + (f"; missed by {', '.join(missed)}" if missed else "")
+            + "."
+        )
+    return out
 
 
 def _steadier(fast: PointStats, ps: list[PointStats], where: str, load: set[str]) -> list[str]:
@@ -261,7 +295,7 @@ def _costs(points: list[PointStats], prices: dict[str, dict[str, float]], slo: S
     cheapest = min(priced, key=lambda pc: cost_per_million(*pc))
     out = [f"Cheapest per request: {cheapest[0].label()} at ${cost_per_million(*cheapest):.4g} per million requests."]
     if slo is not None:
-        meeting = [(p, c) for p, c in priced if _tail(p, slo.percentile) < slo.limit_us]
+        meeting = [(p, c) for p, c in priced if slo.met(_tail(p, slo.percentile))]
         if meeting:
             p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
             out.append(f"Cheapest meeting {slo}: {p.label()} at ${cost_per_million(p, c):.4g} per million requests.")

@@ -38,7 +38,11 @@ def report(
     ),
     fmt: str = typer.Option("html", "--format", help="html (self-contained, offline) or md (Markdown summary)."),
     experiment: int | None = EXPERIMENT,
-    slo: str | None = typer.Option(None, "--slo", help="A latency target for the cost verdict, e.g. p99<200ms."),
+    slo: str | None = typer.Option(
+        None,
+        "--slo",
+        help="A latency objective, e.g. p99<=200ms: who meets it at each load level (with prices: the cheapest).",
+    ),
 ) -> None:
     """Write the experiment's report: statistics, scaling fits, diagnosis and verdicts."""
     from corebench import report as rep
