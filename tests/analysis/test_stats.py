@@ -18,6 +18,9 @@ def test_summary_with_t_interval_and_outliers():
     assert t.ci_high == pytest.approx(12 + 4.302653 * 2 / math.sqrt(3), rel=1e-5)
     assert t.cv == pytest.approx(2 / 12) and t.warning is None
     assert summarize([5.0]).warning and summarize([]).n == 0
+    # Iglewicz & Hoaglin's rule is not applied below 5 runs: at n = 3 it would flag
+    # a run in a large share of perfectly ordinary samples.
+    assert summarize([100.0, 101.0, 130.0]).outliers == () and summarize([100, 100, 101, 99, 140]).outliers == (4,)
 
 
 def test_comparison_says_when_there_is_no_difference():

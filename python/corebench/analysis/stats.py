@@ -13,6 +13,9 @@ MIN_RUNS = 3
 # Iglewicz & Hoaglin (1993), "How to Detect and Handle Outliers": a modified
 # z-score above 3.5 marks an outlier; hyperfine uses the same rule.
 OUTLIER_Z = 3.5
+# Below this many runs the median absolute deviation is too coarse for the
+# rule: no outlier is claimed.
+MIN_RUNS_FOR_OUTLIERS = 5
 ALPHA = 0.05
 
 
@@ -58,7 +61,9 @@ def summarize(values: list[float]) -> Summary:
     # One run says nothing of the spread: NaN, not 0.
     sd = float(x.std(ddof=1)) if n > 1 else math.nan
     half = float(st.t.ppf(1 - ALPHA / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.nan
-    outliers = tuple(i for i, z in enumerate(modified_z(values)) if abs(z) > OUTLIER_Z)
+    outliers = (
+        tuple(i for i, z in enumerate(modified_z(values)) if abs(z) > OUTLIER_Z) if n >= MIN_RUNS_FOR_OUTLIERS else ()
+    )
     warning = None if n >= MIN_RUNS else f"only {n} measured run{'s' if n != 1 else ''}: the interval means little"
     return Summary(
         n,
