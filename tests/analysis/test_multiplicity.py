@@ -102,3 +102,18 @@ def test_an_slo_gets_a_verdict_without_prices():
         "p99 ≤ 30 ms at concurrency=10: met by cpus=2 (6.00 ms, 80% under), cpus=1 (12.00 ms, 60% under).",
         "p99 ≤ 30 ms at concurrency=50: met by cpus=2 (30.00 ms, 0% under); missed by cpus=1 (60.00 ms, 100% over).",
     ]
+
+
+def test_the_cores_verdict_uses_service_demand():
+    # Demand law, D = U / X: 0.9 cores busy at 900 req/s is 1 ms per request;
+    # 2 CPUs at the same demand could serve 2,000 req/s, so the ceiling is 2x.
+    a = point({"cpus": 1}, [900, 905, 895])
+    b = point({"cpus": 2}, [1700, 1710, 1690])
+    a.demand_ms, b.demand_ms = [1.0, 1.01, 0.99], [1.0, 0.99, 1.01]
+    b.shared = True
+    (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
+    assert "CPU per request 1.000 → 1.000 ms" in line and "no significant difference in service demand" in line
+    assert "the CPU ceiling of 2 CPUs is 2.00× that of 1; measured 1.89×, because the load generator shared" in line
+    b.shared = False
+    (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
+    assert line.endswith("something other than the CPU limited the target (I/O, locks, too few clients).")

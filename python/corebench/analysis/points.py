@@ -48,6 +48,9 @@ class PointStats:
     # The generator ran on the target's cores: the target's figures are understated.
     shared: bool = False
     rps: list[float] = field(default_factory=list)  # goodput of each measured run
+    # The target's CPU service demand per request, each measured run: D = U/X,
+    # U in cores (Denning & Buzen 1978, the service demand law).
+    demand_ms: list[float] = field(default_factory=list)
 
     @property
     def failing(self) -> bool:
@@ -73,6 +76,11 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
         monitors = [json.loads(r["monitor_json"]) for r in measured if r["monitor_json"]]
         requests = sum(x["requests"] for x in results)
         rps = [goodput_rps(x) for x in results]
+        demand = [
+            json.loads(r["monitor_json"])["target_cpu"] / x * 1000
+            for r, x in zip(measured, rps, strict=True)
+            if x > 0 and r["monitor_json"] and json.loads(r["monitor_json"]).get("target_cpu") is not None
+        ]
         little = None
         closed = [x for x in results if x.get("model") == "closed"]
         if closed:
@@ -102,6 +110,7 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
                     if r["layout_json"]
                 ),
                 rps=rps,
+                demand_ms=demand,
             )
         )
     return out

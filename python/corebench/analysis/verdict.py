@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,7 +214,11 @@ def _steadier(fast: PointStats, ps: list[PointStats], where: str, load: set[str]
 
 
 def _core_steps(points: list[PointStats]) -> list[str]:
-    """The gain of each step in CPUs, at each CPU level's best point."""
+    """The gain of each step in CPUs, at each CPU level's best point, and
+    what the target's CPU service demand says it could have gained: with D
+    the CPU-seconds per request, C CPUs sustain at most C / D requests per
+    second (the utilization law, Denning & Buzen 1978), so the ratio of the
+    ceilings is what the server itself would do if nothing else limited it."""
     if not all("cpus" in p.levels for p in points):
         return []
     best: dict[float, PointStats] = {}
@@ -227,11 +232,32 @@ def _core_steps(points: list[PointStats]) -> list[str]:
         a, b = best[lo], best[hi]
         cmp = compare(a.rps, b.rps)
         ideal = hi / lo
-        out.append(
+        line = (
             f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
             f"({a.throughput.mean:,.0f} → {b.throughput.mean:,.0f} req/s at their best points)."
         )
+        out.append(line + _demand_step(lo, hi, a, b))
     return out
+
+
+def _demand_step(lo: float, hi: float, a: PointStats, b: PointStats) -> str:
+    if len(a.demand_ms) < 2 or len(b.demand_ms) < 2:
+        return ""
+    da, db = statistics.fmean(a.demand_ms), statistics.fmean(b.demand_ms)
+    change = compare(a.demand_ms, b.demand_ms)
+    ceiling = (hi / db) / (lo / da)
+    measured = b.throughput.mean / a.throughput.mean
+    text = (
+        f" CPU per request {da:.3f} → {db:.3f} ms ({change.words('service demand')}), so the CPU ceiling of "
+        f"{hi:g} CPUs is {ceiling:.2f}× that of {lo:g}; measured {measured:.2f}×"
+    )
+    if measured >= ceiling * 0.97:
+        return text + ": the target used the CPUs it was given."
+    if b.shared or a.shared:
+        return text + ", because the load generator shared the target's cores."
+    if b.client_bound or a.client_bound:
+        return text + ", because the load generator reached its own limit."
+    return text + ": something other than the CPU limited the target (I/O, locks, too few clients)."
 
 
 def _change(rel: float) -> str:
