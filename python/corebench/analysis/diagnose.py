@@ -3,6 +3,7 @@ other than the CPU, or errors. Each verdict carries its evidence."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from corebench.analysis.points import FAILING_SHARE, PointStats, little_fails
@@ -13,11 +14,17 @@ CPU_BOUND_SHARE = 0.85
 
 @dataclass(frozen=True)
 class Diagnosis:
-    kind: str  # failing, client-bound, target CPU-bound, not CPU-bound, unknown
+    kind: str  # failing, generator-limited, CPU-bound, load-limited, waiting, unknown
     evidence: str
 
 
-def diagnose(p: PointStats, cpus: float | None) -> Diagnosis:
+def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) -> Diagnosis:
+    """The class of limit, in order: failing (errors), generator-limited
+    (its CPU near its ceiling, or time lost outside the requests), CPU-bound
+    (the target's allowed cores busy), load-limited (a closed loop with too
+    few clients to keep the CPUs busy: by Little's law N clients at R s each
+    carry at most N/R requests per second), or waiting on something other
+    than the CPU (I/O, locks, sleeps)."""
     if not p.measured:
         return Diagnosis("failing", f"no measured run succeeded ({p.failed_runs} failed)")
     if p.error_share > FAILING_SHARE or p.failed_runs:
@@ -27,23 +34,60 @@ def diagnose(p: PointStats, cpus: float | None) -> Diagnosis:
         )
     gen = f"generator {p.generator_cpu:.2f} cores" if p.generator_cpu is not None else "generator CPU unknown"
     if p.client_bound:
-        return Diagnosis("client-bound", f"{gen}: near all of its cores; the server was not the limit")
+        return Diagnosis("generator-limited", f"{gen}: near all of its cores; the server was not the limit")
     if little_fails(p):
-        return Diagnosis("client-bound", f"Little's law fails (X·R/N = {p.little:.2f}): time went outside the requests")
-    if p.target_cpu is None or not cpus:
+        return Diagnosis(
+            "generator-limited", f"Little's law fails (X·R/N = {p.little:.2f}): time went outside the requests"
+        )
+    if p.target_cpu is None:
         return Diagnosis("unknown", "no target CPU figures (a server corebench did not start)")
+    allowed = f"{cpus:g} CPUs it was given" if cpus else f"all {host_cpus} of this machine's CPUs"
+    cpus = cpus or (float(host_cpus) if host_cpus else None)
+    if not cpus:
+        return Diagnosis("unknown", f"target used {p.target_cpu:.2f} cores; how many it could use is unknown")
     share = p.target_cpu / cpus
     if p.shared:
         gen += (
             "; the generator shared the target's cores, so the target had less than its CPUs "
             "(this machine has no core to spare)"
         )
-    if share >= CPU_BOUND_SHARE:
+    used = f"target used {p.target_cpu:.2f} of the {allowed} ({share * 100:.0f}%)"
+    if share >= CPU_BOUND_SHARE or (
+        p.shared and p.generator_cpu is not None and share + p.generator_cpu / cpus >= 0.95
+    ):
+        return Diagnosis("CPU-bound", f"{used}; {gen}")
+    cpu_time_s = _cpu_response_s(p, share)
+    if p.clients is not None and p.response_s and cpu_time_s is not None and p.response_s > 1.5 * cpu_time_s:
         return Diagnosis(
-            "target CPU-bound", f"target used {p.target_cpu:.2f} of its {cpus:g} CPUs ({share * 100:.0f}%); {gen}"
+            "waiting",
+            f"{used}; a response took {p.response_s * 1000:.2f} ms where the CPU accounts for at most "
+            f"{cpu_time_s * 1000:.2f} ms: the requests wait on something else (I/O, locks, the network, sleeps)",
         )
-    return Diagnosis(
-        "not CPU-bound",
-        f"target used {p.target_cpu:.2f} of its {cpus:g} CPUs ({share * 100:.0f}%): "
-        "the limit is elsewhere (I/O, locks, the network, sleeps)",
-    )
+    needed = _clients_needed(p, cpus)
+    if needed is not None and p.clients is not None and p.response_s and p.clients < needed:
+        return Diagnosis(
+            "load-limited",
+            f"{used}: {p.clients} clients at {p.response_s * 1000:.2f} ms each carry at most "
+            f"{p.clients / p.response_s:,.0f} req/s (Little's law), and its CPUs could serve about "
+            f"{cpus / (statistics.fmean(p.demand_ms) / 1000):,.0f}: about {needed:.0f} clients would keep them busy",
+        )
+    return Diagnosis("waiting", f"{used}: the limit is elsewhere (I/O, locks, the network, sleeps)")
+
+
+def _cpu_response_s(p: PointStats, utilization: float) -> float | None:
+    """The most time the CPU can account for in a response: the demand D
+    stretched by queueing for a CPU busy a share ρ of the time, D / (1 − ρ)
+    (the M/M/1 response time, Kleinrock 1975; with more CPUs the queueing is
+    less, so this bounds it from above)."""
+    if not p.demand_ms or utilization >= 1:
+        return None
+    return statistics.fmean(p.demand_ms) / 1000 / (1 - utilization)
+
+
+def _clients_needed(p: PointStats, cpus: float) -> float | None:
+    """Little's law, N = X·R, at the CPU ceiling X = C/D: the fewest clients
+    that could keep the target's CPUs busy at this response time."""
+    if p.clients is None or not p.response_s or not p.demand_ms:
+        return None
+    demand_s = statistics.fmean(p.demand_ms) / 1000
+    return cpus / demand_s * p.response_s if demand_s > 0 else None

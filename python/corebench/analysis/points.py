@@ -51,6 +51,9 @@ class PointStats:
     # The target's CPU service demand per request, each measured run: D = U/X,
     # U in cores (Denning & Buzen 1978, the service demand law).
     demand_ms: list[float] = field(default_factory=list)
+    # Closed loop only: the clients (N) and the mean response time (R, s).
+    clients: int | None = None
+    response_s: float | None = None
 
     @property
     def failing(self) -> bool:
@@ -111,6 +114,8 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
                 ),
                 rps=rps,
                 demand_ms=demand,
+                clients=closed[0]["concurrency"] if closed else None,
+                response_s=_mean([x["latency_us"]["total"]["mean_us"] / 1e6 for x in closed]),
             )
         )
     return out

@@ -82,8 +82,9 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     finally:
         store.close()
     plan = json.loads(exp["plan_json"])
-    points = point_stats(runs)
-    diagnoses = [diagnose(p, _cpus_given(p)) for p in points]
+    points = sorted(point_stats(runs), key=lambda p: _order(p, plan.get("factors", {})))
+    host = json.loads(exp["host_json"])
+    diagnoses = [diagnose(p, _cpus_given(p), host.get("cpus_usable") or host.get("cpus")) for p in points]
     prices = plan["plan"].get("machine", {}).get("price_per_hour", {})
     factors = plan.get("factors", {})
     data = ReportData(
@@ -144,6 +145,14 @@ def knees(points: list[PointStats], factors: dict[str, list[Any]]) -> list[Knee]
         ys = [p.throughput.mean for p in ps]
         out.append(Knee(rest, kneedle(xs, ys), saturation(xs, ys)))
     return out
+
+
+def _order(p: PointStats, factors: dict[str, list[Any]]) -> tuple[int, ...]:
+    """Points in the plan's order of factor levels, not the runs' random one."""
+    return tuple(
+        factors[k].index(v) if k in factors and v in factors[k] else len(factors.get(k, []))
+        for k, v in p.levels.items()
+    )
 
 
 def _cpus_given(p: PointStats) -> float | None:

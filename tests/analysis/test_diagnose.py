@@ -1,0 +1,48 @@
+"""The diagnosis classes, each on a point whose limit is known by
+construction (queueing arithmetic: Little's law and the demand law)."""
+
+from corebench.analysis.diagnose import diagnose
+from corebench.analysis.points import PointStats
+from corebench.analysis.stats import summarize
+
+
+def point(x, target_cpu, clients=None, response_s=None, generator_cpu=0.2, **kw):
+    s = summarize([x, x, x])
+    runs = [{}] * 3
+    demand = [target_cpu / x * 1000] * 3
+    p = PointStats({}, runs, runs, s, s, s, 0, 0.0, target_cpu, generator_cpu, False, None, False, [x] * 3, demand)
+    p.clients, p.response_s = clients, response_s
+    for k, v in kw.items():
+        setattr(p, k, v)
+    return p
+
+
+def test_cpu_bound():
+    d = diagnose(point(2000, 1.9, clients=50, response_s=0.025), cpus=2)
+    assert d.kind == "CPU-bound" and "1.90 of the 2 CPUs it was given (95%)" in d.evidence
+
+
+def test_load_limited_by_too_few_clients():
+    # 1 ms of CPU per request, 2 CPUs: a ceiling of 2,000 req/s. Two clients
+    # waiting 2 ms each carry N/R = 1,000 req/s; Little's law needs 4.
+    d = diagnose(point(1000, 1.0, clients=2, response_s=0.002), cpus=2)
+    assert d.kind == "load-limited", d
+    assert "2 clients at 2.00 ms each carry at most 1,000 req/s" in d.evidence
+    assert "serve about 2,000: about 4 clients would keep them busy" in d.evidence
+
+
+def test_waiting_on_something_else():
+    # Plenty of clients (100 at 100 ms: up to 1,000 req/s) but only 0.2 of 2 CPUs busy.
+    d = diagnose(point(1000, 0.2, clients=100, response_s=0.1), cpus=2)
+    assert d.kind == "waiting" and "I/O, locks" in d.evidence
+
+
+def test_generator_limited_and_failing():
+    assert diagnose(point(1000, 0.5, client_bound=True), cpus=2).kind == "generator-limited"
+    assert diagnose(point(1000, 0.5, little=1.5, clients=10, response_s=0.015), cpus=2).kind == "generator-limited"
+    assert diagnose(point(1000, 0.5, error_share=0.2), cpus=2).kind == "failing"
+
+
+def test_without_a_cpus_factor_the_machines_cpus_are_the_limit():
+    d = diagnose(point(2000, 1.9, clients=50, response_s=0.025), cpus=None, host_cpus=2)
+    assert d.kind == "CPU-bound" and "all 2 of this machine's CPUs" in d.evidence
