@@ -117,3 +117,14 @@ def test_the_cores_verdict_uses_service_demand():
     b.shared = False
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
     assert line.endswith("something other than the CPU limited the target (I/O, locks, too few clients).")
+
+
+def test_factor_effects_say_when_no_difference_matters():
+    # Throughput 0.5% apart under the two MPMs at each of two CPU levels, runs 2% apart.
+    ps = [
+        point({"cpus": c, "mpm": m}, [x * f for f in (0.98, 1.0, 1.02, 1.0)])
+        for c, base in ((1, 900), (2, 1700))
+        for m, x in (("prefork", base), ("worker", base * 1.005))
+    ]
+    (line,) = [v for v in verdicts(ps, factors={"cpus": [1, 2], "mpm": ["prefork", "worker"]}) if v.startswith("mpm=")]
+    assert "no significant difference in 2 of 2 configurations, and equivalent within ±5% in 2 (Schuirmann" in line

@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from corebench.analysis.anova import MARGIN, tost
 from corebench.analysis.points import FAILING_SHARE, PointStats
 from corebench.analysis.stats import ALPHA, Comparison, compare, dispersion_differs, holm
 
@@ -274,7 +275,7 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], loa
     import statistics
 
     names = [n for n in points[0].levels if n != "cpus" and n not in load]
-    rows: list[tuple[str, list[Comparison]]] = []
+    rows: list[tuple[str, list[tuple[Comparison, bool]]]] = []
     for name in names:
         seen = list(dict.fromkeys(p.levels[name] for p in points))
         levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
@@ -288,29 +289,38 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], loa
         base = by_level[levels[0]]
         for lv in levels[1:]:
             pairs = [(base[k], b) for k, b in by_level[lv].items() if k in base]
-            tested = [compare(a.rps, b.rps) for a, b in pairs if len(a.measured) >= 2 and len(b.measured) >= 2]
-            if tested:
-                rows.append((f"{name}={lv} against {name}={levels[0]}", tested))
-    adjusted = iter(holm([c.p_value for _, cs in rows for c in cs]))
+            pairs = [(a, b) for a, b in pairs if len(a.measured) >= 2 and len(b.measured) >= 2]
+            if pairs:
+                rows.append((f"{name}={lv} against {name}={levels[0]}", [_pair(a, b) for a, b in pairs]))
+    adjusted = iter(holm([c.p_value for _, cs in rows for c, _ in cs]))
     total_tests = sum(len(cs) for _, cs in rows)
     out = []
     for label, cs in rows:
-        higher = lower = same = 0
-        for c in cs:
+        higher = lower = same = equivalent = 0
+        for c, equal in cs:
             q = next(adjusted)
+            equivalent += equal
             if math.isnan(q) or q >= ALPHA:
                 same += 1
             elif c.relative > 0:
                 higher += 1
             else:
                 lower += 1
-        median = _change(statistics.median(c.relative for c in cs))
+        median = _change(statistics.median(c.relative for c, _ in cs))
         out.append(
             f"{label}: throughput significantly higher in {higher}, lower in {lower}, no significant difference "
-            f"in {same} of {len(cs)} configurations (median change {median}; "
+            f"in {same} of {len(cs)} configurations, and equivalent within ±{MARGIN:.0%} in {equivalent} "
+            f"(Schuirmann's TOST) (median change {median}; "
             f"Welch's t-test, Holm-adjusted over {total_tests} comparisons, α = {ALPHA})."
         )
     return out
+
+
+def _pair(a: PointStats, b: PointStats) -> tuple[Comparison, bool]:
+    """Welch's test of B against A, and whether Schuirmann's TOST shows them
+    equivalent within the margin."""
+    eq = tost(a.rps, b.rps)
+    return compare(a.rps, b.rps), eq is not None and eq.equivalent
 
 
 def _costs(points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None) -> list[str]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corebench.analysis.anova import Anova, anova
 from corebench.analysis.diagnose import Diagnosis, diagnose
 from corebench.analysis.knee import kneedle, saturation
 from corebench.analysis.points import PointStats, point_stats
@@ -53,6 +55,7 @@ class ReportData:
     fits: list[ScalingFit] = field(default_factory=list)
     scaling: list[ScalingRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
+    anova: list[Anova] = field(default_factory=list)
 
     def agent_rows(self) -> list[dict[str, Any]]:
         """Distributed runs: one row per agent of each stored result."""
@@ -101,6 +104,7 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     data.fits = scaling_fits(points, data.factors)
     data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
     data.knees = knees(points, data.factors)
+    data.anova = factor_anova(points, data.factors)
     cpus = data.factors.get("cpus", [])
     if 0 < len(cpus) < 3:
         data.verdicts.append(
@@ -144,6 +148,35 @@ def knees(points: list[PointStats], factors: dict[str, list[Any]]) -> list[Knee]
         xs = [float(p.levels["concurrency"]) for p in ps]
         ys = [p.throughput.mean for p in ps]
         out.append(Knee(rest, kneedle(xs, ys), saturation(xs, ys)))
+    return out
+
+
+RESPONSES = {
+    "log_goodput": "log throughput (goodput)",
+    "demand_ms": "CPU ms per request",
+    "log_p99": "log p99",
+}
+
+
+def factor_anova(points: list[PointStats], factors: dict[str, list[Any]]) -> list[Anova]:
+    """Type II ANOVA of every measured run over the plan's factors, on log
+    throughput, on service demand (where every run has it) and on log p99."""
+    rows = []
+    for p in points:
+        if p.failing:
+            continue
+        demand = p.demand_ms if len(p.demand_ms) == len(p.measured) else [math.nan] * len(p.measured)
+        for rps, r, d in zip(p.rps, p.measured, demand, strict=True):
+            if rps > 0 and r["p99_us"]:
+                rows.append(
+                    {**p.levels, "log_goodput": math.log(rps), "demand_ms": d, "log_p99": math.log(r["p99_us"])}
+                )
+    out = []
+    for response in RESPONSES:
+        usable = [r for r in rows if not math.isnan(r[response])]
+        a = anova(usable, [f for f in factors if all(f in r for r in usable)], response) if usable else None
+        if a is not None:
+            out.append(a)
     return out
 
 

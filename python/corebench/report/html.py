@@ -17,7 +17,7 @@ from markupsafe import Markup
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
 from corebench.report import charts, table
-from corebench.report.data import ReportData
+from corebench.report.data import RESPONSES, ReportData
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("corebench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
@@ -67,6 +67,7 @@ class Html:
             d=d,
             charts=[(title, Markup(svg)) for title, svg in charts.all_charts(d)],
             fit_method=METHOD,
+            responses=RESPONSES,
             fit_alpha=ALPHA,
             diagnosed=list(zip(d.points, d.diagnoses, strict=True)),
             timelines=Markup(_script_json(_timelines(d))),

@@ -7,7 +7,7 @@ import math
 
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
-from corebench.report.data import ReportData
+from corebench.report.data import RESPONSES, ReportData
 
 
 def _n(x: float | None, digits: int = 0) -> str:
@@ -66,6 +66,19 @@ class Markdown:
                 _cell(dg.kind),
             ]
             out.append("| " + " | ".join(cells) + " |")
+        if d.anova:
+            out += [
+                "",
+                "## Factor effects (Type II ANOVA)",
+                "",
+                "| response | term | df | F | p | ω² |",
+                "|---|---|---|---|---|---|",
+            ]
+            for a in d.anova:
+                for term in a.terms:
+                    cells = [RESPONSES[a.response], _cell(term.name), str(term.df), _g(term.f)]
+                    cells += [f"{term.p_value:.3g}", _g(term.omega2)]
+                    out.append("| " + " | ".join(cells) + " |")
         if d.fits:
             out += ["", "## Scaling fits", "", f"Method: {METHOD}; the law chosen by F tests (α = {ALPHA}).", ""]
             for sf in d.fits:

@@ -1,0 +1,145 @@
+"""Which factors matter, and by how much: a Type II analysis of variance of
+the runs of a factorial plan (main effects and two-way interactions), with
+ω² effect sizes; and an equivalence test, so a report can say "no
+difference that matters" rather than only "not significant".
+
+- Type II sums of squares: each term against the model of every term that
+  does not contain it (Langsrud 2003, "ANOVA for unbalanced data: Use Type
+  II instead of Type III sums of squares"; as statsmodels' `anova_lm(typ=2)`,
+  which the tests compare against).
+- ω² = (SS − df·MS_error) / (SS_total + MS_error) (Hays 1963; Olejnik &
+  Algina 2003): the share of the variance a term explains, less biased than
+  η² on few runs.
+- Equivalence: Schuirmann's (1987) two one-sided tests on the log of the
+  response, with Welch's degrees of freedom: equivalent when the ratio of the
+  means lies within ±margin with 95% confidence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as st
+
+ALPHA = 0.05
+# Equivalence margin: a ratio of means within ±5% is "no difference that matters".
+MARGIN = 0.05
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str  # "cpus", or "cpus:mpm" for an interaction
+    df: int
+    ss: float
+    f: float
+    p_value: float
+    omega2: float
+
+
+@dataclass(frozen=True)
+class Anova:
+    response: str
+    terms: list[Term]
+    residual_df: int
+    residual_ss: float
+    n: int
+
+
+def _columns(levels: list[Any]) -> tuple[list[Any], dict[Any, int]]:
+    order = list(dict.fromkeys(levels))
+    return order, {v: i for i, v in enumerate(order)}
+
+
+def _dummies(values: list[Any]) -> np.ndarray:
+    """Treatment coding: one column per level but the first."""
+    order, index = _columns(values)
+    out = np.zeros((len(values), len(order) - 1))
+    for row, v in enumerate(values):
+        if index[v]:
+            out[row, index[v] - 1] = 1.0
+    return out
+
+
+def _design(rows: list[dict[str, Any]], terms: list[tuple[str, ...]]) -> np.ndarray:
+    blocks = [np.ones((len(rows), 1))]
+    for term in terms:
+        parts = [_dummies([r[f] for r in rows]) for f in term]
+        block = parts[0]
+        for other in parts[1:]:
+            block = np.einsum("ij,ik->ijk", block, other).reshape(len(rows), -1)
+        blocks.append(block)
+    return np.hstack(blocks)
+
+
+def _rss(x: np.ndarray, y: np.ndarray) -> tuple[float, int]:
+    beta, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ beta
+    return float(resid @ resid), int(rank)
+
+
+def anova(rows: list[dict[str, Any]], factors: list[str], response: str) -> Anova | None:
+    """Type II ANOVA of `response` over the factors (each with 2 or more
+    levels), main effects and two-way interactions where the runs leave
+    residual degrees of freedom for them. None when nothing can be tested."""
+    factors = [f for f in factors if len({r[f] for r in rows}) > 1]
+    if not factors:
+        return None
+    y = np.asarray([r[response] for r in rows], float)
+    terms: list[tuple[str, ...]] = [(f,) for f in factors]
+    pairs: list[tuple[str, ...]] = list(itertools.combinations(factors, 2))
+    _, full_rank = _rss(_design(rows, terms + pairs), y)
+    if pairs and len(rows) - full_rank >= 2:
+        terms += pairs
+    rss_full, rank = _rss(_design(rows, terms), y)
+    dof = len(rows) - rank
+    if dof < 1:
+        return None
+    ms_error = rss_full / dof
+    total = float(np.sum((y - y.mean()) ** 2))
+    out = []
+    for t in terms:
+        others = [u for u in terms if not set(t) <= set(u)]
+        rss_without, rank_without = _rss(_design(rows, others), y)
+        rss_with, rank_with = _rss(_design(rows, [*others, t]), y)
+        df = rank_with - rank_without
+        ss = max(rss_without - rss_with, 0.0)
+        f = (ss / df) / ms_error if df and ms_error > 0 else math.inf
+        p = float(st.f.sf(f, df, dof)) if df and math.isfinite(f) else 0.0
+        omega2 = (ss - df * ms_error) / (total + ms_error) if total + ms_error > 0 else math.nan
+        out.append(Term(":".join(t), df, ss, f, p, omega2))
+    return Anova(response, out, dof, rss_full, len(rows))
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    ratio: float  # B's mean over A's (geometric, from the logs)
+    low: float  # the 90% interval of the ratio: equivalence at 5% needs it inside the margin
+    high: float
+    p_value: float  # the larger of the two one-sided p-values
+    equivalent: bool
+
+
+def tost(a: list[float], b: list[float], margin: float = MARGIN) -> Equivalence | None:
+    """Schuirmann's two one-sided tests on log values with Welch's degrees
+    of freedom: H0 says the ratio of B to A is at most 1/(1+margin) or at
+    least 1+margin; rejecting both says they are equivalent."""
+    if len(a) < 2 or len(b) < 2 or min(a + b) <= 0:
+        return None
+    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
+    diff = float(lb.mean() - la.mean())
+    se = math.sqrt(va + vb)
+    bound = math.log(1 + margin)
+    if se == 0:
+        inside = abs(diff) < bound
+        return Equivalence(math.exp(diff), math.exp(diff), math.exp(diff), 0.0 if inside else 1.0, inside)
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    p_low = float(st.t.sf((diff + bound) / se, df))  # H0: diff <= -bound
+    p_high = float(st.t.cdf((diff - bound) / se, df))  # H0: diff >= +bound
+    t = float(st.t.ppf(1 - ALPHA, df))
+    p = max(p_low, p_high)
+    return Equivalence(math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), p, p < ALPHA)
