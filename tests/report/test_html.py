@@ -186,3 +186,17 @@ def test_report_does_not_touch_a_file_that_is_not_a_store(tmp_path):
     p = run_cli("report", str(other))
     assert p.returncode == 2 and "not a corebench store" in p.stderr
     assert other.read_bytes() == before and not (tmp_path / "other.db-wal").exists()
+
+
+def test_charts_a_reader_can_trust(store):
+    from corebench.report import charts, html
+
+    d = report.load(store)
+    titles = dict(charts.all_charts(d))
+    assert "Latency distribution" in titles and "p99" in titles["Latency distribution"]
+    # Two cpus levels: categories, not a numeric axis that invents cpus=1.5.
+    assert not re.search(r">\s*1\.5\s*<", titles["Throughput by cpus"])
+    assert not re.search(r">\s*1\.5\s*<", titles["Efficiency"])
+    timeline = [{"second": s, "completed": 100, "p99_us": 1} for s in range(3)]
+    assert [s["second"] for s in html._whole_seconds({"duration_s": 2.4, "timeline": timeline})] == [0, 1]
+    assert len(html._whole_seconds({"duration_s": 0.3, "timeline": timeline[:1]})) == 1, "a short run keeps its one"

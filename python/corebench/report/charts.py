@@ -49,6 +49,16 @@ def _numeric(levels: list[Any]) -> bool:
     return bool(levels) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
 
 
+def _continuous(levels: list[Any]) -> bool:
+    """A numeric factor of 3 or more levels gets a numeric axis; two levels,
+    or names, are categories (a line between 2 levels invents the middle)."""
+    return _numeric(levels) and len(levels) >= 3
+
+
+def _x(p: PointStats, factor: str, levels: list[Any]) -> Any:
+    return p.levels[factor] if _continuous(levels) else str(p.levels[factor])
+
+
 def _series(points: list[PointStats], factor: str, order: list[Any] | None = None) -> dict[str, list[PointStats]]:
     """Points grouped by the levels of every other factor, in the order of
     `factor`'s levels in the plan (levels may mix numbers and text)."""
@@ -56,7 +66,7 @@ def _series(points: list[PointStats], factor: str, order: list[Any] | None = Non
     for p in points:
         if not p.measured or not p.throughput.mean > 0:
             continue
-        rest = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != factor) or "all"
+        rest = ", ".join(f"{k}={v}" for k, v in p.levels.items() if k != factor) or "all"
         out.setdefault(rest, []).append(p)
     rank = {repr(v): i for i, v in enumerate(order or [])}
     for ps in out.values():
@@ -67,7 +77,7 @@ def _series(points: list[PointStats], factor: str, order: list[Any] | None = Non
 def throughput_by(d: ReportData, factor: str) -> str:
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
-        xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
+        xs = [_x(p, factor, d.factors[factor]) for p in ps]
         ys = [p.throughput.mean for p in ps]
         err = [
             [max(0.0, p.throughput.mean - p.throughput.ci_low) if p.throughput.n > 1 else 0.0 for p in ps],
@@ -75,7 +85,8 @@ def throughput_by(d: ReportData, factor: str) -> str:
         ]
         ax.errorbar(xs, ys, yerr=np.nan_to_num(err), marker="o", capsize=3, label=label)
     ax.set_xlabel(factor)
-    ax.set_ylabel("throughput (req/s)")
+    ax.set_ylabel("throughput (successful req/s)")
+    ax.set_ylim(bottom=0)
     ax.set_title(f"Throughput by {factor} (mean, 95% CI)")
     ax.legend(fontsize=7)
     return _svg(fig)
@@ -89,9 +100,11 @@ def efficiency(d: ReportData) -> str | None:
     for label, ps in _series(d.points, "cpus", d.factors.get("cpus")).items():
         base = [p for p in ps if float(p.levels["cpus"]) == min(float(q.levels["cpus"]) for q in ps)][0]
         n0, x0 = float(base.levels["cpus"]), base.throughput.mean
-        xs = [float(p.levels["cpus"]) for p in ps]
+        xs = [_x(p, "cpus", d.factors["cpus"]) for p in ps]
         ax.plot(xs, [p.throughput.mean / (float(p.levels["cpus"]) / n0 * x0) for p in ps], marker="o", label=label)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    # From zero: on a narrow axis (0.94 to 1.04) noise looks like a trend.
+    ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))
     ax.set_xlabel("cpus")
     ax.set_ylabel("efficiency per core")
     title = "Efficiency: rps(n) / (n · rps(1))"
@@ -108,7 +121,7 @@ def latency(d: ReportData) -> str | None:
         return None
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
-        xs = [p.levels[factor] if _numeric(d.factors[factor]) else str(p.levels[factor]) for p in ps]
+        xs = [_x(p, factor, d.factors[factor]) for p in ps]
         (line,) = ax.plot(xs, [p.p99_us.median / 1000 for p in ps], marker="o", label=f"p99 {label}")
         ax.plot(
             xs,
@@ -120,15 +133,66 @@ def latency(d: ReportData) -> str | None:
         )
     ax.set_xlabel(factor)
     ax.set_ylabel("latency (ms)")
+    ax.set_ylim(bottom=0)
     ax.set_title(f"Latency percentiles by {factor} (median of runs)")
     ax.legend(fontsize=6)
     return _svg(fig)
 
 
+def distribution(d: ReportData) -> str | None:
+    """Gil Tene's percentile plot (as HdrHistogram's): latency against
+    1/(1 − q) on a log axis, so the tail from p90 to p99.999 is as wide as
+    the body; per point, the median over its runs at each percentile."""
+    fig, ax = plt.subplots()
+    drawn, right = 0, 2.0
+    for p in d.points:
+        if not p.measured or p.failing or drawn >= 12:
+            continue
+        curves = [c for c in (_spectrum(r) for r in p.measured if r.get("result_json")) if c]
+        if not curves:
+            continue
+        # No percentile finer than the runs' counts resolve.
+        top = min(1 - 1 / max(c[-1][2], 2) for c in curves)
+        qs = [q for q in _QUANTILES if q <= top]
+        if len(qs) < 2:
+            continue
+        ys = [float(np.median([_at(c, q) for c in curves])) / 1000 for q in qs]
+        ax.plot([1 / (1 - q) for q in qs], ys, marker=".", label=p.label().replace(" ", ", "))
+        right = max(right, 1 / (1 - qs[-1]))
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log")
+    ticks = [q for q in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999) if 1 / (1 - q) <= right]
+    ax.set_xticks([1 / (1 - q) for q in ticks], [f"p{q * 100:g}" for q in ticks])
+    ax.set_xlim(1, right * 1.3)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("Latency distribution (median of runs at each percentile)")
+    ax.legend(fontsize=6)
+    return _svg(fig)
+
+
+_QUANTILES = [0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999]
+
+
+def _spectrum(run: dict[str, Any]) -> list[tuple[float, float, int]]:
+    """(quantile, latency µs, count so far) of a run's total latency."""
+    total = json.loads(run["result_json"])["latency_us"]["total"]
+    return [(float(s["percentile"]), float(s["value_us"]), int(s["total_count"])) for s in total.get("spectrum", [])]
+
+
+def _at(curve: list[tuple[float, float, int]], q: float) -> float:
+    """The latency at quantile q: the first step of the spectrum that reaches it."""
+    return next((v for quantile, v, _ in curve if quantile >= q), curve[-1][1])
+
+
 def variability(d: ReportData) -> str:
     ps = [p for p in d.points if p.measured]
     fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.22 * len(ps) + 1)))
-    labels = [p.label() for p in ps]
+    labels = [p.label().replace(" ", ", ") for p in ps]
     ax.barh(range(len(ps)), [np.nan_to_num(p.throughput.cv) * 100 for p in ps], color="#4c72b0")
     ax.set_yticks(range(len(ps)), labels, fontsize=7)
     ax.set_xlabel("coefficient of variation of throughput (%)")
@@ -197,6 +261,7 @@ def all_charts(d: ReportData) -> list[tuple[str, str]]:
     for title, make in (
         ("Efficiency", efficiency),
         ("Latency", latency),
+        ("Latency distribution", distribution),
         ("Variability", variability),
         ("CPU heat map", heatmap),
     ):

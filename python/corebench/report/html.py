@@ -50,9 +50,17 @@ def _timelines(d: ReportData) -> dict[str, dict[str, Any]]:
         label = " ".join(f"{k}={v}" for k, v in json.loads(r["point_json"]).items())
         out[str(r["seq"])] = {
             "label": f"run {r['seq']}: {label} rep {r['repetition'] + 1}",
-            "t": [[s["second"], s["completed"], s["p99_us"]] for s in result.get("timeline", [])],
+            "t": [[s["second"], s["completed"], s["p99_us"]] for s in _whole_seconds(result)],
         }
     return out
+
+
+def _whole_seconds(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A partial last second would read as a drop in throughput: left out,
+    unless the run was shorter than a second."""
+    seconds = result.get("timeline", [])
+    whole = int(result.get("duration_s", 0) + 1e-6)
+    return [s for s in seconds if s["second"] < whole] if whole >= 1 else seconds
 
 
 def _data_uri(text: str, mime: str) -> str:
