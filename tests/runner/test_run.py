@@ -281,20 +281,16 @@ keep_alive = true
     ran = run_plan(tmp_path, text)
     out, runs, store = ran.out, ran.runs, ran.store
     assert out.ok == 4, [r["error"] for r in runs]
-    raw: dict[str, float] = {}
-    for r in runs:
-        raw[json.loads(r["point_json"])["server"]] = min(
-            raw.get(json.loads(r["point_json"])["server"], 1e9), r["throughput_rps"]
-        )
-    assert raw["shedding"] > raw["correct"], "the shedding server answers more often"
     from corebench.report.data import load
 
     d = load(store)
     by = {p.levels["server"]: p for p in d.points}
+    raw = [r["throughput_rps"] for r in runs if json.loads(r["point_json"])["server"] == "shedding"]
+    # Every response counted, as ab would: the 503s more than double the figure.
+    assert by["shedding"].throughput.mean < min(raw) * 0.5, "goodput counts only the 200s"
     assert by["shedding"].failing and not by["correct"].failing
     assert by["shedding"].error_share > 0.5
-    assert by["shedding"].throughput.mean < raw["shedding"] * 0.5, "goodput counts only the 200s"
-    best = next(v for v in d.verdicts if v.startswith("Best throughput"))
-    assert best.startswith("Best throughput: server=correct"), d.verdicts
+    best = next(v for v in d.verdicts if "best throughput" in v)
+    assert best.startswith("Over all points, best throughput: server=correct"), d.verdicts
     assert any(v.startswith("Failing: 1 point(s) (server=shedding)") for v in d.verdicts), d.verdicts
     assert d.diagnoses[[p.levels["server"] for p in d.points].index("shedding")].kind == "failing"

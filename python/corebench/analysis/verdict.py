@@ -92,7 +92,7 @@ def verdicts(
     if not ok:
         return [*out, "No point has a successful measured run without failures: nothing to conclude."]
     load = load if load is not None else load_factors(factors or {})
-    out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load)
+    out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load, failing)
     if slo is not None:
         out += slo_verdicts(ok, slo, load)
     out += _costs(ok, prices or {}, slo)
@@ -131,7 +131,9 @@ def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats,
     return best, tied
 
 
-def best_at_matched_load(points: list[PointStats], load: set[str]) -> list[str]:
+def best_at_matched_load(
+    points: list[PointStats], load: set[str], failing: list[PointStats] | None = None
+) -> list[str]:
     """Configurations compared at each load level, never load levels with
     each other: the best by goodput and by p99, with the set not shown worse,
     and a steadier configuration where a test of spread says so."""
@@ -146,6 +148,13 @@ def best_at_matched_load(points: list[PointStats], load: set[str]) -> list[str]:
     out = []
     for at, ps in sorted(groups.items(), key=lambda kv: _level_order(kv[1][0], load)):
         where = f"At {at}" if at else "Over all points"
+        lost = [p for p in failing or [] if _split(p, load)[0] == at]
+        if len(ps) == 1 and lost:
+            only = ps[0]
+            out.append(
+                f"{where}, best throughput: {_split(only, load)[1]} at {only.throughput.mean:,.0f} req/s, the only "
+                f"configuration without failures ({', '.join(_split(p, load)[1] for p in lost)} failing)."
+            )
         if len(ps) < 2:
             continue
         best, tied = best_set(ps)
