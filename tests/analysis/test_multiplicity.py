@@ -128,3 +128,19 @@ def test_factor_effects_say_when_no_difference_matters():
     ]
     (line,) = [v for v in verdicts(ps, factors={"cpus": [1, 2], "mpm": ["prefork", "worker"]}) if v.startswith("mpm=")]
     assert "no significant difference in 2 of 2 configurations, and equivalent within ±5% in 2 (Schuirmann" in line
+
+
+def test_superlinear_steps_and_implausible_demand_are_flagged():
+    # 16-core field case: one start of 4 CPUs spent 0.69 ms per request where
+    # its neighbours spent ~1.07 ms, and 4 -> 8 looked better than ideal.
+    levels = {2: (1850, 1.07), 4: (5800, 0.69), 8: (7400, 1.08)}
+    ps = []
+    for c, (x, dm) in levels.items():
+        p = point({"cpus": c}, [x * 0.99, x, x * 1.01])
+        p.demand_ms = [dm * 0.99, dm, dm * 1.01]
+        ps.append(p)
+    out = verdicts(ps, factors={"cpus": [2, 4, 8]})
+    step = next(v for v in out if v.startswith("From 2 to 4 CPUs"))
+    assert "superlinear" in step
+    assert any(v.startswith("Implausible: at 4 CPUs the target spent less CPU per request (0.690 ms)") for v in out), out
+    assert not any("superlinear" in v for v in out if v.startswith("From 4 to 8 CPUs"))

@@ -57,3 +57,10 @@ def test_degenerate_inputs_do_not_crash():
     assert not none.significant and "not tested" in none.words()
     flat = fit([1, 2, 3, 4], [10.0, 10.0, 10.0, 10.0])
     assert math.isnan(flat.r2)
+
+
+def test_little_with_the_edge_of_a_finite_run():
+    # 10 clients, 100 ms each, a 2 s run: 19 rounds end inside it (190
+    # responses, 95/s); the 10 in flight at the end are not counted.
+    assert little_ratio(10, 95, 0.1) == pytest.approx(0.95)
+    assert little_ratio(10, 95, 0.1, 2.0) == pytest.approx(1.0)

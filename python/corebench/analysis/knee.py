@@ -40,6 +40,18 @@ def saturation(xs: list[float], ys: list[float], share: float = 0.95) -> float |
     return min(x for x, y in zip(xs, ys, strict=True) if y >= share * top)
 
 
-def little_ratio(concurrency: float, throughput_rps: float, mean_latency_s: float) -> float:
-    """X·R / N: 1 for a closed loop that spent all its time in requests."""
-    return throughput_rps * mean_latency_s / concurrency if concurrency else float("nan")
+def little_ratio(
+    concurrency: float, throughput_rps: float, mean_latency_s: float, duration_s: float | None = None
+) -> float:
+    """X·R / N: 1 for a closed loop that spent all its time in requests.
+    Over a finite run of T seconds the law holds only up to its edges: the
+    requests in flight when the run ends are not counted, about N·R/T of
+    them, so the expected X·R/N is 1 − R/T, and the ratio is given against
+    it (Little 1961 holds exactly only for a balanced flow; Denning & Buzen
+    1978 on operational laws over a finite observation period)."""
+    if not concurrency:
+        return float("nan")
+    ratio = throughput_rps * mean_latency_s / concurrency
+    if duration_s and mean_latency_s < duration_s:
+        ratio /= 1 - mean_latency_s / duration_s
+    return ratio

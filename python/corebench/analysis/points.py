@@ -89,7 +89,12 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
         if closed:
             little = _mean(
                 [
-                    little_ratio(x["concurrency"], x["throughput_rps"], x["latency_us"]["total"]["mean_us"] / 1e6)
+                    little_ratio(
+                        x["concurrency"],
+                        x["throughput_rps"],
+                        x["latency_us"]["total"]["mean_us"] / 1e6,
+                        x["duration_s"],
+                    )
                     for x in closed
                 ]
             )

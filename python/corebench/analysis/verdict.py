@@ -246,7 +246,34 @@ def _core_steps(points: list[PointStats]) -> list[str]:
             f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
             f"({a.throughput.mean:,.0f} → {b.throughput.mean:,.0f} req/s at their best points)."
         )
+        if cmp.rel_low > ideal - 1:
+            line += (
+                f" More than ideal beyond the interval (superlinear): look twice before trusting it (caches that "
+                f"now fit, clock rates, or a setup that differs between the {lo:g}- and {hi:g}-CPU runs)."
+            )
         out.append(line + _demand_step(lo, hi, a, b))
+    out += _odd_demand([best[c] for c in levels], levels)
+    return out
+
+
+def _odd_demand(points: list[PointStats], levels: list[float]) -> list[str]:
+    """A CPU level whose service demand is significantly below (or above)
+    both its neighbours': the work per request does not change that way with
+    cores, so that level's runs are suspect (a different server state, a
+    warmer or colder start)."""
+    out = []
+    for i in range(1, len(points) - 1):
+        mid = points[i]
+        sides = [compare(points[j].demand_ms, mid.demand_ms) for j in (i - 1, i + 1)]
+        if any(len(points[j].demand_ms) < 2 for j in (i - 1, i, i + 1)):
+            continue
+        if all(c.significant and c.relative < 0 for c in sides) or all(c.significant and c.relative > 0 for c in sides):
+            way = "less" if sides[0].relative < 0 else "more"
+            out.append(
+                f"Implausible: at {levels[i]:g} CPUs the target spent {way} CPU per request "
+                f"({statistics.fmean(mid.demand_ms):.3f} ms) than at both {levels[i - 1]:g} and {levels[i + 1]:g} "
+                f"CPUs, beyond their intervals; its figures (and any efficiency above 100%) need a second look."
+            )
     return out
 
 
