@@ -50,6 +50,12 @@ class Latencies(_Model):
     uncorrected: LatencySummary | None = None
 
 
+# A response is a success when its status is 2xx or 3xx (RFC 9110 §15: a
+# redirect completed the exchange the client asked for); transport errors,
+# 4xx and 5xx are failures, and failures are never throughput.
+SUCCESS = range(200, 400)
+
+
 class ErrorCounts(_Model):
     connect: int
     receive: int
@@ -214,3 +220,14 @@ class LoadResult(_Model):
     @property
     def generator_cpu_s(self) -> float:
         return self.cpu.user_s + self.cpu.system_s
+
+    @property
+    def successes(self) -> int:
+        """Responses with a successful status (2xx, 3xx)."""
+        return sum(n for code, n in self.status_counts.items() if code in SUCCESS)
+
+    def failures(self) -> str:
+        """What went wrong, most frequent first: error classes and statuses."""
+        counts = {k: v for k, v in self.errors.model_dump().items() if v}
+        counts |= {f"status {code}": n for code, n in self.status_counts.items() if code not in SUCCESS and n}
+        return ", ".join(f"{k}: {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"

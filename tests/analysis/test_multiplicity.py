@@ -142,5 +142,7 @@ def test_superlinear_steps_and_implausible_demand_are_flagged():
     out = verdicts(ps, factors={"cpus": [2, 4, 8]})
     step = next(v for v in out if v.startswith("From 2 to 4 CPUs"))
     assert "superlinear" in step
-    assert any(v.startswith("Implausible: at 4 CPUs the target spent less CPU per request (0.690 ms)") for v in out), out
+    assert any(v.startswith("Implausible: at 4 CPUs the target spent less CPU per request (0.690 ms)") for v in out), (
+        out
+    )
     assert not any("superlinear" in v for v in out if v.startswith("From 4 to 8 CPUs"))

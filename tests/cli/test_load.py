@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from corebench.testing.nginx import free_port
+from corebench.testing import free_port
 from tests.conftest import CLI, run_cli
 
 
@@ -67,11 +67,24 @@ def test_unreadable_body_file(tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
-def test_refused_port_is_measured_not_a_crash():
+def test_refused_port_is_measured_not_a_crash_and_not_a_success():
     p = run_cli("load", "-c", "2", "-n", "20", refused_url())
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.startswith("corebench: no request succeeded: 20 sent; connect: 20\n")
     assert "Complete requests:      20" in p.stdout
     assert "(Connect: 20, Receive: 0, Length: 0, Exceptions: 0)" in p.stdout
+    # With the JSON on stdout, the line goes to stderr and the JSON stays whole.
+    p = run_cli("load", "-c", "2", "-n", "20", "--json", "-", refused_url())
+    assert p.returncode == 1 and json.loads(p.stdout)["failed"] == 20
+    assert p.stderr.startswith("corebench: no request succeeded")
+
+
+def test_a_server_answering_only_errors_is_not_a_success():
+    from corebench.testing import MisbehavingServer
+
+    with MisbehavingServer("status_500") as srv:
+        p = run_cli("load", "-k", "-c", "2", "-n", "50", srv.url)
+    assert p.returncode == 1 and p.stdout.startswith("corebench: no request succeeded: 50 sent; status 500: 50")
 
 
 def test_ab_report_against_nginx(nginx):

@@ -294,3 +294,26 @@ keep_alive = true
     assert best.startswith("Over all points, best throughput: server=correct"), d.verdicts
     assert any(v.startswith("Failing: 1 point(s) (server=shedding)") for v in d.verdicts), d.verdicts
     assert d.diagnoses[[p.levels["server"] for p in d.points].index("shedding")].kind == "failing"
+
+
+def test_a_dead_url_fails_every_run_and_keeps_what_was_measured(tmp_path):
+    from corebench.testing import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/"
+    text = f"""
+[experiment]
+repetitions = 2
+warmup = 0
+requests = 50
+
+[target]
+url = "{url}"
+
+[load]
+concurrency = 2
+"""
+    ran = run_plan(tmp_path, text)
+    assert (ran.out.ok, ran.out.failed) == (0, 2)
+    for r in ran.runs:
+        assert r["status"] == "failed" and r["error"].startswith("no request succeeded: 50 sent; connect: 50")
+        assert json.loads(r["result_json"])["errors"]["connect"] == 50, "the measurement is kept"

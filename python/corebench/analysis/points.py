@@ -9,11 +9,8 @@ from typing import Any
 
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
+from corebench.result import SUCCESS
 
-# A response is a success when its status is 2xx or 3xx (RFC 9110 §15: a
-# redirect completed the exchange the client asked for); transport errors,
-# 4xx and 5xx are failures, and failures are never throughput.
-SUCCESS = range(200, 400)
 # A point where more than this share of requests failed (errors or
 # unsuccessful statuses) is failing: reported, never offered as best.
 FAILING_SHARE = 0.01

@@ -181,6 +181,11 @@ def run_and_report(config: Any, json_out: str | None, hgrm: Path | None, cluster
     from corebench import engine, output
 
     result = engine.run(config) if cluster is None else _distributed(config, cluster)
+    dead = result.requests > 0 and result.successes == 0 and not result.interrupted
+    if dead:
+        # Said first, where a reader looks, and on stderr when stdout is JSON.
+        line = f"corebench: no request succeeded: {result.requests:,} sent; {result.failures()}\n"
+        (sys.stderr if json_out == "-" else sys.stdout).write(line)
     if json_out != "-":
         sys.stdout.write(output.get("text").render(result, config))
     if json_out:
@@ -189,6 +194,8 @@ def run_and_report(config: Any, json_out: str | None, hgrm: Path | None, cluster
         write(str(hgrm), output.get("hgrm").render(result, config), "--hgrm")
     if result.interrupted:
         raise typer.Exit(130)
+    if dead:
+        raise typer.Exit(1)
 
 
 def _distributed(config: Any, cluster: Any) -> Any:

@@ -235,6 +235,9 @@ def _one(
                 error = str(x)
         if result is not None and result.interrupted:
             raise Interrupted
+        if result is not None and result.successes == 0:
+            # Measured and kept, but not a healthy run: nothing succeeded.
+            error = f"no request succeeded: {result.requests:,} sent; {result.failures()}"
         if running.started is not None and running.started.proc.poll() is not None:
             code = running.started.proc.returncode
             error = (
