@@ -121,3 +121,23 @@ def test_fit_command_reads_named_columns_in_any_format(tmp_path):
     assert p.stderr.strip().endswith("its columns: label, threads, req_per_s, clock_mhz; choose one with --x NAME")
     p = run_cli("fit", str(tsv), "--x", "threads", "--y", "nope")
     assert p.returncode == 2 and "--y nope: " in p.stderr and "has no such column" in p.stderr
+
+
+def test_fit_command_takes_the_latency_form_through_littles_law(tmp_path):
+    # Only concurrency and mean latency known (usl4j's case): X = N / R.
+    import json
+
+    import numpy as np
+
+    from corebench.analysis.scaling import usl
+
+    n = np.array([1, 2, 4, 8, 16, 32, 64])
+    r_ms = n / usl(n, 100, 0.05, 0.001) * 1000
+    table = tmp_path / "lat.csv"
+    table.write_text("clients,latency_ms\n" + "".join(f"{a},{float(b)!r}\n" for a, b in zip(n, r_ms, strict=True)))
+    p = run_cli("fit", str(table), "--json")
+    assert p.returncode == 0, p.stderr
+    usl_fit = json.loads(p.stdout)["groups"][""]["fits"]["usl"]["params"]
+    assert usl_fit["lambda"] == pytest.approx(100, rel=1e-4) and usl_fit["sigma"] == pytest.approx(0.05, rel=1e-3)
+    assert usl_fit["kappa"] == pytest.approx(0.001, rel=1e-3)
+    assert "X = N / latency_ms (Little's law, closed loop)" in run_cli("fit", str(table)).stdout

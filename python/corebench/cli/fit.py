@@ -79,7 +79,8 @@ def _print_model(name: str, m: ScalingModel, extra: list[float]) -> None:
 def _print(t: Table, results: dict[str, tuple[list[ScalingRow], ScalingModel]], extra: dict[str, list[float]]) -> None:
     first = next(iter(results.values()))[1].chosen
     print(
-        f"{t.path}: {len(t.rows)} rows; N = {t.x}, X = {t.y}"
+        f"{t.path}: {len(t.rows)} rows; N = {t.x}, "
+        + (f"X = N / {t.y} (Little's law, closed loop)" if t.latency_scale is not None else f"X = {t.y}")
         + (f", clock = {t.clock}" if t.clock else "")
         + (f"; one group per {t.by}" if t.by else "")
     )

@@ -18,6 +18,10 @@ from corebench.errors import UsageError
 # lower case with everything but letters and digits removed.
 X_NAMES = ("cores", "cpus", "cpu", "vcpus", "n", "processors", "procs", "load", "users", "concurrency", "clients")
 Y_NAMES = ("rps", "throughput", "x", "reqs", "reqpersec", "requestspersecond", "tps", "ops", "opspersec")
+# Mean response time with its unit: with no throughput column, X = N / R
+# (Little's law for a closed loop without think time), as usl4j does.
+LATENCY_UNITS = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
+LATENCY_NAMES = ("latency", "responsetime", "r", "meanlatency", "rt")
 GHZ_NAMES = ("ghz", "clockghz")
 MHZ_NAMES = ("mhz", "clockmhz")
 
@@ -39,6 +43,8 @@ class Table:
     clock: str | None
     by: str | None
     rows: list[Row] = field(default_factory=list)
+    # X = N / R from a latency column, when the table has no throughput.
+    latency_scale: float | None = None
 
     def groups(self) -> dict[str, list[Row]]:
         out: dict[str, list[Row]] = {}
@@ -110,6 +116,16 @@ def _pick(names: list[str], asked: str | None, known: tuple[str, ...], what: str
     )
 
 
+def _latency_column(names: list[str]) -> tuple[str, float] | None:
+    """A mean-latency column whose name carries its unit: latency_ms, r_us..."""
+    for name in names:
+        key = _key(name)
+        for unit, scale in LATENCY_UNITS.items():
+            if key.endswith(unit) and key[: -len(unit)] in LATENCY_NAMES:
+                return name, scale
+    return None
+
+
 def read_table(path: Path, x: str | None = None, y: str | None = None, by: str | None = None) -> Table:
     names, records = _records(path)
     if names[0] == "1":  # no header: N and X are the first two columns
@@ -117,11 +133,15 @@ def read_table(path: Path, x: str | None = None, y: str | None = None, by: str |
         if len(names) < 2:
             raise UsageError(f"{path}: a row needs two columns: N (cores or load) and throughput")
     xn = _pick(names, x, X_NAMES, "N (cores or load)", "--x", path)
-    yn = _pick(names, y, Y_NAMES, "the throughput", "--y", path)
+    latency = None if y is not None else _latency_column(names)
+    yn = latency[0] if latency and not any(_key(n) in Y_NAMES for n in names) else None
+    yn = yn or _pick(names, y, Y_NAMES, "the throughput", "--y", path)
     clock = next((n for n in names if _key(n) in GHZ_NAMES + MHZ_NAMES), None)
     if by is not None and by not in names:
         raise UsageError(f"--by {by}: {path} has no such column; its columns: {', '.join(names)}")
     table = Table(path, xn, yn, clock, by)
+    if latency and yn == latency[0]:
+        table.latency_scale = latency[1]
     ix, iy = names.index(xn), names.index(yn)
     ic = names.index(clock) if clock else None
     for no, cells in records:
@@ -134,6 +154,10 @@ def read_table(path: Path, x: str | None = None, y: str | None = None, by: str |
         ghz = _number(cells[ic]) if ic is not None else None
         if ghz is not None and clock and _key(clock) in MHZ_NAMES:
             ghz /= 1000
+        if table.latency_scale is not None:
+            if v <= 0:
+                raise UsageError(f"{path}:{no}: {yn} must be positive to give a throughput N / R")
+            v = n / (v * table.latency_scale)
         table.rows.append(Row(no, n, v, ghz))
     if table.by is None:
         # A column of labels (a machine, a configuration) groups the rows.
