@@ -101,6 +101,7 @@ agents = 2
 url = "{nginx.url}"
 
 [load]
+path = "/page.html"
 concurrency = 4
 keep_alive = true
 """)

@@ -1,6 +1,7 @@
 """A real nginx (Debian's) on a free loopback port, in a directory of its own,
-never touching the system's instance: a static page of a chosen size, and
-stub_status so the server itself counts the requests it answered."""
+never touching the system's instance: a static page of a chosen size (for
+every path, so a replayed log is answered), and stub_status so the server
+itself counts the requests it answered."""
 
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ http {{
     listen 127.0.0.1:{self.port} backlog={max(4096, self.connections)};
     root {www};
     location = /status {{ stub_status; }}
+    # Every other path gets the page: a replayed log's paths are answered.
+    location / {{ try_files $uri /page.html; }}
   }}
 }}
 """)
