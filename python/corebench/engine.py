@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
 from collections.abc import Callable
 
 from corebench import _engine
@@ -19,9 +22,35 @@ def refused(e: EngineUsageError) -> UsageError:
     return SettingError(setting_of(key), str(e).removeprefix(f"invalid setting {key}: "))
 
 
+# Descriptors besides the connections: the interpreter, the engine's epoll
+# and wake-up files per thread, the log and body files.
+_FD_BASE = 16
+_FD_PER_THREAD = 2
+
+
+def descriptors(config: LoadConfig) -> None:
+    """Raises the soft open-file limit to the hard one; a load whose
+    connections would still not fit is refused before any request, in one
+    line, rather than left to fail (or spin) on EMFILE."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    threads = config.threads or os.cpu_count() or 1
+    need = config.concurrency + _FD_BASE + _FD_PER_THREAD * threads
+    if soft != resource.RLIM_INFINITY and need > soft:
+        raise SettingError(
+            "concurrency",
+            f"{config.concurrency:,} connections need about {need:,} file descriptors; this process may open "
+            f"{soft:,} (ulimit -n): raise the limit, or use fewer connections",
+        )
+
+
 def check(config: LoadConfig) -> None:
     """Everything the engine checks before a first request: settings together,
-    the target's address, a replayed log."""
+    the target's address, a replayed log, the descriptors the connections need."""
+    descriptors(config)
     try:
         _engine.check(config.engine_json())
     except EngineUsageError as e:
@@ -32,6 +61,7 @@ def run(config: LoadConfig, progress: Callable[[int], None] | None = None) -> Lo
     """Runs one load and returns its result. Ctrl-C stops the load early; the
     result then has `interrupted` set and holds what was measured.
     `progress(finished)` is called a few times a second while it runs."""
+    descriptors(config)
     try:
         raw = _engine.run(config.engine_json(), config.body or None, progress)
     except EngineUsageError as e:
