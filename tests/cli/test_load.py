@@ -235,3 +235,11 @@ def test_the_soft_descriptor_limit_is_raised_to_the_hard_one(nginx):
     )
     assert p.returncode == 0, p.stderr
     assert "Complete requests:      3000" in p.stdout and "Failed requests:        0" in p.stdout
+
+
+def test_version():
+    import corebench
+
+    for flag in ("--version", "-V"):
+        p = run_cli(flag)
+        assert p.returncode == 0 and p.stdout.startswith(f"corebench {corebench.__version__} (Python ")

@@ -18,8 +18,22 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        import platform
+
+        from corebench import __version__
+
+        print(f"corebench {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit (ab -V)."
+    ),
+) -> None:
     """How does my web server scale, and what should I run it on?"""
 
 
