@@ -243,3 +243,20 @@ def test_version():
     for flag in ("--version", "-V"):
         p = run_cli(flag)
         assert p.returncode == 0 and p.stdout.startswith(f"corebench {corebench.__version__} (Python ")
+
+
+def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):
+    from types import SimpleNamespace
+
+    from corebench.cli.common import _watch_generator
+
+    def run(cpu_s, threads=8, busy_poll_us=0):
+        r = SimpleNamespace(
+            agents=[], duration_s=10.0, threads=threads, generator_cpu_s=cpu_s, busy_poll_us=busy_poll_us
+        )
+        _watch_generator(r)
+        return capsys.readouterr().err
+
+    # The case: 7.58 of a core over the run with 8 threads.
+    assert run(75.8).startswith("corebench: warning: the generator used 7.58 of the 8 cores its threads can use (95%)")
+    assert run(40.0) == "" and run(75.8, busy_poll_us=20) == ""

@@ -192,10 +192,28 @@ def run_and_report(config: Any, json_out: str | None, hgrm: Path | None, cluster
         write(json_out, output.get("json").render(result, config), "--json")
     if hgrm:
         write(str(hgrm), output.get("hgrm").render(result, config), "--hgrm")
+    _watch_generator(result)
     if result.interrupted:
         raise typer.Exit(130)
     if dead:
         raise typer.Exit(1)
+
+
+def _watch_generator(result: Any) -> None:
+    """One line when the generator's own CPU neared what its threads can
+    use: the run may have measured the generator, not the server."""
+    from corebench.monitor import CLIENT_BOUND_SHARE
+
+    if result.agents or result.busy_poll_us or not result.duration_s or not result.threads:
+        return  # agents are watched by the cluster session; a busy-polling generator is busy by design
+    used = result.generator_cpu_s / result.duration_s
+    if used >= CLIENT_BOUND_SHARE * result.threads:
+        print(
+            f"corebench: warning: the generator used {used:.2f} of the {result.threads} cores its threads can use "
+            f"({used / result.threads:.0%}): it may have been the limit rather than the server; give it more "
+            "threads (--threads), more cores, or more machines (--ray)",
+            file=sys.stderr,
+        )
 
 
 def _distributed(config: Any, cluster: Any) -> Any:
