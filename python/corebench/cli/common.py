@@ -175,7 +175,33 @@ def print_config(config: LoadConfig) -> None:
     sys.stdout.write(config.model_dump_json(indent=2, exclude={"body"}) + "\n")
 
 
-def run_and_report(config: Any, json_out: str | None, hgrm: Path | None, cluster: Any | None = None) -> None:
+THRESHOLD = typer.Option(
+    None,
+    "--threshold",
+    help="Pass/fail criterion, repeatable (k6's thresholds): p99<20ms, errors<0.1%, rps>5000. Exit 99 when one fails.",
+)
+
+
+def thresholds(texts: list[str] | None) -> list[Any]:
+    """Parsed before any load: a malformed criterion is bad input."""
+    from corebench.analysis import thresholds as th
+
+    out = []
+    for text in texts or []:
+        try:
+            out.append(th.parse(text))
+        except ValueError as e:
+            raise UsageError(f"--threshold {e}") from None
+    return out
+
+
+def run_and_report(
+    config: Any,
+    json_out: str | None,
+    hgrm: Path | None,
+    cluster: Any | None = None,
+    criteria: list[Any] | None = None,
+) -> None:
     """Runs the load (here, or on a cluster's agents), prints the text report
     (unless --json -), writes files."""
     from corebench import engine, output
@@ -193,10 +219,23 @@ def run_and_report(config: Any, json_out: str | None, hgrm: Path | None, cluster
     if hgrm:
         write(str(hgrm), output.get("hgrm").render(result, config), "--hgrm")
     _watch_generator(result)
+    failed = _judge(criteria or [], result, sys.stderr if json_out == "-" else sys.stdout)
     if result.interrupted:
         raise typer.Exit(130)
     if dead:
         raise typer.Exit(1)
+    if failed:
+        raise typer.Exit(99)
+
+
+def _judge(criteria: list[Any], result: Any, out: Any) -> bool:
+    """Each threshold with its measured value; True when one failed."""
+    from corebench.analysis.thresholds import judge
+
+    verdicts = judge(criteria, result)
+    for t, value, ok in verdicts:
+        out.write(f"threshold {t.text}: {t.shown(value)}  {'ok' if ok else 'FAILED'}\n")
+    return not all(ok for _, _, ok in verdicts)
 
 
 def _watch_generator(result: Any) -> None:

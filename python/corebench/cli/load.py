@@ -60,6 +60,7 @@ def load(
     random_order: bool = typer.Option(False, "--random", help="Take --urls at random (siege -i)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the random URL order and think times."),
     json_out: str | None = common.JSON_OUT,
+    threshold: list[str] | None = common.THRESHOLD,
     print_config: bool = common.PRINT_CONFIG,
     hgrm: Path | None = common.HGRM,
     ray: str | None = common.RAY,
@@ -102,7 +103,8 @@ def load(
     if print_config:
         common.print_config(config)
         return
-    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus))
+    criteria = common.thresholds(threshold)
+    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus), criteria)
 
 
 def _first_url(path: Path | None) -> str | None:
