@@ -137,8 +137,29 @@ def test_compare_two_levels_and_two_stores(store):
     p = run_cli("compare", str(store), "cpus=1", "cpus=2")
     assert p.returncode == 0, p.stderr
     assert "Welch" in p.stdout and "req/s" in p.stdout and "p99 ms" in p.stdout
-    same = run_cli("compare", str(store), str(store))
+    same = run_cli("compare", str(store), str(store), "--fail-if-slower", "5%")
     assert same.returncode == 0 and "~ (p=" in same.stdout, "a store against itself: no significant difference"
+    assert "Holm-adjusted" in same.stdout and "gate --fail-if-slower 5%: no point failed it" in same.stdout
+    bad = run_cli("compare", str(store), str(store), "--fail-if-slower", "5")
+    assert bad.returncode == 2 and "give a share of throughput, like 5%" in bad.stderr
+
+
+def test_the_regression_gate_needs_significance_and_margin():
+    from corebench.report.compare import Row, Table, _adjust
+
+    def row(label, a, b):
+        from corebench.analysis.stats import compare
+
+        return Row(label, "req/s", "{:,.0f}", a, b, compare(a, b))
+
+    rows = _adjust(
+        [
+            row("slower by 20%", [1000, 1010, 990, 1005], [800, 805, 795, 802]),
+            row("slower by 2%", [1000, 1001, 999, 1000], [980, 981, 979, 980]),
+            row("noisy, maybe slower", [1000, 1300, 700, 1000], [800, 1100, 600, 900]),
+        ]
+    )
+    assert [r.label for r in Table("t", rows).slower(0.05)] == ["slower by 20%"]
 
 
 def test_report_data_verdicts_and_diagnosis(store):

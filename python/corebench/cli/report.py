@@ -3,6 +3,7 @@ everything from the store alone."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,17 +98,44 @@ def compare(
     a: Path = typer.Argument(..., help="A store (the baseline)."),
     b: str = typer.Argument(..., help="Another store, or within A: two selectors like cpus=1 cpus=2."),
     c: str | None = typer.Argument(None, help="The second selector, when comparing within one store."),
+    fail_if_slower: str | None = typer.Option(
+        None,
+        "--fail-if-slower",
+        help="Regression gate: exit 99 when B's throughput is significantly lower than A's by more than this (5%).",
+    ),
 ) -> None:
-    """A benchstat-like table: each point's throughput and p99, B against A, with p-values."""
+    """A benchstat-like table: each point's throughput and p99, B against A, with Holm-adjusted p-values."""
     from corebench.report.compare import compare_points, compare_stores
 
+    margin = _margin(fail_if_slower)
     if c is not None:
-        lines = compare_points(a, b, c)
+        table = compare_points(a, b, c)
     elif Path(b).exists():
-        lines = compare_stores(a, Path(b))
+        table = compare_stores(a, Path(b))
     else:
         raise UsageError(
             f"{b}: neither a store nor a selector pair; "
             "use: compare A.sqlite B.sqlite, or compare A.sqlite cpus=1 cpus=2"
         )
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join(table.lines()) + "\n")
+    if margin is not None:
+        slower = table.slower(margin)
+        for r in slower:
+            change = r.c.relative * 100 if r.c else math.nan
+            print(f"slower: {r.label}: {change:+.1f}% (Holm-adjusted p = {r.adjusted_p:.3g})")
+        verdict = f"{len(slower)} point(s) significantly slower by more than {margin:.0%}" if slower else "no point"
+        print(f"gate --fail-if-slower {fail_if_slower}: {verdict}" + ("" if slower else " failed it"))
+        if slower:
+            raise typer.Exit(99)
+
+
+def _margin(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text.strip().removesuffix("%")) / 100
+    except ValueError:
+        value = -1.0
+    if not text.strip().endswith("%") or not 0 <= value < 1:
+        raise UsageError(f"--fail-if-slower {text!r}: give a share of throughput, like 5%")
+    return value

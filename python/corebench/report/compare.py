@@ -1,14 +1,79 @@
 """B against A, point by point: benchstat's layout (old, new, delta with
-the test's p-value, "~" where the difference is not significant)."""
+the test's p-value, "~" where the difference is not significant). The
+p-values are Holm-adjusted over every test in the table (Holm 1979), so a
+long table does not find a difference by chance; a regression gate asks for
+both a significant and a large enough slowdown."""
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import compare
+from corebench.analysis.stats import ALPHA, Comparison, compare, holm
 from corebench.errors import UsageError
+
+
+@dataclass
+class Row:
+    label: str
+    what: str  # "req/s" or "p99 ms"
+    fmt: str
+    xa: list[float]
+    xb: list[float]
+    c: Comparison | None = None
+    adjusted_p: float = math.nan
+
+    @property
+    def significant(self) -> bool:
+        return not math.isnan(self.adjusted_p) and self.adjusted_p < ALPHA
+
+
+@dataclass
+class Table:
+    title: str
+    rows: list[Row]
+
+    def lines(self) -> list[str]:
+        out = [self.title, _HEAD]
+        for r in self.rows:
+            if r.c is None:
+                out.append(f"{r.label:<40} {r.what:<7} {'(no measured runs)':>30}")
+                continue
+            n = f"n={len(r.xa)}+{len(r.xb)}"
+            p = "–" if math.isnan(r.adjusted_p) else f"{r.adjusted_p:.3f}"
+            delta = f"{r.c.relative * 100:+.1f}% (p={p} {n})" if r.significant else f"~ (p={p} {n})"
+            ma, mb = sum(r.xa) / len(r.xa), sum(r.xb) / len(r.xb)
+            out.append(f"{r.label:<40} {r.what:<7} {r.fmt.format(ma):>12} {r.fmt.format(mb):>12}  {delta}")
+        return out
+
+    def slower(self, margin: float) -> list[Row]:
+        """Throughput rows where B is significantly lower than A, by more than the margin."""
+        return [r for r in self.rows if r.what == "req/s" and r.c and r.significant and r.c.relative < -margin]
+
+
+def _rows(label: str, a: PointStats, b: PointStats) -> list[Row]:
+    out = []
+    for what, fmt, xa, xb in (
+        ("req/s", "{:,.0f}", a.rps, b.rps),
+        ("p99 ms", "{:.3f}", [r["p99_us"] / 1000 for r in a.measured], [r["p99_us"] / 1000 for r in b.measured]),
+    ):
+        out.append(Row(label, what, fmt, xa, xb, compare(xa, xb) if xa and xb else None))
+    return out
+
+
+def _adjust(rows: list[Row]) -> list[Row]:
+    tested = [r for r in rows if r.c is not None]
+    for r, q in zip(tested, holm([r.c.p_value for r in tested if r.c is not None]), strict=True):
+        r.adjusted_p = q
+    return rows
+
+
+_HEAD = (
+    f"{'point':<40} {'':<7} {'A':>12} {'B':>12}  delta (Welch's t-test, Holm-adjusted p; ~ = no significant difference)"
+)
 
 
 def _points(store: Path) -> list[PointStats]:
@@ -17,42 +82,17 @@ def _points(store: Path) -> list[PointStats]:
     return load(store).points
 
 
-def _row(label: str, a: PointStats, b: PointStats) -> list[str]:
-    out = []
-    for what, fmt, xa, xb in (
-        ("req/s", "{:,.0f}", a.rps, b.rps),
-        ("p99 ms", "{:.3f}", [r["p99_us"] / 1000 for r in a.measured], [r["p99_us"] / 1000 for r in b.measured]),
-    ):
-        if not xa or not xb:
-            out.append(f"{label:<40} {what:<7} {'(no measured runs)':>30}")
-            continue
-        c = compare(xa, xb)
-        delta = (
-            f"{c.relative * 100:+.1f}% (p={c.p_value:.3f} n={len(xa)}+{len(xb)})"
-            if c.significant
-            else f"~ (p={c.p_value:.3f} n={len(xa)}+{len(xb)})"
-        )
-        ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
-        out.append(f"{label:<40} {what:<7} {fmt.format(ma):>12} {fmt.format(mb):>12}  {delta}")
-    return out
-
-
-_HEAD = f"{'point':<40} {'':<7} {'A':>12} {'B':>12}  delta (Welch's t-test; ~ = no significant difference)"
-
-
-def compare_stores(a: Path, b: Path) -> list[str]:
+def compare_stores(a: Path, b: Path) -> Table:
     pa, pb = _points(a), _points(b)
     by = {json.dumps(p.levels, sort_keys=True): p for p in pb}
-    lines = [f"A = {a}, B = {b}", _HEAD]
-    matched = 0
+    rows: list[Row] = []
     for p in pa:
         other = by.get(json.dumps(p.levels, sort_keys=True))
         if other is not None:
-            matched += 1
-            lines += _row(p.label(), p, other)
-    if not matched:
+            rows += _rows(p.label(), p, other)
+    if not rows:
         raise UsageError(f"{a} and {b} have no point in common (same factor levels) to compare")
-    return lines
+    return Table(f"A = {a}, B = {b}", _adjust(rows))
 
 
 def _selector(text: str) -> tuple[str, str]:
@@ -62,7 +102,7 @@ def _selector(text: str) -> tuple[str, str]:
     return name, value
 
 
-def compare_points(store: Path, sel_a: str, sel_b: str) -> list[str]:
+def compare_points(store: Path, sel_a: str, sel_b: str) -> Table:
     """Within one store: points that differ only in the selected factor."""
     (fa, va), (fb, vb) = _selector(sel_a), _selector(sel_b)
     if fa != fb:
@@ -78,9 +118,9 @@ def compare_points(store: Path, sel_a: str, sel_b: str) -> list[str]:
     b = {rest(p): p for p in points if str(p.levels.get(fa)) == vb}
     if not a or not b:
         raise UsageError(f"{store}: no points with {sel_a if not a else sel_b}")
-    lines = [f"A = {sel_a}, B = {sel_b} in {store}", _HEAD]
+    rows: list[Row] = []
     for key, p in a.items():
         if key in b:
             label = " ".join(f"{k}={v}" for k, v in json.loads(key).items()) or "(all)"
-            lines += _row(label, p, b[key])
-    return lines
+            rows += _rows(label, p, b[key])
+    return Table(f"A = {sel_a}, B = {sel_b} in {store}", _adjust(rows))
