@@ -124,3 +124,26 @@ def test_sweep_against_a_running_server(nginx, tmp_path):
 def test_sweep_bad_levels():
     p = run_cli("sweep", "http://127.0.0.1:9/", "-c", "1,x")
     assert p.returncode == 2 and "-c '1,x'" in p.stderr
+
+
+def test_a_plans_thresholds_gate_the_experiment(tmp_path):
+    base = PLAN.replace('duration = "1s"', 'duration = "0.5s"').replace("[1, 2, 4]", "[1, 2]")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(base + '\n[thresholds]\nerrors = "<1%"\np99 = "<10s"\n')
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "a.sqlite"), "-q", timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "corebench: threshold errors<1%: 2 of 2 points pass" in p.stdout
+    plan.write_text(base + '\n[thresholds]\nrps = ">100000000"\n')
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "b.sqlite"), "-q", timeout=120)
+    assert p.returncode == 99, p.stdout + p.stderr
+    assert "corebench: threshold rps>100000000: 0 of 2 points pass; FAILED at concurrency=1 (" in p.stdout
+    report = run_cli("report", str(tmp_path / "b.sqlite"), "--format", "md").stdout
+    assert "threshold rps>100000000: 0 of 2 points pass" in report
+    plan.write_text(base + '\n[thresholds]\np99 = "<20"\n')
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "c.sqlite"))
+    assert (
+        p.returncode == 2
+        and "plan.toml:" in p.stderr
+        and "thresholds.p99" in p.stderr
+        and "a latency needs a unit" in p.stderr
+    )

@@ -184,7 +184,7 @@ THRESHOLD = typer.Option(
 
 def thresholds(texts: list[str] | None) -> list[Any]:
     """Parsed before any load: a malformed criterion is bad input."""
-    from corebench.analysis import thresholds as th
+    from corebench.plan import thresholds as th
 
     out = []
     for text in texts or []:
@@ -230,7 +230,7 @@ def run_and_report(
 
 def _judge(criteria: list[Any], result: Any, out: Any) -> bool:
     """Each threshold with its measured value; True when one failed."""
-    from corebench.analysis.thresholds import judge
+    from corebench.plan.thresholds import judge
 
     verdicts = judge(criteria, result)
     for t, value, ok in verdicts:

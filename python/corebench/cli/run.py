@@ -68,8 +68,24 @@ def _execute(exp: Experiment, store_path: Path, resume: bool, dry_run: bool, qui
         )
         print(f"corebench: interrupted; the run in progress was discarded. Continue with: {again}")
         raise typer.Exit(130)
+    gate_failed = _gates(exp, store_path, out.experiment_id)
     if out.failed:
         raise typer.Exit(1)
+    if gate_failed:
+        raise typer.Exit(99)
+
+
+def _gates(exp: Experiment, store_path: Path, experiment_id: int) -> bool:
+    """The plan's [thresholds], point by point; True when one failed."""
+    if not exp.plan.thresholds:
+        return False
+    from corebench.analysis.gates import lines
+    from corebench.report.data import load
+
+    data = load(store_path, experiment_id)
+    for line in lines(data.thresholds):
+        print(f"corebench: {line}")
+    return not all(j.ok for j in data.thresholds)
 
 
 @app.command("run")

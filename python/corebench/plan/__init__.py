@@ -19,6 +19,7 @@ from corebench.errors import UsageError
 from corebench.plan import factors as fx
 from corebench.plan.model import Load, Plan, Target
 from corebench.plan.source import where
+from corebench.plan.thresholds import parse as parse_threshold
 
 BUILTIN_NAMES = {"port", "dir", "address", "host"}  # filled in per target start, not factors
 
@@ -93,6 +94,11 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
         plan = Plan.model_validate(raw)
     except pydantic.ValidationError as e:
         raise _pydantic(path, text, (), e) from None
+    for metric, condition in plan.thresholds.items():
+        try:
+            parse_threshold(f"{metric}{condition}")
+        except ValueError as e:
+            raise _fail(path, text, ("thresholds", metric), str(e)) from None
     levels: dict[str, list[fx.Level]] = {}
     for name, spec in plan.factors.items():
         if name in BUILTIN_NAMES:

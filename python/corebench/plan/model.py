@@ -196,3 +196,5 @@ class Plan(_Section):
     # Validated per point (placeholders filled in) as Target and Load.
     target: dict[str, Any]
     load: dict[str, Any] = {}
+    # Pass/fail per point for CI: metric -> condition, e.g. p99 = "<20ms".
+    thresholds: dict[str, str] = {}

@@ -10,12 +10,15 @@ from typing import Any
 
 from corebench.analysis.anova import Anova, anova
 from corebench.analysis.diagnose import Diagnosis, diagnose
+from corebench.analysis.gates import Judged, judge
+from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
 from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.scaling import Fit, ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
 from corebench.analysis.verdict import Slo, load_factors, verdicts
 from corebench.errors import UsageError
+from corebench.plan.thresholds import parse as parse_threshold
 from corebench.store import Store
 
 
@@ -56,6 +59,7 @@ class ReportData:
     scaling: list[ScalingRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
     anova: list[Anova] = field(default_factory=list)
+    thresholds: list[Judged] = field(default_factory=list)
 
     def agent_rows(self) -> list[dict[str, Any]]:
         """Distributed runs: one row per agent of each stored result."""
@@ -105,6 +109,9 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
     data.knees = knees(points, data.factors)
     data.anova = factor_anova(points, data.factors)
+    criteria = [parse_threshold(f"{k}{v}") for k, v in plan["plan"].get("thresholds", {}).items()]
+    data.thresholds = judge(criteria, points)
+    data.verdicts[:0] = gate_lines(data.thresholds)
     cpus = data.factors.get("cpus", [])
     if 0 < len(cpus) < 3:
         data.verdicts.append(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from corebench.analysis.thresholds import parse
+from corebench.plan.thresholds import parse
 from tests.conftest import run_cli
 
 

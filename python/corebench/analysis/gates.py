@@ -1,0 +1,65 @@
+"""A plan's [thresholds] judged point by point: over each point's measured
+runs, the median of the latency figure, the mean goodput, and the share (or
+count) of failed requests. A failing point (over 1% failed requests) is
+judged like any other: a threshold on errors is what catches it."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+
+from corebench.analysis.points import PointStats, failed_requests
+from corebench.plan.thresholds import Threshold
+
+
+@dataclass(frozen=True)
+class Judged:
+    threshold: Threshold
+    point: PointStats
+    value: float
+    ok: bool
+
+
+def _measure(t: Threshold, p: PointStats) -> float:
+    results = [json.loads(r["result_json"]) for r in p.measured if r.get("result_json")]
+    if t.metric == "rps":
+        return p.throughput.mean
+    if t.metric == "errors":
+        return p.error_share if t.share else float(sum(failed_requests(x) for x in results))
+    total = [x["latency_us"]["total"] for x in results]
+    if t.metric == "mean":
+        return float(statistics.median(s["mean_us"] for s in total))
+    q = float(t.metric[1:])
+    return float(
+        statistics.median(next(v["value_us"] for v in s["percentiles"] if v["percentile"] == q) for s in total)
+    )
+
+
+def judge(thresholds: list[Threshold], points: list[PointStats]) -> list[Judged]:
+    """Every threshold at every point with measured runs; a point with none fails each."""
+    out = []
+    for t in thresholds:
+        for p in points:
+            if not p.measured:
+                out.append(Judged(t, p, float("nan"), False))
+                continue
+            value = _measure(t, p)
+            out.append(Judged(t, p, value, t.passes(value)))
+    return out
+
+
+def lines(judged: list[Judged]) -> list[str]:
+    """One line per threshold: how many points pass, and the ones that do not."""
+    out = []
+    for t in dict.fromkeys(j.threshold for j in judged):
+        mine = [j for j in judged if j.threshold == t]
+        bad = [j for j in mine if not j.ok]
+        text = f"threshold {t.text}: {len(mine) - len(bad)} of {len(mine)} points pass"
+        if bad:
+            shown = ", ".join(
+                f"{j.point.label()} ({t.shown(j.value) if j.point.measured else 'no measured run'})" for j in bad[:5]
+            )
+            text += f"; FAILED at {shown}{', ...' if len(bad) > 5 else ''}"
+        out.append(text)
+    return out
