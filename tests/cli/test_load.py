@@ -205,34 +205,26 @@ def test_url_file_in_siege_format(nginx, tmp_path):
     assert list(post["status_seen"]) == ["405"]
 
 
-def _nofile(soft: int, hard: int):
+def _limited(args: list[str], soft: int, hard: int, timeout: float) -> subprocess.CompletedProcess:
+    """corebench with an open-file limit of its own."""
     import resource
 
-    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    return subprocess.run(CLI + args, capture_output=True, text=True, timeout=timeout, preexec_fn=limit)
 
 
 def test_connections_beyond_the_descriptor_limit_are_refused_at_once(nginx):
     start = time.monotonic()
-    p = subprocess.run(
-        CLI + ["load", "-c", "2000", "-t", "2s", "-k", nginx.url],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        preexec_fn=_nofile(1024, 1024),
-    )
+    p = _limited(["load", "-c", "2000", "-t", "2s", "-k", nginx.url], 1024, 1024, timeout=30)
     assert p.returncode == 2 and time.monotonic() - start < 10
     assert p.stderr.startswith("corebench: error: -c/--concurrency: 2,000 connections need about 2,")
     assert "this process may open 1,024 (ulimit -n)" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 def test_the_soft_descriptor_limit_is_raised_to_the_hard_one(nginx):
-    p = subprocess.run(
-        CLI + ["load", "-c", "1500", "-n", "3000", "-k", nginx.url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_nofile(1024, 8192),
-    )
+    p = _limited(["load", "-c", "1500", "-n", "3000", "-k", nginx.url], 1024, 8192, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "Complete requests:      3000" in p.stdout and "Failed requests:        0" in p.stdout
 
