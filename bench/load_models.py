@@ -22,7 +22,7 @@ def rate_accuracy(rates: list[int], seconds: float) -> None:
     with Nginx(connections=4000) as n:
         for rps in rates:
             before = n.served()
-            r = corebench.load(n.url, rate={"rps": rps}, duration=seconds, concurrency=1000, keep_alive=True)
+            r = corebench.load(n.url, rate=rps, duration=seconds, concurrency=1000, keep_alive=True)
             s, t = r.schedule, r.latency_us.total
             err = (r.throughput_rps - rps) / rps * 100
             print(

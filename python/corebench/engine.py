@@ -47,10 +47,12 @@ def descriptors(config: LoadConfig) -> None:
         )
 
 
-def check(config: LoadConfig) -> None:
+def check(config: LoadConfig, *, local: bool = True) -> None:
     """Everything the engine checks before a first request: settings together,
-    the target's address, a replayed log, the descriptors the connections need."""
-    descriptors(config)
+    the target's address, a replayed log; and, when the connections open from
+    this process (not a cluster's agents), the descriptors they need."""
+    if local:
+        descriptors(config)
     try:
         _engine.check(config.engine_json())
     except EngineUsageError as e:

@@ -221,6 +221,9 @@ def test_connections_beyond_the_descriptor_limit_are_refused_at_once(nginx):
     assert p.returncode == 2 and time.monotonic() - start < 10
     assert p.stderr.startswith("corebench: error: -c/--concurrency: 2,000 connections need about 2,")
     assert "this process may open 1,024 (ulimit -n)" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # Spread over a cluster's agents, the connections are not this process's to count.
+    p = _limited(["load", "-c", "2000", "-t", "2s", "-k", "--ray", "127.0.0.1:9", nginx.url], 1024, 1024, timeout=60)
+    assert p.returncode == 2 and "file descriptors" not in p.stderr and "--ray 127.0.0.1:9" in p.stderr
 
 
 def test_the_soft_descriptor_limit_is_raised_to_the_hard_one(nginx):

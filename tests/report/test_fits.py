@@ -29,3 +29,14 @@ def test_points_whose_generator_shared_the_cores_are_left_out():
     assert sf.fit is not None and sf.fit.law == "linear"
     assert "N = 4 (the load generator shared the target's cores)" in sf.model.why
     assert max(sf.fit.predictions) == 6.0, "predictions reach twice the largest fitted level"
+
+
+def test_failing_points_are_left_out_of_fits_and_the_cores_table():
+    from corebench.report.data import cores_table
+
+    xs = {1: 1000, 2: 2000, 3: 3000, 4: 9000}
+    points = [point({"cpus": c}, x) for c, x in xs.items()]
+    points[3].error_share = 0.6  # fast errors: its goodput is not to be fitted or ranked
+    (sf,) = scaling_fits(points, {"cpus": list(xs)})
+    assert sf.model.ns == [1.0, 2.0, 3.0] and "N = 4 (more than 1% of its requests failed)" in sf.model.why
+    assert [r.cores for r in cores_table(points, {"cpus": list(xs)}, None)] == [1.0, 2.0, 3.0]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from scipy import stats as st
 
-from corebench.analysis.scaling import LAWS, MIN_LEVELS, Fit, fit
+from corebench.analysis.scaling import MIN_LEVELS, Fit, fit
 
 # Predictions reach at most this multiple of the largest measured level:
 # beyond it a law's parameters say more about the model than the machine.
@@ -130,4 +130,4 @@ def below_saturation(ns: list[float], xs: list[float], share: float = 0.95) -> t
     return kept, [i for i in range(len(ns)) if i not in kept]
 
 
-__all__ = ["ALPHA", "LAWS", "MAX_EXTRAPOLATION", "FTest", "ScalingModel", "below_saturation", "choose", "f_test"]
+__all__ = ["ALPHA", "MAX_EXTRAPOLATION", "FTest", "ScalingModel", "below_saturation", "choose", "f_test"]

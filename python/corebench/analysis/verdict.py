@@ -308,7 +308,6 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], loa
     lower, or no different. Holm's adjustment runs over every comparison
     made here, so the chance of any false "significant" stays at α."""
     import json
-    import statistics
 
     names = [n for n in points[0].levels if n != "cpus" and n not in load]
     rows: list[tuple[str, list[tuple[Comparison, bool]]]] = []

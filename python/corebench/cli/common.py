@@ -143,13 +143,14 @@ def settings(flags: dict[str, str] = FLAGS, **given: Any) -> LoadSettings:
         raise UsageError(f"{flags.get(key, key)}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
-def to_config(s: LoadSettings, flags: dict[str, str] = FLAGS) -> LoadConfig:
-    """The one translator, then the engine's own checks, errors naming flags."""
+def to_config(s: LoadSettings, flags: dict[str, str] = FLAGS, *, local: bool = True) -> LoadConfig:
+    """The one translator, then the engine's own checks, errors naming flags.
+    `local`: the connections open from this process (not a cluster's agents)."""
     from corebench import engine
 
     try:
         config = engine_config(s)
-        engine.check(config)
+        engine.check(config, local=local)
     except SettingError as e:
         raise UsageError(f"{flags.get(e.key, e.key)}: {e}") from None
     return config
@@ -207,7 +208,7 @@ def run_and_report(
     from corebench import engine, output
 
     result = engine.run(config) if cluster is None else _distributed(config, cluster)
-    dead = result.requests > 0 and result.successes == 0 and not result.interrupted
+    dead = result.successes == 0 and not result.interrupted
     if dead:
         # Said first, where a reader looks, and on stderr when stdout is JSON.
         line = f"corebench: no request succeeded: {result.requests:,} sent; {result.failures()}\n"

@@ -51,7 +51,7 @@ def _num(v: float, digits: int = 4) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{v:.{digits}g}"
 
 
-def _print_model(name: str, m: ScalingModel, extra: list[float]) -> None:
+def _print_model(name: str, m: ScalingModel) -> None:
     print(f"\n{name}{m.why}")
     f = m.chosen
     if f is None:
@@ -66,8 +66,6 @@ def _print_model(name: str, m: ScalingModel, extra: list[float]) -> None:
             if f.peak_n and f.peak_x
             else "  peak    none claimed: κ is not significantly above 0"
         )
-    for at in extra:
-        f.predictions[at], f.bands[at] = f.predict(at), f.band(at)
     print(
         f"  predicted (up to 2× the largest N = {m.limit:g}): "
         + ", ".join(
@@ -76,7 +74,7 @@ def _print_model(name: str, m: ScalingModel, extra: list[float]) -> None:
     )
 
 
-def _print(t: Table, results: dict[str, tuple[list[ScalingRow], ScalingModel]], extra: dict[str, list[float]]) -> None:
+def _print(t: Table, results: dict[str, tuple[list[ScalingRow], ScalingModel]]) -> None:
     first = next(iter(results.values()))[1].chosen
     print(
         f"{t.path}: {len(t.rows)} rows; N = {t.x}, "
@@ -97,7 +95,7 @@ def _print(t: Table, results: dict[str, tuple[list[ScalingRow], ScalingModel]], 
     if first is not None:
         print(f"Fits: {first.method}; the law chosen by F tests between linear, Amdahl and the USL (α = 0.05)")
     for group, (_, m) in results.items():
-        _print_model(f"{group}: " if group else "", m, extra[group])
+        _print_model(f"{group}: " if group else "", m)
 
 
 def _json(m: ScalingModel, rows: list[ScalingRow]) -> dict[str, Any]:
@@ -130,14 +128,14 @@ def fit_command(
     """The scaling table and the scaling law (linear, Amdahl or USL) that a table of (N, throughput) supports."""
     t = read_table(table, x, y, by)
     results = {group: _analyse(rows) for group, rows in t.groups().items()}
-    extra = {group: _predict_at(predict, m) for group, (_, m) in results.items()}
+    for _, m in results.values():
+        f = m.chosen
+        for at in _predict_at(predict, m):
+            if f is not None:
+                f.predictions[at], f.bands[at] = f.predict(at), f.band(at)
     if json_out:
-        for group, (_, m) in results.items():
-            if m.chosen is not None:
-                for at in extra[group]:
-                    m.chosen.predictions[at], m.chosen.bands[at] = m.chosen.predict(at), m.chosen.band(at)
         out: dict[str, Any] = {"table": str(t.path), "x": t.x, "y": t.y, "clock": t.clock, "by": t.by}
         out["groups"] = {g: _json(m, rows) for g, (rows, m) in results.items()}
         print(json.dumps(out, indent=2, default=str))
         return
-    _print(t, results, extra)
+    _print(t, results)

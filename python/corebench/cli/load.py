@@ -99,7 +99,7 @@ def load(
         random=random_order,
         seed=seed,
     )
-    config = common.to_config(given)
+    config = common.to_config(given, local=ray is None)
     if print_config:
         common.print_config(config)
         return

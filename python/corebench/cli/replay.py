@@ -73,7 +73,7 @@ def replay(
         busy_poll=busy_poll,
         seed=seed,
     )
-    config = common.to_config(given, flags)
+    config = common.to_config(given, flags, local=ray is None)
     if print_config:
         common.print_config(config)
         return

@@ -129,7 +129,7 @@ def cores_table(points: list[PointStats], factors: dict[str, list[Any]], ghz: fl
         return []
     best: dict[float, PointStats] = {}
     for p in points:
-        if p.measured and "cpus" in p.levels:
+        if p.measured and not p.failing and "cpus" in p.levels:
             c = float(p.levels["cpus"])
             if c not in best or p.throughput.mean > best[c].throughput.mean:
                 best[c] = p
@@ -231,10 +231,12 @@ def scaling_fits(points: list[PointStats], factors: dict[str, list[Any]]) -> lis
 
 
 def _model(factor: str, ps: list[PointStats]) -> ScalingModel:
-    """Points whose generator shared the target's cores understate the
-    target and are left out; so are load levels past saturation, where a
+    """Failing points, and points whose generator shared the target's cores
+    (they understate the target), are left out; so are load levels past saturation, where a
     closed loop only queues."""
-    dropped = [(float(p.levels[factor]), "the load generator shared the target's cores") for p in ps if p.shared]
+    dropped = [(float(p.levels[factor]), "more than 1% of its requests failed") for p in ps if p.failing]
+    ps = [p for p in ps if not p.failing]
+    dropped += [(float(p.levels[factor]), "the load generator shared the target's cores") for p in ps if p.shared]
     ps = [p for p in ps if not p.shared]
     if ps and factor == "concurrency":
         kept, past = below_saturation([float(p.levels[factor]) for p in ps], [p.throughput.mean for p in ps])

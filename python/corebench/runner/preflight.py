@@ -41,7 +41,7 @@ def check(exp: Experiment) -> Checked:
                 raise UsageError(f"{_at(exp, 'target', 'settings')}: {e} (at {p.label()})") from None
         try:
             cfg = load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
-            engine.check(cfg)
+            engine.check(cfg, local=exp.plan.cluster is None)
         except SettingError as e:
             raise UsageError(f"{_at(exp, 'load', e.key)}: {e} (at {p.label()})") from None
         _check_reach(exp, p, cfg)
