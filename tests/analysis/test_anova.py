@@ -1,5 +1,7 @@
 """ANOVA against statsmodels' anova_lm(typ=2) on the same unbalanced data,
-ω² from its definition, and TOST on data of known truth."""
+ω² from its definition, the permutation fallback against the F test on
+normal data and on heavy-tailed data of known truth, and TOST on data of
+known truth."""
 
 import math
 
@@ -9,7 +11,7 @@ import pytest
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 
-from corebench.analysis.anova import anova, tost
+from corebench.analysis.anova import F_TEST, PERMUTATION, PERMUTATIONS, anova, tost
 
 
 def data(seed=1):
@@ -43,6 +45,71 @@ def test_type_ii_anova_matches_statsmodels():
     assert cpus.omega2 == pytest.approx((cpus.ss - cpus.df * ms_error) / (total + ms_error))
     assert cpus.p_value < 1e-10 and ours.terms[1].p_value < 1e-3, "both factors matter by construction"
     assert ours.terms[2].p_value > 0.01, "no interaction by construction"
+
+
+def two_factors(seed, noise, effect=0.0):
+    """An unbalanced 3×2 plan (4 and 5 runs a cell); `effect` on cpus=4 only."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cpus in (1, 2, 4):
+        for mpm in ("prefork", "worker"):
+            for _ in range(4 + (mpm == "worker")):
+                y = effect * (cpus == 4) + 0.3 * (mpm == "worker") + noise(rng)
+                rows.append({"cpus": cpus, "mpm": mpm, "y": y})
+    return rows
+
+
+def normal(rng):
+    return rng.normal(0, 1)
+
+
+def wild(rng):
+    # One run in ten far off: the heavy tail of a benchmark with a noisy neighbour.
+    return rng.normal(0, 10 if rng.random() < 0.1 else 1)
+
+
+def test_permutation_p_values_agree_with_the_f_test_on_normal_data():
+    diffs = []
+    for seed in range(20):
+        rows = two_factors(seed, normal, effect=0.5)
+        f, perm = anova(rows, ["cpus", "mpm"], "y", method="f"), anova(rows, ["cpus", "mpm"], "y", method="permutation")
+        assert f.method == F_TEST and perm.method == PERMUTATION and perm.permutations == PERMUTATIONS
+        assert [t.f for t in perm.terms] == [t.f for t in f.terms], "the same statistic, another reference"
+        diffs += [abs(a.p_value - b.p_value) for a, b in zip(f.terms, perm.terms, strict=True)]
+    # Monte Carlo error of 2,000 permutations at p = 0.5 is 0.011.
+    assert max(diffs) < 0.03 and np.mean(diffs) < 0.012, (max(diffs), np.mean(diffs))
+    auto = anova(two_factors(1, normal), ["cpus", "mpm"], "y")
+    assert auto.method == F_TEST and auto.normality_p > 0.01, "normal residuals keep the F test"
+    assert "p from the F distribution, the residuals near enough normal (Shapiro–Wilk p = " in auto.method_words()
+
+
+def test_heavy_tails_without_an_effect_fall_back_and_find_nothing():
+    rows = two_factors(0, wild)
+    a = anova(rows, ["cpus", "mpm"], "y")
+    assert a.method == PERMUTATION and a.normality_p < 0.01
+    assert a.method_words().startswith("p from a permutation test (Freedman & Lane 1983; 2,000 permutations), the")
+    cpus = a.terms[0]
+    assert cpus.p_value > 0.05
+    assert cpus.p_value * (1 + PERMUTATIONS) == pytest.approx(round(cpus.p_value * (1 + PERMUTATIONS)))
+    # Over many such plans with no effect, the test rejects about 5% of the time.
+    nulls = [anova(two_factors(s, wild), ["cpus", "mpm"], "y", method="permutation") for s in range(100, 300)]
+    rejected = [a.terms[0].p_value < 0.05 for a in nulls]
+    assert 0.015 <= np.mean(rejected) <= 0.09, np.mean(rejected)
+
+
+def test_heavy_tails_with_a_strong_effect_fall_back_and_find_it():
+    a = anova(two_factors(3, wild, effect=15.0), ["cpus", "mpm"], "y")
+    assert a.method == PERMUTATION
+    assert 1 / (1 + PERMUTATIONS) <= a.terms[0].p_value < 0.01, "never 0: the observed order is one of the permutations"
+    again = anova(two_factors(3, wild, effect=15.0), ["cpus", "mpm"], "y")
+    assert [t.p_value for t in again.terms] == [t.p_value for t in a.terms], "a fixed seed: the same report twice"
+
+
+def test_too_few_residuals_are_not_checked_for_normality():
+    rows = [{"cpus": c, "y": float(c + i)} for c in (1, 2) for i in range(3)]
+    a = anova(rows, ["cpus"], "y")
+    assert a.method == F_TEST and math.isnan(a.normality_p)
+    assert a.method_words().endswith("normality not checked: fewer than 8 residual degrees of freedom")
 
 
 def test_a_factor_with_one_level_is_not_tested():

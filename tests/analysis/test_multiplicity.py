@@ -6,11 +6,21 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import benjamini_hochberg, compare, dispersion_differs, fieller, holm, summarize
-from corebench.analysis.verdict import best_set, load_factors, verdicts
+from corebench.analysis.stats import (
+    benjamini_hochberg,
+    compare,
+    dispersion_differs,
+    dunnett_one_sided,
+    fieller,
+    holm,
+    mcb,
+    summarize,
+)
+from corebench.analysis.verdict import best_at_matched_load, best_set, load_factors, verdicts
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2, math.nan, 0.049]
 
@@ -62,6 +72,117 @@ def test_the_best_is_a_set_of_configurations_not_shown_worse():
     a = point({"mpm": "event"}, [1000, 1010, 990, 1005])
     b = point({"mpm": "worker"}, [995, 1012, 985, 1000])
     c = point({"mpm": "prefork"}, [800, 805, 795, 802])
+    best, tied = best_set([a, b, c])
+    assert best is a and tied == [b]
+
+
+def runs(levels, rps, p99_ms):
+    """A point whose runs differ in p99 as well as in goodput."""
+    measured = [{"p99_us": x * 1000} for x in p99_ms]
+    lat = summarize([x * 1000 for x in p99_ms])
+    return PointStats(levels, measured, measured, summarize(rps), lat, lat, 0, 0.0, None, None, False, None, False, rps)
+
+
+# Dunnett (1955), JASA 50, one-sided table at α = 0.05 (as reprinted in Ott &
+# Longnecker, "An Introduction to Statistical Methods and Data Analysis",
+# Appendix Table 11): {df: critical values for 2, 3 and 4 comparisons}.
+DUNNETT_1955 = {5: (2.44, 2.68, 2.85), 20: (2.03, 2.19, 2.30), math.inf: (1.92, 2.06, 2.16)}
+
+
+@pytest.mark.parametrize("df", list(DUNNETT_1955))
+def test_dunnett_critical_values_match_the_published_table(df):
+    balanced = math.sqrt(0.5)  # equal n: every correlation is 1/2
+    got = [dunnett_one_sided((balanced,) * m, df) for m in (2, 3, 4)]
+    assert got == pytest.approx(DUNNETT_1955[df], abs=0.006)
+    assert dunnett_one_sided((balanced,), df) == pytest.approx(st.t.ppf(0.95, df)), "one comparison: Student's t"
+
+
+@pytest.mark.parametrize("df", [3, 12, math.inf])
+def test_dunnett_critical_value_for_unequal_n_against_scipy_multivariate_t(df):
+    # Control of 2 runs against groups of 3, 9 and 20: unequal correlations λ_j·λ_l.
+    lam = np.sqrt(np.array([3, 9, 20]) / (np.array([3, 9, 20]) + 2))
+    d = dunnett_one_sided(tuple(lam), df)
+    corr = np.outer(lam, lam)
+    np.fill_diagonal(corr, 1.0)
+    if math.isinf(df):
+        p = st.multivariate_normal(cov=corr).cdf([d] * 3)
+    else:
+        p = st.multivariate_t(shape=corr, df=df).cdf([d] * 3, maxpts=200_000, random_state=1)
+    assert p == pytest.approx(0.95, abs=2e-4)
+
+
+def test_mcb_agrees_with_scipy_dunnett_with_each_group_as_control():
+    # Group i is left out of the best set exactly when Dunnett's one-sided
+    # test, with i as the control, finds some other group greater.
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(12):
+        sizes = rng.integers(2, 7, 4)
+        groups = [list(rng.normal(m, 1.0, n)) for m, n in zip(rng.uniform(0, 2.5, 4), sizes, strict=True)]
+        found = mcb(groups)
+        for i, g in enumerate(groups):
+            others = [np.asarray(h) for j, h in enumerate(groups) if j != i]
+            p = st.dunnett(*others, control=np.asarray(g), alternative="greater", rng=0).pvalue.min()
+            if abs(p - 0.05) > 0.002:  # scipy's p-value is quasi-Monte Carlo: skip the knife-edge
+                assert found.in_set[i] == (p > 0.05), (groups, i, p)
+                checked += 1
+    assert checked > 40
+
+
+def test_the_true_best_stays_in_the_set_at_exactly_one_minus_alpha_with_unequal_n():
+    # All means equal: each group is a true best, and with its own Dunnett
+    # value it stays in the set with probability exactly 0.95. One value for
+    # all groups, from the balanced table, gives about 0.965 for the group of
+    # 2 runs and 0.94 for the group of 30: this test fails it.
+    rng = np.random.default_rng(11)
+    sizes, trials = (2, 3, 8, 15, 30), 8000
+    kept = np.zeros(len(sizes))
+    for _ in range(trials):
+        kept += mcb([list(rng.normal(0, 1, n)) for n in sizes]).in_set
+    # Binomial standard error about 0.0024.
+    assert kept / trials == pytest.approx([0.95] * len(sizes), abs=0.008)
+
+
+def test_one_clearly_best_configuration_is_the_set_alone():
+    rng = np.random.default_rng(5)
+    ps = [point({"mpm": m}, list(rng.normal(x, 20, 5))) for m, x in (("event", 1300), ("worker", 1000), ("p", 980))]
+    best, tied = best_set(ps)
+    assert best is ps[0] and tied == []
+
+
+def test_equal_means_leave_everyone_in_the_set():
+    rng = np.random.default_rng(3)
+    ps = [point({"mpm": m}, list(rng.normal(1000, 20, 5))) for m in ("event", "worker", "prefork", "simple")]
+    best, tied = best_set(ps)
+    assert best is max(ps, key=lambda p: p.throughput.mean)
+    assert {id(p) for p in [best, *tied]} == {id(p) for p in ps}
+
+
+def test_lower_is_better_for_p99():
+    rng = np.random.default_rng(9)
+    fast, slow, slower = (
+        runs({"mpm": m}, [1000.0] * 5, list(rng.normal(ms, 0.5, 5)))
+        for m, ms in (("event", 10.0), ("worker", 14.0), ("prefork", 10.3))
+    )
+    low, tied = best_set([slow, fast, slower], higher=False)
+    assert low is fast and tied == [slower], "10.3 ms cannot be told from 10; 14 ms can"
+    assert mcb([[1.0, 2.0], [5.0, 6.0]], higher=False).in_set == [True, False]
+
+
+def test_one_configuration_and_untested_ones():
+    only = point({"mpm": "event"}, [1000, 1010, 990])
+    assert best_set([only]) == (only, [])
+    lone = point({"mpm": "worker"}, [700])  # one run: cannot be tested, stays in the set
+    poor = point({"mpm": "prefork"}, [500, 505, 495])
+    best, tied = best_set([only, lone, poor])
+    assert best is only and tied == [lone]
+    assert mcb([[1.0], [2.0, 2.1]]).tested == [False, True]
+    (line, _) = best_at_matched_load([only, lone, poor], set())
+    assert "not tested, fewer than 2 measured runs, so kept in the set: mpm=worker" in line, line
+
+
+def test_runs_without_spread_tie_only_when_equal():
+    a, b, c = point({"m": "a"}, [5, 5, 5]), point({"m": "b"}, [5, 5, 5]), point({"m": "c"}, [4, 4, 4])
     best, tied = best_set([a, b, c])
     assert best is a and tied == [b]
 

@@ -10,6 +10,14 @@ difference that matters" rather than only "not significant".
 - ω² = (SS − df·MS_error) / (SS_total + MS_error) (Hays 1963; Olejnik &
   Algina 2003): the share of the variance a term explains, less biased than
   η² on few runs.
+- Residuals far from normal (Shapiro & Wilk 1965, p < 0.01, with 8 or
+  more residual degrees of freedom): the p-values come from a permutation
+  test instead of the F distribution, by Freedman & Lane's (1983)
+  permutation of the residuals of the reduced model, the method Anderson &
+  ter Braak (2003, "Permutation tests for multi-factorial analysis of
+  variance", J. Statist. Comput. Simul. 73(2)) found best for multi-factor
+  designs: 2,000 permutations from a fixed seed, p = (1 + #{F* ≥ F}) /
+  (1 + 2,000).
 - Equivalence: Schuirmann's (1987) two one-sided tests on the log of the
   response, with Welch's degrees of freedom: equivalent when the ratio of the
   means lies within ±margin with 95% confidence.
@@ -20,12 +28,25 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as st
 
 ALPHA = 0.05
+# Residuals this far from normal (Shapiro–Wilk p below it) get permutation
+# p-values: strict, so the F test's robustness to mild departures is kept
+# and only clear ones (heavy tails, a few wild runs) switch.
+NORMALITY_ALPHA = 0.01
+# Below this many residual degrees of freedom the residuals are too few, and
+# too tied to each other by the fit, for Shapiro–Wilk to say much.
+MIN_NORMALITY_DF = 8
+# Permutations per term: the Monte Carlo standard error of a p-value of 0.05
+# is then 0.005; the seed makes a report reproducible.
+PERMUTATIONS = 2000
+PERMUTATION_SEED = 1983
+F_TEST = "F test"
+PERMUTATION = "permutation"
 # Equivalence margin: a ratio of means within ±5% is "no difference that matters".
 MARGIN = 0.05
 
@@ -47,6 +68,27 @@ class Anova:
     residual_df: int
     residual_ss: float
     n: int
+    method: str = F_TEST  # what gave the terms' p-values: F_TEST or PERMUTATION
+    normality_p: float = math.nan  # Shapiro–Wilk on the residuals; NaN: not checked
+    permutations: int = 0
+
+    def method_words(self) -> str:
+        """Which method gave the p-values, and why, for a report."""
+        if self.method == PERMUTATION:
+            return (
+                f"p from a permutation test (Freedman & Lane 1983; {self.permutations:,} permutations), the "
+                f"residuals being far from normal (Shapiro–Wilk p = {self.normality_p:.2g})"
+            )
+        if not math.isnan(self.normality_p):
+            return (
+                f"p from the F distribution, the residuals near enough normal (Shapiro–Wilk p = {self.normality_p:.2g})"
+            )
+        why = (
+            f"fewer than {MIN_NORMALITY_DF} residual degrees of freedom"
+            if self.residual_df < MIN_NORMALITY_DF
+            else "the residuals have no spread"
+        )
+        return f"p from the F distribution; normality not checked: {why}"
 
 
 def _columns(levels: list[Any]) -> tuple[list[Any], dict[Any, int]]:
@@ -81,10 +123,17 @@ def _rss(x: np.ndarray, y: np.ndarray) -> tuple[float, int]:
     return float(resid @ resid), int(rank)
 
 
-def anova(rows: list[dict[str, Any]], factors: list[str], response: str) -> Anova | None:
+def anova(
+    rows: list[dict[str, Any]],
+    factors: list[str],
+    response: str,
+    method: Literal["auto", "f", "permutation"] = "auto",
+) -> Anova | None:
     """Type II ANOVA of `response` over the factors (each with 2 or more
     levels), main effects and two-way interactions where the runs leave
-    residual degrees of freedom for them. None when nothing can be tested."""
+    residual degrees of freedom for them. None when nothing can be tested.
+    `method` "auto" takes the F test's p-values unless the residuals are far
+    from normal; "f" and "permutation" force one (the tests compare them)."""
     factors = [f for f in factors if len({r[f] for r in rows}) > 1]
     if not factors:
         return None
@@ -94,12 +143,16 @@ def anova(rows: list[dict[str, Any]], factors: list[str], response: str) -> Anov
     _, full_rank = _rss(_design(rows, terms + pairs), y)
     if pairs and len(rows) - full_rank >= 2:
         terms += pairs
-    rss_full, rank = _rss(_design(rows, terms), y)
+    full = _design(rows, terms)
+    rss_full, rank = _rss(full, y)
     dof = len(rows) - rank
     if dof < 1:
         return None
     ms_error = rss_full / dof
     total = float(np.sum((y - y.mean()) ** 2))
+    normality_p = _normality(full, y, dof)
+    permute = method == "permutation" or (method == "auto" and normality_p < NORMALITY_ALPHA)
+    rng = np.random.default_rng(PERMUTATION_SEED)
     out = []
     for t in terms:
         others = [u for u in terms if not set(t) <= set(u)]
@@ -109,9 +162,63 @@ def anova(rows: list[dict[str, Any]], factors: list[str], response: str) -> Anov
         ss = max(rss_without - rss_with, 0.0)
         f = (ss / df) / ms_error if df and ms_error > 0 else math.inf
         p = float(st.f.sf(f, df, dof)) if df and math.isfinite(f) else 0.0
+        if permute and df and math.isfinite(f):
+            p = _freedman_lane(_design(rows, others), _design(rows, [*others, t]), full, y, f, rng)
         omega2 = (ss - df * ms_error) / (total + ms_error) if total + ms_error > 0 else math.nan
         out.append(Term(":".join(t), df, ss, f, p, omega2))
-    return Anova(response, out, dof, rss_full, len(rows))
+    return Anova(
+        response,
+        out,
+        dof,
+        rss_full,
+        len(rows),
+        PERMUTATION if permute else F_TEST,
+        normality_p,
+        PERMUTATIONS if permute else 0,
+    )
+
+
+def _normality(x: np.ndarray, y: np.ndarray, dof: int) -> float:
+    """Shapiro & Wilk's (1965) test of the full model's residuals: its
+    p-value, NaN where too few residual df or no residual spread."""
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ beta
+    if dof < MIN_NORMALITY_DF or not np.ptp(resid) > 1e-12 * max(1.0, float(np.abs(y).max())):
+        return math.nan
+    return float(st.shapiro(resid).pvalue)
+
+
+def _basis(x: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the columns of x (their rank, not their count:
+    treatment-coded interactions can be collinear)."""
+    u, s, _ = np.linalg.svd(x, full_matrices=False)
+    return u[:, s > s.max() * max(x.shape) * np.finfo(float).eps]
+
+
+def _freedman_lane(
+    reduced: np.ndarray, with_term: np.ndarray, full: np.ndarray, y: np.ndarray, f: float, rng: np.random.Generator
+) -> float:
+    """Freedman & Lane (1983), as Anderson & ter Braak (2003) give it: fit
+    the reduced model (every term that does not contain the one tested, the
+    Type II null), permute its residuals, add them back to its fitted values,
+    and recompute the same F (the term's Type II sum of squares over the full
+    model's error mean square) on each permuted response. The reduced
+    model's effects stay in every permuted y, so the other factors' effects
+    do not leak into the tested one's null distribution."""
+    q0, q1, qf = _basis(reduced), _basis(with_term), _basis(full)
+    fitted = q0 @ (q0.T @ y)
+    resid = y - fitted
+    perms = np.argsort(rng.random((PERMUTATIONS, len(y))), axis=1)
+    ys = fitted[:, None] + resid[perms].T  # one permuted response per column
+    sq = np.sum(ys * ys, axis=0)
+    ss = np.sum((q1.T @ ys) ** 2, axis=0) - np.sum((q0.T @ ys) ** 2, axis=0)
+    rss = sq - np.sum((qf.T @ ys) ** 2, axis=0)
+    df, dof = q1.shape[1] - q0.shape[1], len(y) - qf.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = (ss / df) / (rss / dof)
+    # Ties count against the term: the statistic is recomputed in floating point.
+    hits = int(np.sum(stats >= f * (1 - 1e-9)))
+    return (1 + hits) / (1 + PERMUTATIONS)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize, special
 from scipy import stats as st
 
 # Fewer measured runs than this make a confidence interval meaningless.
@@ -173,3 +175,112 @@ def dispersion_differs(a: list[float], b: list[float]) -> float:
     if len(a) < 3 or len(b) < 3 or (np.ptp(a) == 0 and np.ptp(b) == 0):
         return math.nan
     return float(st.levene(a, b, center="median").pvalue)
+
+
+@functools.lru_cache(maxsize=256)
+def dunnett_one_sided(lambdas: tuple[float, ...], df: float, alpha: float = ALPHA) -> float:
+    """Dunnett's (1955) one-sided critical value d: P(T_j ≤ d for every j) =
+    1 − α, where the T_j are multivariate t with `df` degrees of freedom and
+    correlations ρ_jl = λ_j·λ_l (j ≠ l), the structure of the comparisons of
+    several groups with one control (λ_j² = n_j / (n_j + n_control)).
+
+    That product structure reduces the multivariate t integral to two
+    dimensions (Dunnett 1955, JASA 50; Dunnett 1989, Algorithm AS 251, Appl.
+    Statist. 38(3)):
+    T_j = (λ_j·Z + √(1 − λ_j²)·W_j) / S with Z, W_j standard normal and S²
+    a χ²_df / df, so P = E_S E_Z ∏_j Φ((d·S − λ_j·Z) / √(1 − λ_j²)). It is
+    integrated on fixed grids, so the answer is deterministic (scipy's
+    multivariate_t.cdf is quasi-Monte Carlo, and the tests check against it),
+    and cached: a report asks for the same few again and again."""
+    lam = np.asarray(lambdas, float)
+    if len(lam) == 1:
+        return float(st.t.ppf(1 - alpha, df)) if math.isfinite(df) else float(st.norm.ppf(1 - alpha))
+    s, ws = _scale_grid(df)
+    root = np.sqrt(1 - lam**2)
+    # Each factor of the product steps over a width of about √(1 − λ²)/λ in
+    # Z: the grid is 4 points to that width or finer (a test bounds the error).
+    z = np.linspace(-9.0, 9.0, min(4001, max(401, math.ceil(18 / (float(root.min()) / 4)))))
+    wz = st.norm.pdf(z) * (z[1] - z[0])
+
+    def coverage(d: float) -> float:
+        arg = (d * s[:, None, None] - lam[None, None, :] * z[None, :, None]) / root
+        return float(np.prod(special.ndtr(arg), axis=2) @ wz @ ws) - (1 - alpha)
+
+    # A single comparison's t quantile is below d, Bonferroni's bound above it.
+    lo = float(st.t.ppf(1 - alpha, df)) - 0.01
+    hi = float(st.t.ppf(1 - alpha / len(lam), df)) + 0.01
+    return float(optimize.brentq(coverage, lo, hi, xtol=1e-6))
+
+
+def _scale_grid(df: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for S = √(χ²_df / df), on a grid in log S (where its
+    density is smooth on both sides); S = 1 exactly when df is infinite."""
+    if not math.isfinite(df):
+        return np.ones(1), np.ones(1)
+    lo, hi = float(st.chi2.ppf(1e-12, df)), float(st.chi2.isf(1e-12, df))
+    y = np.linspace(0.5 * math.log(lo / df), 0.5 * math.log(hi / df), 81)
+    s2 = np.exp(2 * y)
+    # Density of log S: χ²_df at df·S², times d(df·S²)/d(log S) = 2·df·S².
+    w = np.exp(st.chi2.logpdf(df * s2, df)) * 2 * df * s2
+    return np.exp(y), w / w.sum()
+
+
+@dataclass(frozen=True)
+class BestSet:
+    """Hsu's multiple comparisons with the best, on groups of runs."""
+
+    # Per group: the upper bound of the simultaneous interval for
+    # μ_i − max_{j≠i} μ_j, on the scale where larger is better (so for
+    # lower-is-better, of min_{j≠i} μ_j − μ_i); NaN: the group was not tested.
+    upper: list[float]
+    critical: list[float]  # per group: its Dunnett critical value d_i (NaN: not tested)
+    df: int  # of the pooled variance: N − k over the tested groups
+    in_set: list[bool]  # cannot be shown worse than the best of the others
+    tested: list[bool]  # had 2 or more runs
+
+
+def mcb(groups: list[list[float]], higher: bool = True, alpha: float = ALPHA) -> BestSet:
+    """Hsu's (1981; 1984) multiple comparisons with the best (Hsu 1996,
+    "Multiple Comparisons", ch. 4): with the one-way ANOVA's pooled variance
+    σ̂² (error mean square, df = N − k), the constrained upper bound for
+    μ_i − max_{j≠i} μ_j is D_i⁺ = (min_{j≠i} ȳ_i − ȳ_j + d_i·σ̂·√(1/n_i + 1/n_j))⁺,
+    simultaneous at 1 − α. Group i is in the best set when D_i⁺ > 0: it
+    cannot be shown worse than the best of the others; the true best is in
+    the set with probability at least 1 − α.
+
+    Unequal n: d_i is Dunnett's one-sided critical value with group i as the
+    control (correlations λ_jλ_l, λ_j² = n_j / (n_i + n_j)), so each group
+    gets its own, and the true best's comparisons hold at exactly 1 − α
+    (Hsu 1996, ch. 4, the unbalanced one-way model; Edwards & Hsu 1983,
+    "Multiple comparisons with the best treatment", JASA 78; a test checks
+    that rate by simulation). With
+    `higher` False, smaller is better (the values are negated).
+
+    Groups with fewer than 2 runs are not tested and stay in the set: a run
+    alone says nothing of its own spread, and the pooled variance would lend
+    it one on the assumption of equal spreads that it cannot check. They do
+    not enter the variance or the comparisons of the others. When the runs
+    have no spread at all (σ̂ = 0) a group equal to the best stays in it."""
+    tested = [len(g) >= 2 for g in groups]
+    idx = [i for i, t in enumerate(tested) if t]
+    nan = math.nan
+    upper, critical = [nan] * len(groups), [nan] * len(groups)
+    sign = 1.0 if higher else -1.0
+    means = {i: sign * float(np.mean(groups[i])) for i in idx}
+    n = {i: len(groups[i]) for i in idx}
+    df = sum(n.values()) - len(idx)
+    if len(idx) < 2:
+        return BestSet(upper, critical, df, [True] * len(groups), tested)
+    sigma = math.sqrt(sum(float(np.var(groups[i], ddof=1)) * (n[i] - 1) for i in idx) / df)
+    for i in idx:
+        rivals = [j for j in idx if j != i]
+        # Sorted, so groups of the same sizes share one cached value.
+        lambdas = tuple(sorted(math.sqrt(n[j] / (n[i] + n[j])) for j in rivals))
+        d = critical[i] = dunnett_one_sided(lambdas, df, alpha)
+        bound = min(means[i] - means[j] + d * sigma * math.sqrt(1 / n[i] + 1 / n[j]) for j in rivals)
+        upper[i] = max(bound, 0.0)
+    in_set = [
+        not t or (u > 0 if sigma > 0 else means[i] >= max(means.values()))
+        for i, (t, u) in enumerate(zip(tested, upper, strict=True))
+    ]
+    return BestSet(upper, critical, df, in_set, tested)

@@ -10,7 +10,7 @@ from typing import Any
 
 from corebench.analysis.anova import MARGIN, tost
 from corebench.analysis.points import FAILING_SHARE, PointStats
-from corebench.analysis.stats import ALPHA, Comparison, compare, dispersion_differs, holm
+from corebench.analysis.stats import ALPHA, Comparison, compare, dispersion_differs, holm, mcb
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
@@ -115,20 +115,29 @@ def _split(p: PointStats, load: set[str]) -> tuple[str, str]:
 
 
 def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats, list[PointStats]]:
-    """The best point by mean goodput (or lowest median p99 when not
-    `higher`), and every point not significantly worse: Welch's t-test of
-    each against the best, Holm-adjusted over those comparisons (multiple
-    comparisons with the best, in the spirit of Hsu 1981)."""
+    """The best point by mean goodput (or by mean p99 over its runs when not
+    `higher`), and every other point not shown worse than the best of the
+    rest: Hsu's multiple comparisons with the best (Hsu 1981, Ann. Statist.
+    9(5); Hsu 1996, "Multiple Comparisons", ch. 4), simultaneous at 1 − α,
+    `corebench.analysis.stats.mcb`. Points with fewer than 2 measured runs
+    cannot be tested and stay in the set (`untested` names them)."""
+    groups = [_best_values(p, higher) for p in points]
+    found = mcb(groups, higher)
+    means = [statistics.fmean(g) if g else (-math.inf if higher else math.inf) for g in groups]
+    # The observed best by the same means the comparisons use, so the best is
+    # always in its own set.
+    at = max(range(len(points)), key=means.__getitem__) if higher else min(range(len(points)), key=means.__getitem__)
+    tied = [p for i, p in enumerate(points) if i != at and found.in_set[i]]
+    return points[at], tied
 
-    def values(p: PointStats) -> list[float]:
-        return p.rps if higher else [float(r["p99_us"]) for r in p.measured]
 
-    best = max(points, key=lambda p: p.throughput.mean) if higher else min(points, key=lambda p: p.p99_us.median)
-    rest = [p for p in points if p is not best]
-    adjusted = holm([compare(values(best), values(p)).p_value for p in rest])
-    # Untested (too few runs) counts as not shown worse: it stays in the set.
-    tied = [p for p, q in zip(rest, adjusted, strict=True) if math.isnan(q) or q >= ALPHA]
-    return best, tied
+def _best_values(p: PointStats, higher: bool) -> list[float]:
+    return list(p.rps) if higher else [float(r["p99_us"]) for r in p.measured]
+
+
+def untested(points: list[PointStats]) -> list[PointStats]:
+    """The points `best_set` cannot test: fewer than 2 measured runs."""
+    return [p for p in points if len(p.measured) < 2]
 
 
 def best_at_matched_load(
@@ -162,13 +171,22 @@ def best_at_matched_load(
         out.append(
             f"{where}, best throughput: {_split(best, load)[1]} at {best.throughput.mean:,.0f} req/s "
             f"(95% CI {best.throughput.ci_low:,.0f}–{best.throughput.ci_high:,.0f}){also} "
-            f"(Welch's t-test against the best, Holm-adjusted, α = {ALPHA})."
+            f"(Hsu's multiple comparisons with the best, α = {ALPHA}){_untested_note(ps, load)}."
         )
         low, tied = best_set(ps, higher=False)
         also = f"; not significantly higher: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
-        out.append(f"{where}, lowest p99: {_split(low, load)[1]} at {low.p99_us.median / 1000:.2f} ms{also}.")
+        out.append(
+            f"{where}, lowest p99: {_split(low, load)[1]} at {low.p99_us.mean / 1000:.2f} ms (mean of its runs){also}."
+        )
         out += _steadier(best, ps, where, load)
     return out
+
+
+def _untested_note(ps: list[PointStats], load: set[str]) -> str:
+    few = untested(ps)
+    if not few:
+        return ""
+    return f"; not tested, fewer than 2 measured runs, so kept in the set: {', '.join(_split(p, load)[1] for p in few)}"
 
 
 def _level_order(p: PointStats, load: set[str]) -> tuple[tuple[int, float, str], ...]:

@@ -103,6 +103,9 @@ def compare(
         "--fail-if-slower",
         help="Regression gate: exit 99 when B's throughput is significantly lower than A's by more than this (5%).",
     ),
+    svg: Path | None = typer.Option(
+        None, "--svg", help="Also write the compared points' latency distributions, A and B overlaid, to FILE (SVG)."
+    ),
 ) -> None:
     """A benchstat-like table: each point's throughput and p99, B against A, with Holm-adjusted p-values."""
     from corebench.report.compare import compare_points, compare_stores
@@ -118,6 +121,12 @@ def compare(
             "use: compare A.sqlite B.sqlite, or compare A.sqlite cpus=1 cpus=2"
         )
     sys.stdout.write("\n".join(table.lines()) + "\n")
+    if svg is not None:
+        drawn = table.svg()
+        if drawn is None:
+            print("corebench: no latency distributions to overlay: --svg not written", file=sys.stderr)
+        else:
+            write(str(svg), drawn, "--svg")
     if margin is not None:
         slower = table.slower(margin)
         for r in slower:

@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from corebench.analysis.points import PointStats  # noqa: E402
@@ -148,21 +149,62 @@ def distribution(d: ReportData) -> str | None:
     for p in d.points:
         if not p.measured or p.failing or drawn >= 12:
             continue
-        curves = [c for c in (_spectrum(r) for r in p.measured if r.get("result_json")) if c]
-        if not curves:
+        curve = percentile_curve(p)
+        if curve is None:
             continue
-        # No percentile finer than the runs' counts resolve.
-        top = min(1 - 1 / max(c[-1][2], 2) for c in curves)
-        qs = [q for q in _QUANTILES if q <= top]
-        if len(qs) < 2:
-            continue
-        ys = [float(np.median([_at(c, q) for c in curves])) / 1000 for q in qs]
-        ax.plot([1 / (1 - q) for q in qs], ys, marker=".", label=p.label().replace(" ", ", "))
-        right = max(right, 1 / (1 - qs[-1]))
+        ax.plot(*curve, marker=".", label=p.label().replace(" ", ", "))
+        right = max(right, curve[0][-1])
         drawn += 1
     if not drawn:
         plt.close(fig)
         return None
+    _percentile_axis(ax, right)
+    ax.set_title("Latency distribution (median of runs at each percentile)")
+    ax.legend(fontsize=6)
+    return _svg(fig)
+
+
+def compare_distribution(pairs: list[tuple[str, PointStats, PointStats]], sides: str) -> str | None:
+    """`corebench compare`'s overlay: the percentile plot of each compared
+    point, A solid and B dashed in one colour, so a shift anywhere from the
+    median to the tail shows where the table's p99 alone would not. `sides`
+    says what A and B are."""
+    fig, ax = plt.subplots()
+    drawn, right = 0, 2.0
+    for label, a, b in pairs:
+        ca, cb = percentile_curve(a), percentile_curve(b)
+        if drawn >= 6 or ca is None or cb is None:
+            continue
+        for side, style, (xs, ys) in (("A", "-", ca), ("B", "--", cb)):
+            ax.plot(xs, ys, linestyle=style, marker=".", color=f"C{drawn}", label=f"{side}: {label}")
+            right = max(right, xs[-1])
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    _percentile_axis(ax, right)
+    ax.set_title(f"Latency distribution, A solid, B dashed (median of runs at each percentile)\n{sides}", fontsize=8)
+    ax.legend(fontsize=6)
+    return _svg(fig)
+
+
+def percentile_curve(p: PointStats) -> tuple[list[float], list[float]] | None:
+    """(1/(1 − q), latency ms) at each of `_QUANTILES` the point's runs
+    resolve (none finer than their counts allow): the median over its runs.
+    None when its runs stored no spectrum."""
+    curves = [c for c in (_spectrum(r) for r in p.measured if r.get("result_json")) if c]
+    if not curves:
+        return None
+    top = min(1 - 1 / max(c[-1][2], 2) for c in curves)
+    qs = [q for q in _QUANTILES if q <= top]
+    if len(qs) < 2:
+        return None
+    ys = [float(np.median([_at(c, q) for c in curves])) / 1000 for q in qs]
+    return [1 / (1 - q) for q in qs], ys
+
+
+def _percentile_axis(ax: Axes, right: float) -> None:
+    """The 1/(1 − q) log axis labelled in percentiles, latency from zero."""
     ax.set_xscale("log")
     ticks = [q for q in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999) if 1 / (1 - q) <= right]
     ax.set_xticks([1 / (1 - q) for q in ticks], [f"p{q * 100:g}" for q in ticks])
@@ -170,9 +212,6 @@ def distribution(d: ReportData) -> str | None:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (ms)")
-    ax.set_title("Latency distribution (median of runs at each percentile)")
-    ax.legend(fontsize=6)
-    return _svg(fig)
 
 
 _QUANTILES = [0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999]

@@ -2,13 +2,14 @@
 the test's p-value, "~" where the difference is not significant). The
 p-values are Holm-adjusted over every test in the table (Holm 1979), so a
 long table does not find a difference by chance; a regression gate asks for
-both a significant and a large enough slowdown."""
+both a significant and a large enough slowdown. `Table.svg` overlays the
+compared points' latency distributions, A against B, in one chart."""
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from corebench.analysis.points import PointStats
@@ -35,6 +36,16 @@ class Row:
 class Table:
     title: str
     rows: list[Row]
+    # The compared points, (label, A's, B's): what the chart draws.
+    pairs: list[tuple[str, PointStats, PointStats]] = field(default_factory=list)
+
+    def svg(self) -> str | None:
+        """Both sides' latency distributions in one percentile plot (the
+        report's, on a 1/(1 − q) axis): a difference in the tail shows
+        beside the table's p99. None when no run stored a spectrum."""
+        from corebench.report.charts import compare_distribution
+
+        return compare_distribution(self.pairs, self.title)
 
     def lines(self) -> list[str]:
         out = [self.title, _HEAD]
@@ -86,13 +97,15 @@ def compare_stores(a: Path, b: Path) -> Table:
     pa, pb = _points(a), _points(b)
     by = {json.dumps(p.levels, sort_keys=True): p for p in pb}
     rows: list[Row] = []
+    pairs = []
     for p in pa:
         other = by.get(json.dumps(p.levels, sort_keys=True))
         if other is not None:
             rows += _rows(p.label(), p, other)
+            pairs.append((p.label(), p, other))
     if not rows:
         raise UsageError(f"{a} and {b} have no point in common (same factor levels) to compare")
-    return Table(f"A = {a}, B = {b}", _adjust(rows))
+    return Table(f"A = {a}, B = {b}", _adjust(rows), pairs)
 
 
 def _selector(text: str) -> tuple[str, str]:
@@ -119,8 +132,10 @@ def compare_points(store: Path, sel_a: str, sel_b: str) -> Table:
     if not a or not b:
         raise UsageError(f"{store}: no points with {sel_a if not a else sel_b}")
     rows: list[Row] = []
+    pairs = []
     for key, p in a.items():
         if key in b:
             label = " ".join(f"{k}={v}" for k, v in json.loads(key).items()) or "(all)"
             rows += _rows(label, p, b[key])
-    return Table(f"A = {sel_a}, B = {sel_b} in {store}", _adjust(rows))
+            pairs.append((label, p, b[key]))
+    return Table(f"A = {sel_a}, B = {sel_b} in {store}", _adjust(rows), pairs)

@@ -79,6 +79,7 @@ class Markdown:
                     cells = [RESPONSES[a.response], _cell(term.name), str(term.df), _g(term.f)]
                     cells += [f"{term.p_value:.3g}", _g(term.omega2)]
                     out.append("| " + " | ".join(cells) + " |")
+            out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova)]
         if d.fits:
             out += ["", "## Scaling fits", "", f"Method: {METHOD}; the law chosen by F tests (α = {ALPHA}).", ""]
             for sf in d.fits:
