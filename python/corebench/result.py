@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -54,6 +56,10 @@ class Latencies(_Model):
 # redirect completed the exchange the client asked for); transport errors,
 # 4xx and 5xx are failures, and failures are never throughput.
 SUCCESS = range(200, 400)
+# A point or a load where more than this share of requests failed (errors or
+# unsuccessful statuses) is failing: reported, never offered as best, never
+# counted as sustaining its load.
+FAILING_SHARE = 0.01
 
 
 class ErrorCounts(_Model):
@@ -133,6 +139,8 @@ class RateConfig(_Model):
     rps: float
     end_rps: float | None = None
     ramp_s: float | None = None
+    # Results stored before arrivals could be chosen were evenly spaced.
+    arrivals: Literal["uniform", "poisson"] = "uniform"
 
 
 class CpuTimes(_Model):

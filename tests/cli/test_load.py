@@ -42,6 +42,8 @@ def refused_url() -> str:
         (["--rate", "10..100", "-t", "1s", "http://127.0.0.1/"], "--ramp"),
         (["--rate", "100", "--ramp", "5s", "-t", "1s", "http://127.0.0.1/"], "--ramp"),
         (["--rate", "100", "http://127.0.0.1/"], "need a duration or a request count"),
+        (["--arrivals", "poisson", "-t", "1s", "http://127.0.0.1/"], "--arrivals"),
+        (["--rate", "100", "--arrivals", "gamma", "-t", "1s", "http://127.0.0.1/"], "--arrivals"),
         (["--think", "1s", "-t", "1s", "http://127.0.0.1/"], "--users"),
         (["--users", "2", "--think", "2s..1s", "-t", "1s", "http://127.0.0.1/"], "think time"),
         (["--users", "2", "-c", "3", "-t", "1s", "http://127.0.0.1/"], "disagree"),
@@ -185,6 +187,17 @@ def test_rate_reports_its_schedule(nginx):
     r = json.loads(p.stdout)
     assert r["model"] == "rate" and r["schedule"]["sent"] == 200 and r["schedule"]["kept"]
     assert r["latency_us"]["uncorrected"]["count"] == 200
+
+
+def test_poisson_arrivals_are_said_and_counted(nginx):
+    # 400/s for 2 s: a Poisson count of mean 800 (sd 28), and nginx sees each.
+    before = nginx.served()
+    p = run_cli("load", "--rate", "400", "--arrivals", "poisson", "-t", "2s", "-k", nginx.url, "--json", "-")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["rate"]["arrivals"] == "poisson"
+    assert abs(r["schedule"]["sent"] - 800) < 6 * 28 and nginx.served_since(before) == r["requests"]
+    text = run_cli("load", "--rate", "100", "--arrivals", "poisson", "-t", "0.5s", "-k", nginx.url).stdout
+    assert "Poisson arrivals" in text
 
 
 def test_url_file_in_siege_format(nginx, tmp_path):

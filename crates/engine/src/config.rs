@@ -105,6 +105,22 @@ pub struct RateConfig {
     pub end_rps: Option<f64>,
     #[schemars(range(min = 0.0, max = MAX_DURATION_S))]
     pub ramp_s: Option<f64>,
+    /// How the scheduled requests are spaced in time.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+}
+
+/// The arrival process of an open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Evenly spaced, 1/rate apart (wrk2's schedule): a D/·/· queue.
+    #[default]
+    Uniform,
+    /// A Poisson process of the rate: exponential gaps, as the sum of many
+    /// independent users' requests (the Palm–Khintchine theorem), so the
+    /// server sees an M/·/· queue.
+    Poisson,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

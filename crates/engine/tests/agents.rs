@@ -7,7 +7,7 @@ mod server;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use corebench_engine::config::{AgentShare, RateConfig, UrlSpec};
+use corebench_engine::config::{AgentShare, Arrivals, RateConfig, UrlSpec};
 use corebench_engine::measure::summary::{decode, encode};
 use corebench_engine::split;
 use corebench_engine::{merge, run_agent, AgentPart, Control, EngineError, LoadConfig};
@@ -71,7 +71,7 @@ fn closed_loop_parts_merge_to_the_servers_count_and_the_hand_merged_histogram() 
 #[test]
 fn open_loop_agents_share_one_schedule() {
     let srv = start(Reply::Bytes(OK, true));
-    let rate = Some(RateConfig { rps: 400.0, end_rps: None, ramp_s: None });
+    let rate = Some(RateConfig { rps: 400.0, end_rps: None, ramp_s: None, arrivals: Arrivals::Uniform });
     let cfg = LoadConfig { rate, duration_s: Some(0.5), requests: None, ..keep_alive(&srv.url, 20) };
     let r = merge(&cfg, run_agents(&cfg, 2)).unwrap();
     let s = r.schedule.as_ref().unwrap();

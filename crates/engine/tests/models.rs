@@ -6,7 +6,7 @@ mod server;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
-use corebench_engine::config::{RateConfig, ReplayConfig, UrlSpec};
+use corebench_engine::config::{Arrivals, RateConfig, ReplayConfig, UrlSpec};
 use corebench_engine::{run, EngineError, LoadConfig};
 use server::{start, Reply};
 
@@ -17,7 +17,7 @@ fn keep_alive(url: &str, concurrency: u32) -> LoadConfig {
 }
 
 fn rate(rps: f64) -> Option<RateConfig> {
-    Some(RateConfig { rps, end_rps: None, ramp_s: None })
+    Some(RateConfig { rps, end_rps: None, ramp_s: None, arrivals: Arrivals::Uniform })
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn open_loop_sends_exactly_the_schedule() {
 #[test]
 fn a_count_bounds_the_schedule_and_a_ramp_is_followed() {
     let srv = start(Reply::Bytes(OK, true));
-    let ramp = Some(RateConfig { rps: 100.0, end_rps: Some(300.0), ramp_s: Some(10.0) });
+    let ramp = Some(RateConfig { rps: 100.0, end_rps: Some(300.0), ramp_s: Some(10.0), arrivals: Arrivals::Uniform });
     let r = run(&LoadConfig { rate: ramp, requests: Some(60), ..keep_alive(&srv.url, 20) }).unwrap();
     assert_eq!((r.schedule.unwrap().sent, r.responses), (60, 60));
 }

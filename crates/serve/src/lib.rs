@@ -12,6 +12,7 @@ mod error;
 mod evloop;
 mod exchange;
 mod http;
+mod queue;
 mod routes;
 mod site;
 mod work;
@@ -87,7 +88,11 @@ pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAd
         )
     });
     let ctx = Ctx {
-        router: routes::Router { work: work::Work::calibrate(), site },
+        router: routes::Router {
+            work: work::Work::calibrate(),
+            site,
+            queue: queue::Queue::new(std::process::id().into()),
+        },
         stall: config.stall().map(|(pause, every)| Stall { start: Instant::now(), pause, every }),
         keep_alive_timeout: Duration::from_secs_f64(config.keep_alive_timeout_s),
     };

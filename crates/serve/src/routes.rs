@@ -1,5 +1,6 @@
 //! The workloads, by URL path (documented in the README):
-//! `/static/SIZE`, `/dynamic?work_us=N`, `/sleep?ms=N`, `/health`, and a
+//! `/static/SIZE`, `/dynamic?work_us=N`, `/sleep?ms=N`, `/queue?service_us=N`
+//! (an M/M/1 queue), `/health`, and a
 //! deterministic page for every other path, so a replayed log gets answers.
 
 use std::fmt::Write as _;
@@ -8,12 +9,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::db::Db;
 use super::http::{Body, Response};
+use super::queue::Queue;
 use super::site::Site;
 use super::work::Work;
 
 pub(crate) const MAX_STATIC_BYTES: usize = 16 * 1024 * 1024;
 pub(crate) const MAX_WORK_US: u64 = 1_000_000;
 pub(crate) const MAX_SLEEP_MS: u64 = 60_000;
+pub(crate) const MAX_SERVICE_US: u64 = 10_000_000;
+const DEFAULT_SERVICE_US: u64 = 1_000;
 const DEFAULT_WORK_US: u64 = 1_000;
 const DEFAULT_SLEEP_MS: u64 = 100;
 
@@ -70,6 +74,7 @@ fn number(params: &[(&str, &str)], key: &str, default: u64, max: u64) -> Result<
 pub(crate) struct Router {
     pub work: Work,
     pub site: Option<Site>,
+    pub queue: Queue,
 }
 
 impl Router {
@@ -90,6 +95,7 @@ impl Router {
             "/db" => db_page(query, db),
             "/dynamic" => self.dynamic(query),
             "/sleep" => sleep(query),
+            "/queue" => self.queue(query),
             _ => match path.strip_prefix("/static/") {
                 Some(size) => static_page(size, query),
                 None => Ok(default_page(path)),
@@ -108,6 +114,20 @@ impl Router {
             body: Body::Owned(render(work_us, seed)),
             delay: None,
         })
+    }
+}
+
+impl Router {
+    fn queue(&self, query: &str) -> Result<Response, Response> {
+        let p = params(query, &["service_us"])?;
+        let service_us = number(&p, "service_us", DEFAULT_SERVICE_US, MAX_SERVICE_US)?;
+        if service_us == 0 {
+            return Err(bad("service_us must be at least 1".into()));
+        }
+        let sojourn = self.queue.sojourn(std::time::Instant::now(), Duration::from_micros(service_us));
+        let mut r = Response::text(200, format!("served by an M/M/1 queue, mean service {service_us} µs"));
+        r.delay = Some(sojourn);
+        Ok(r)
     }
 }
 
@@ -212,7 +232,7 @@ mod tests {
     use super::*;
 
     fn router() -> Router {
-        Router { work: Work::calibrate(), site: None }
+        Router { work: Work::calibrate(), site: None, queue: Queue::new(1) }
     }
 
     impl Router {
@@ -255,6 +275,8 @@ mod tests {
             "/dynamic?work=1",
             "/sleep?ms=-1",
             "/static/2k?x=1",
+            "/queue?service_us=0",
+            "/queue?mu=1",
         ] {
             let resp = r.respond_(target);
             assert_eq!(resp.status, 400, "{target}");

@@ -9,11 +9,8 @@ from typing import Any
 
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
+from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
 from corebench.result import SUCCESS
-
-# A point where more than this share of requests failed (errors or
-# unsuccessful statuses) is failing: reported, never offered as best.
-FAILING_SHARE = 0.01
 
 
 def goodput_rps(result: dict[str, Any]) -> float:

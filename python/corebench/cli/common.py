@@ -33,6 +33,7 @@ FLAGS = {
     "busy_poll": "--busy-poll",
     "rate": "--rate",
     "ramp": "--ramp",
+    "arrivals": "--arrivals",
     "think": "--think",
     "urls": "--urls",
     "random": "--random",
@@ -118,6 +119,15 @@ PRINT_CONFIG = typer.Option(
 )
 RAMP = typer.Option(
     None, "--ramp", help="With --rate START..END: ramp linearly over this long (e.g. 60s), then hold END."
+)
+
+ARRIVALS = typer.Option(
+    None,
+    "--arrivals",
+    help=(
+        "With --rate: space requests evenly (uniform, the default, as wrk2) or as a Poisson process (poisson: "
+        "exponential gaps, as many independent users make)."
+    ),
 )
 
 

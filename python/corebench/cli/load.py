@@ -46,6 +46,7 @@ def load(
     busy_poll: str | None = common.BUSY_POLL,
     rate: str | None = common.RATE,
     ramp: str | None = common.RAMP,
+    arrivals: str | None = common.ARRIVALS,
     users: int | None = typer.Option(
         None, "--users", help="Users (siege -c): each requests, thinks, and requests again; adds siege's summary."
     ),
@@ -94,6 +95,7 @@ def load(
         busy_poll=busy_poll,
         rate=rate,
         ramp=ramp,
+        arrivals=arrivals,
         think=think if think is not None else ("0" if users is not None else None),
         urls=str(urls) if urls is not None else None,
         random=random_order,

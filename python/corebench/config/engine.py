@@ -37,6 +37,10 @@ class RateConfig(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
+    arrivals: Literal["uniform", "poisson"] = "uniform"
+    """
+    How the scheduled requests are spaced in time.
+    """
     end_rps: float | None = Field(None, ge=0.001, le=10000000.0)
     """
     With `ramp_s`: the rate rises (or falls) linearly from `rps` to this.

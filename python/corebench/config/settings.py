@@ -64,6 +64,8 @@ class LoadSettings(BaseModel):
     # Open loop: requests per second, or START..END with `ramp`.
     rate: float | str | None = None
     ramp: Seconds | None = None
+    # How an open loop spaces its requests: "uniform" (the engine's default) or "poisson".
+    arrivals: str | None = None
     # Users with think time (siege -d): "2s" is uniform in 0..2 s, or MIN..MAX.
     think: float | str | None = None
     # A file of URLs in siege's format, relative to the plan (or the current folder).
@@ -108,6 +110,7 @@ ENGINE_TO_SETTING = {
     "rate.rps": "rate",
     "rate.end_rps": "rate",
     "rate.ramp_s": "ramp",
+    "rate.arrivals": "arrivals",
     "replay.path": "log",
     "replay.speed": "speed",
     "replay.limit": "limit",
@@ -161,8 +164,12 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         out["requests"] = 1  # ab's default
     if s.rate is not None:
         out["rate"] = _rate(s.rate, s.ramp)
+        if s.arrivals is not None:
+            out["rate"]["arrivals"] = s.arrivals
     elif s.ramp is not None:
         raise SettingError("ramp", "a ramp needs a rate range START..END")
+    elif s.arrivals is not None:
+        raise SettingError("arrivals", "arrivals space an open loop's requests: give a rate")
     if s.think is not None:
         out["think_s"] = _span(s.think)
     if s.urls is not None:

@@ -22,7 +22,7 @@ def schedule(r: LoadResult) -> list[str]:
     out = [
         "",
         "Open-loop schedule",
-        f"  Target rate:          {s.target_rps:.2f} [#/sec] over {s.window_s:.3f} s",
+        f"  Target rate:          {s.target_rps:.2f} [#/sec] over {s.window_s:.3f} s{_arrivals(r)}",
         f"  Achieved rate:        {r.throughput_rps:.2f} [#/sec] (responses over the run)",
         f"  Sent on schedule:     {s.sent - s.late} of {s.sent + s.dropped}; late {s.late}, dropped {s.dropped}",
         f"  Send lag (ms):        p50 {_ms(s.send_lag_p50_us)}, p99 {_ms(s.send_lag_p99_us)}, "
@@ -138,3 +138,9 @@ def agents(r: LoadResult) -> list[str]:
 
 def model_sections(r: LoadResult) -> list[str]:
     return schedule(r) + siege(r) + urls(r) + replay(r) + agents(r)
+
+
+def _arrivals(r: LoadResult) -> str:
+    if r.rate is None:
+        return ""
+    return ", Poisson arrivals" if r.rate.arrivals == "poisson" else ", evenly spaced"

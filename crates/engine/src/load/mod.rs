@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::target::Target;
 use crate::client::transport::tls_context;
-use crate::config::{split, LoadConfig};
+use crate::config::{split, Arrivals, LoadConfig};
 use crate::error::{EngineError, Result};
 use crate::measure::cpu::{process_cpu, CpuTimes};
 use crate::measure::stats::Stats;
@@ -235,7 +235,8 @@ fn schedule<'a>(
     } else {
         return None;
     };
-    Some(Schedule { shape, limit, end })
+    let arrivals = config.rate.as_ref().map_or(Arrivals::Uniform, |r| r.arrivals);
+    Some(Schedule { shape, limit, end, arrivals })
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

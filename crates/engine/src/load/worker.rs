@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::control::Control;
-use super::pacing::{Schedule, TicketBook, Tickets};
+use super::pacing::{Cursor, Schedule, TicketBook, Tickets};
 use super::timer::Timer;
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
@@ -60,9 +60,7 @@ enum Pace<'a> {
 }
 
 struct OpenPace<'a> {
-    schedule: &'a Schedule<'a>,
-    next: u64,
-    step: u64,
+    cursor: Cursor<'a>,
     /// Free slots: those with an open connection are used first.
     free_open: Vec<usize>,
     free_idle: Vec<usize>,
@@ -95,9 +93,7 @@ pub(crate) fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
             Pace::Think { book: tickets.book(), min, span: max - min, wakeups: BinaryHeap::with_capacity(n) }
         }
         PacingSpec::Open { schedule, first, step } => Pace::Open(OpenPace {
-            schedule,
-            next: first,
-            step,
+            cursor: Cursor::new(schedule, first, step, spec.seed),
             free_open: Vec::with_capacity(n),
             free_idle: (0..n).rev().collect(),
             behind: false,
@@ -187,7 +183,7 @@ impl Worker<'_> {
             && match &self.pace {
                 Pace::Closed(_) => true,
                 Pace::Think { book, wakeups, .. } => wakeups.is_empty() || book.exhausted(now),
-                Pace::Open(o) => o.schedule.due(o.next).is_none(),
+                Pace::Open(o) => o.cursor.due().is_none(),
             }
     }
 
@@ -198,7 +194,7 @@ impl Worker<'_> {
             Pace::Think { wakeups, .. } => wakeups.peek().map(|Reverse((at, _))| *at),
             // Behind schedule, a free slot (an I/O event) is what matters.
             Pace::Open(o) if o.behind => None,
-            Pace::Open(o) => o.schedule.due(o.next).map(|d| self.spec.run_start + d),
+            Pace::Open(o) => o.cursor.due().map(|d| self.spec.run_start + d),
         }
     }
 
@@ -247,22 +243,21 @@ impl Worker<'_> {
         let start = self.spec.run_start;
         loop {
             let Pace::Open(o) = &mut self.pace else { return };
-            let Some(due) = o.schedule.due(o.next).map(|d| start + d) else { return };
+            let Some(due) = o.cursor.due().map(|d| start + d) else { return };
             if due > now {
                 o.behind = false;
                 return;
             }
             // Behind at the end of the window: what is still due would leave
             // after the run, so it is dropped, not sent late.
-            if o.behind && o.schedule.end.is_some_and(|end| now >= start + end) {
+            if o.behind && o.cursor.past_end(now - start) {
                 return self.drop_past_end();
             }
             let Some(i) = o.free_open.pop().or_else(|| o.free_idle.pop()) else {
                 o.behind = true;
                 return;
             };
-            let k = o.next;
-            o.next += o.step;
+            let k = o.cursor.take();
             let late = o.behind;
             let s = &mut self.stats;
             s.schedule.sent += 1;
@@ -278,9 +273,7 @@ impl Worker<'_> {
     /// Counts this worker's requests still due in the window as dropped.
     fn drop_past_end(&mut self) {
         let Pace::Open(o) = &mut self.pace else { return };
-        let left = o.schedule.remaining(o.next, o.step);
-        self.stats.schedule.dropped += left;
-        o.next += left * o.step;
+        self.stats.schedule.dropped += o.cursor.skip_rest();
     }
 
     /// Makes an open-loop slot available again.

@@ -1,0 +1,79 @@
+"""The capacity search's decisions, on curves whose limit is known: a sharp
+limit, a noisy one (each step's verdict a coin weighted by how far the rate
+is from the limit), and limits outside the rates it may try."""
+
+import math
+import random
+
+import pytest
+
+from corebench.runner.capacity import Bracket, SearchSettings
+
+
+def drive(bracket: Bracket, meets, max_steps: int = 60) -> list[float]:
+    rates = []
+    while len(rates) < max_steps and (rate := bracket.next_rate()) is not None:
+        bracket.record(rate, meets(rate))
+        rates.append(rate)
+    return rates
+
+
+def test_a_sharp_limit_is_bracketed_within_the_precision():
+    b = Bracket(SearchSettings(precision=0.02), start_rps=100)
+    rates = drive(b, lambda r: r <= 1234)
+    assert rates[:5] == [100, 200, 400, 800, 1600], "a doubling ramp brackets it"
+    assert b.lo is not None and b.hi is not None
+    assert b.lo <= 1234 < b.hi and b.hi / b.lo <= 1.02 / 0.98
+    assert len(b.runs[b.lo]) == 2 and len(b.runs[b.hi]) == 2, "both ends measured twice"
+    assert b.next_rate() is None
+
+
+def test_a_start_above_the_limit_ramps_down():
+    b = Bracket(SearchSettings(), start_rps=10_000)
+    rates = drive(b, lambda r: r <= 700)
+    assert rates[:5] == [10_000, 5_000, 2_500, 1_250, 625]
+    assert b.lo is not None and b.hi is not None and b.lo <= 700 < b.hi
+
+
+def test_nothing_meets_or_everything_meets():
+    s = SearchSettings(min_rps=10, max_rps=5000)
+    none = Bracket(s, start_rps=100)
+    drive(none, lambda r: False)
+    assert none.lo is None and none.hi == 10 and none.next_rate() is None
+    above = Bracket(s, start_rps=100)
+    assert drive(above, lambda r: True)[-1] == 5000
+    assert above.hi is None and above.lo == 5000 and above.next_rate() is None
+
+
+def test_a_tie_is_measured_once_more():
+    b = Bracket(SearchSettings(), start_rps=100)
+    b.record(100, True)
+    b.record(100, False)
+    assert b.verdict(100) is None and b.next_rate() == 100
+    b.record(100, True)
+    assert b.verdict(100) is True
+
+
+@pytest.mark.parametrize("spread", [0.01, 0.03])
+def test_a_noisy_limit_is_found_without_drifting_down(spread):
+    # Near the limit a step's verdict is a coin: P(meets) = Φ((λ* − λ)/(spread·λ*)),
+    # as a p99 measured with a few percent of noise gives. Majority verdicts
+    # keep the bracket's midpoint around the truth rather than below it.
+    limit = 1000.0
+    mids, misses = [], 0
+    for seed in range(200):
+        rng = random.Random(seed)
+
+        def meets(r: float, rng: random.Random = rng) -> bool:
+            z = (limit - r) / (spread * limit)
+            return rng.random() < 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+        b = Bracket(SearchSettings(precision=0.02), start_rps=300)
+        drive(b, meets)
+        assert b.lo is not None and b.hi is not None
+        mid = (b.lo + b.hi) / 2
+        mids.append(mid)
+        misses += abs(mid / limit - 1) > 0.05
+    mean = sum(mids) / len(mids)
+    assert abs(mean / limit - 1) < 0.01 + spread / 3, f"biased: mean midpoint {mean:.1f}"
+    assert misses <= (1 if spread == 0.01 else 5), f"{misses} of 200 searches off by more than 5%"
