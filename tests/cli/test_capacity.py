@@ -92,3 +92,50 @@ def test_a_bad_objective_is_one_line_and_exit_2(slo, said):
 def test_a_dead_server_is_said_and_exits_1():
     r = run_cli("capacity", f"http://127.0.0.1:{free_port()}/", "--slo", "p99<=20ms", timeout=60)
     assert r.returncode == 1 and "No request succeeded" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_plan_searches_each_configuration_and_answers_in_cores(tmp_path):
+    # The queue does not use the cores, so both cpus levels sustain about
+    # the M/M/1 figure for a p90: μ − ln(10)/SLO = 1000 − 115 = 885 req/s.
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        f"""
+[experiment]
+name = "searched"
+repetitions = 1
+
+[factors]
+cpus = [1, 2]
+
+[target]
+builtin = {{ model = "threads", workers = 64 }}
+
+[load]
+path = "/queue?service_us={SERVICE_US}"
+
+[search]
+slo = "p90<=20ms"
+precision = "5%"
+"""
+    )
+    store = tmp_path / "s.sqlite"
+    r = run_cli("run", str(plan), "--store", str(store), timeout=400)
+    assert r.returncode == 0, r.stdout + r.stderr
+    from corebench.store import Store
+
+    s = Store(store, read_only=True)
+    try:
+        runs = s.runs(s.newest_experiment())
+    finally:
+        s.close()
+    searches = [json.loads(run["search_json"]) for run in runs]
+    truth = 1e6 / SERVICE_US - math.log(10) / SLO_S
+    for found in searches:
+        lo, hi = found["bracket"]
+        assert found["outcome"] == "found" and (lo + hi) / 2 == pytest.approx(truth, rel=0.1), found["bracket"]
+    rep = run_cli("report", str(store), "-o", str(tmp_path / "r.html"), "--traffic", "500")
+    assert rep.returncode == 0, rep.stderr
+    assert "To serve 500 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout
+    assert "Capacity within the objective" in (tmp_path / "r.html").read_text()
+    bad = run_cli("report", str(store), "--traffic", "-5", "-o", str(tmp_path / "x.html"))
+    assert bad.returncode == 2 and "--traffic" in bad.stderr

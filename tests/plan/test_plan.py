@@ -125,3 +125,44 @@ def test_configuration_files_stay_in_the_targets_folder(tmp_path):
     )
     with pytest.raises(UsageError, match="inside the target's folder"):
         load_plan(write(tmp_path, bad))
+
+
+SEARCHED = """[experiment]
+repetitions = 2
+
+[factors]
+cpus = [1, 2]
+
+[target]
+builtin = { model = "prefork" }
+
+[load]
+path = "/dynamic?work_us=1000"
+
+[search]
+slo = "p99<=20ms"
+precision = "5%"
+"""
+
+
+def test_a_search_plan_reads_its_settings(tmp_path):
+    exp = load_plan(write(tmp_path, SEARCHED))
+    s = exp.plan.search
+    assert s is not None and s.precision == 0.05 and s.arrivals == "poisson" and s.objective.samples_needed() == 5000
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (('slo = "p99<=20ms"', 'slo = "p99>=20ms"'), "plan.toml:14: search.slo: 'p99>=20ms': an objective bounds"),
+        (('precision = "5%"', 'precison = "5%"'), "plan.toml:15: search.precison: unknown key (a typo?)"),
+        (('precision = "5%"', 'precision = "lots"'), "plan.toml:15: search.precision: 'lots' is not a share"),
+        (("repetitions = 2", 'repetitions = 2\nduration = "5s"'), "plan.toml:3: experiment.duration: with [search]"),
+        (('path = "/dynamic?work_us=1000"', 'path = "/"\nrate = 100'), "plan.toml:12: load.rate: with [search]"),
+    ],
+)
+def test_search_errors_name_file_line_and_key(tmp_path, change, expected):
+    path = write(tmp_path, SEARCHED.replace(*change))
+    with pytest.raises(UsageError) as e:
+        load_plan(path)
+    assert str(e.value).replace(str(tmp_path) + "/", "").startswith(expected), str(e.value)

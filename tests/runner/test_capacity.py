@@ -19,7 +19,7 @@ def drive(bracket: Bracket, meets, max_steps: int = 60) -> list[float]:
 
 
 def test_a_sharp_limit_is_bracketed_within_the_precision():
-    b = Bracket(SearchSettings(precision=0.02), start_rps=100)
+    b = Bracket(SearchSettings(slo="p99<=20ms", precision=0.02), start_rps=100)
     rates = drive(b, lambda r: r <= 1234)
     assert rates[:5] == [100, 200, 400, 800, 1600], "a doubling ramp brackets it"
     assert b.lo is not None and b.hi is not None
@@ -29,24 +29,36 @@ def test_a_sharp_limit_is_bracketed_within_the_precision():
 
 
 def test_a_start_above_the_limit_ramps_down():
-    b = Bracket(SearchSettings(), start_rps=10_000)
+    b = Bracket(
+        SearchSettings(
+            slo="p99<=20ms",
+        ),
+        start_rps=10_000,
+    )
     rates = drive(b, lambda r: r <= 700)
     assert rates[:5] == [10_000, 5_000, 2_500, 1_250, 625]
     assert b.lo is not None and b.hi is not None and b.lo <= 700 < b.hi
 
 
 def test_nothing_meets_or_everything_meets():
-    s = SearchSettings(min_rps=10, max_rps=5000)
+    s = SearchSettings(slo="p99<=20ms", min_rate=10, max_rate=5000)
     none = Bracket(s, start_rps=100)
     drive(none, lambda r: False)
-    assert none.lo is None and none.hi == 10 and none.next_rate() is None
+    assert none.lo is None and none.hi == 10 and none.next_rate() is None, "down to --min-rate"
+    deep = Bracket(SearchSettings(slo="p99<=20ms"), start_rps=6400)
+    assert drive(deep, lambda r: False)[-1] == 100, "or 6 halvings below the start"
     above = Bracket(s, start_rps=100)
     assert drive(above, lambda r: True)[-1] == 5000
     assert above.hi is None and above.lo == 5000 and above.next_rate() is None
 
 
 def test_a_tie_is_measured_once_more():
-    b = Bracket(SearchSettings(), start_rps=100)
+    b = Bracket(
+        SearchSettings(
+            slo="p99<=20ms",
+        ),
+        start_rps=100,
+    )
     b.record(100, True)
     b.record(100, False)
     assert b.verdict(100) is None and b.next_rate() == 100
@@ -68,7 +80,7 @@ def test_a_noisy_limit_is_found_without_drifting_down(spread):
             z = (limit - r) / (spread * limit)
             return rng.random() < 0.5 * (1 + math.erf(z / math.sqrt(2)))
 
-        b = Bracket(SearchSettings(precision=0.02), start_rps=300)
+        b = Bracket(SearchSettings(slo="p99<=20ms", precision=0.02), start_rps=300)
         drive(b, meets)
         assert b.lo is not None and b.hi is not None
         mid = (b.lo + b.hi) / 2

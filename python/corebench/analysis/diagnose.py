@@ -14,7 +14,7 @@ CPU_BOUND_SHARE = 0.85
 
 @dataclass(frozen=True)
 class Diagnosis:
-    kind: str  # failing, generator-limited, CPU-bound, load-limited, waiting, unknown
+    kind: str  # failing, generator-limited, CPU-bound, load-limited, waiting, capacity search, unknown
     evidence: str
 
 
@@ -31,6 +31,12 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
         return Diagnosis(
             "failing",
             f"{p.error_share * 100:.1f}% of requests failed (errors, 4xx, 5xx); {p.failed_runs} runs failed",
+        )
+    if p.searched:
+        return Diagnosis(
+            "capacity search",
+            "each run searched for the highest rate meeting the objective (see Capacity within the objective); "
+            "the monitor's CPU figures span every step of a search, so no one rate's CPU is shown",
         )
     gen = f"generator {p.generator_cpu:.2f} cores" if p.generator_cpu is not None else "generator CPU unknown"
     if p.client_bound:

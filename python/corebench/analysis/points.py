@@ -48,6 +48,9 @@ class PointStats:
     # Closed loop only: the clients (N) and the mean response time (R, s).
     clients: int | None = None
     response_s: float | None = None
+    # The runs were capacity searches: the monitor's figures span every
+    # step of a search, so they are no one rate's CPU or demand.
+    searched: bool = False
 
     @property
     def failing(self) -> bool:
@@ -73,11 +76,14 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
         monitors = [json.loads(r["monitor_json"]) for r in measured if r["monitor_json"]]
         requests = sum(x["requests"] for x in results)
         rps = [goodput_rps(x) for x in results]
+        searched = any(r.get("search_json") for r in measured)
         demand = [
             json.loads(r["monitor_json"])["target_cpu"] / x * 1000
             for r, x in zip(measured, rps, strict=True)
             if x > 0 and r["monitor_json"] and json.loads(r["monitor_json"]).get("target_cpu") is not None
         ]
+        if searched:
+            demand, monitors = [], []
         little = None
         closed = [x for x in results if x.get("model") == "closed"]
         if closed:
@@ -115,6 +121,7 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
                 demand_ms=demand,
                 clients=closed[0]["concurrency"] if closed else None,
                 response_s=_mean([x["latency_us"]["total"]["mean_us"] / 1e6 for x in closed]),
+                searched=searched,
             )
         )
     return out

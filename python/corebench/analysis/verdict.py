@@ -10,7 +10,7 @@ from typing import Any
 
 from corebench.analysis.anova import MARGIN, tost
 from corebench.analysis.points import FAILING_SHARE, PointStats
-from corebench.analysis.stats import ALPHA, Comparison, compare, dispersion_differs, holm, mcb
+from corebench.analysis.stats import ALPHA, Comparison, Summary, compare, dispersion_differs, holm, mcb
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
@@ -76,7 +76,11 @@ def verdicts(
     slo: Slo | None = None,
     factors: dict[str, list[Any]] | None = None,
     load: set[str] | None = None,
+    searched: bool = False,
 ) -> list[str]:
+    """`searched`: the runs were capacity searches, whose sustained rates
+    carry the comparison (analysis.capacity); the throughput of the step
+    stored for each is not compared again here."""
     measured = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
     ok = [p for p in measured if not p.failing]
     failing = [p for p in measured if p.failing]
@@ -92,10 +96,11 @@ def verdicts(
     if not ok:
         return [*out, "No point has a successful measured run without failures: nothing to conclude."]
     load = load if load is not None else load_factors(factors or {})
-    out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load, failing)
-    if slo is not None:
-        out += slo_verdicts(ok, slo, load)
-    out += _costs(ok, prices or {}, slo)
+    if not searched:
+        out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load, failing)
+        if slo is not None:
+            out += slo_verdicts(ok, slo, load)
+        out += _costs(ok, prices or {}, slo)
     shared = sorted({p.label() for p in ok if p.shared})
     if shared:
         out.append(
@@ -170,7 +175,7 @@ def best_at_matched_load(
         also = f"; not significantly worse: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
         out.append(
             f"{where}, best throughput: {_split(best, load)[1]} at {best.throughput.mean:,.0f} req/s "
-            f"(95% CI {best.throughput.ci_low:,.0f}–{best.throughput.ci_high:,.0f}){also} "
+            f"({_ci(best.throughput)}){also} "
             f"(Hsu's multiple comparisons with the best, α = {ALPHA}){_untested_note(ps, load)}."
         )
         low, tied = best_set(ps, higher=False)
@@ -180,6 +185,12 @@ def best_at_matched_load(
         )
         out += _steadier(best, ps, where, load)
     return out
+
+
+def _ci(s: Summary) -> str:
+    if s.n < 2 or math.isnan(s.ci_low):
+        return "one measured run: no confidence interval"
+    return f"95% CI {s.ci_low:,.0f}–{s.ci_high:,.0f}"
 
 
 def _untested_note(ps: list[PointStats], load: set[str]) -> str:

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from corebench.cli import app, common
 from corebench.errors import UsageError
-from corebench.units import parse_duration_s
+from corebench.plan.objective import SearchSettings
+
+
+def _default(field: str) -> Any:
+    """Defaults are SearchSettings' own, shown in the help."""
+    return SearchSettings.model_fields[field].default
+
 
 # The search's own flags, for errors in the user's words.
 _FLAGS = {**common.FLAGS, "arrivals": "--arrivals"}
@@ -27,18 +33,35 @@ def capacity(
         help="The objective: p99<=20ms; parts joined by commas (p50<=5ms,p99<=20ms,errors<=0.1%). Errors default to "
         "at most 1%.",
     ),
-    arrivals: str = typer.Option("poisson", "--arrivals", help="poisson (default: many independent users) or uniform."),
-    precision: str = typer.Option("2%", "--precision", help="Stop when the limit is bracketed within ± this share."),
+    arrivals: str | None = typer.Option(
+        None, "--arrivals", help=f"poisson (many independent users) or uniform; default {_default('arrivals')}."
+    ),
+    precision: str | None = typer.Option(
+        None,
+        "--precision",
+        help=f"Stop when the limit is bracketed within ± this share (default {_default('precision'):.0%}).",
+    ),
     start_rate: float | None = typer.Option(
         None, "--start-rate", help="The first rate (req/s); default: half what a short closed-loop probe reaches."
     ),
-    min_rate: float = typer.Option(1.0, "--min-rate", help="The lowest rate tried (req/s)."),
-    max_rate: float = typer.Option(1_000_000.0, "--max-rate", help="The highest rate tried (req/s)."),
-    step: str = typer.Option(
-        "2s", "--step", help="Shortest step; a step lasts long enough for its percentile (5,000 requests for a p99)."
+    min_rate: float | None = typer.Option(
+        None, "--min-rate", help=f"The lowest rate tried (req/s, default {_default('min_rps'):g})."
     ),
-    max_step: str = typer.Option("60s", "--max-step", help="Longest step."),
-    max_steps: int = typer.Option(30, "--max-steps", help="Give up (exit 1) after this many steps."),
+    max_rate: float | None = typer.Option(
+        None, "--max-rate", help=f"The highest rate tried (req/s, default {_default('max_rps'):,.0f})."
+    ),
+    step: str | None = typer.Option(
+        None,
+        "--step",
+        help=f"Shortest step (default {_default('min_step_s'):g}s); a step lasts long enough for its percentile "
+        "(5,000 requests for a p99).",
+    ),
+    max_step: str | None = typer.Option(
+        None, "--max-step", help=f"Longest step (default {_default('max_step_s'):g}s)."
+    ),
+    max_steps: int | None = typer.Option(
+        None, "--max-steps", help=f"Give up (exit 1) after this many steps (default {_default('max_steps')})."
+    ),
     concurrency: int | None = typer.Option(
         None, "-c", "--concurrency", help="The most connections a step may open (default 1000)."
     ),
@@ -55,52 +78,48 @@ def capacity(
     ),
 ) -> None:
     """Find the highest open-loop rate that meets a latency objective (and at most 1% errors)."""
+    import pydantic
+
     from corebench import engine
-    from corebench.plan.objective import parse_objective
     from corebench.runner import capacity as cap
 
+    # By the plan's [search] keys, so errors name one vocabulary, mapped to flags.
+    given_search = {
+        "slo": slo,
+        "precision": precision,
+        "arrivals": arrivals,
+        "start_rate": start_rate,
+        "min_rate": min_rate,
+        "max_rate": max_rate,
+        "step": step,
+        "max_step": max_step,
+        "max_steps": max_steps,
+    }
     try:
-        objective = parse_objective(slo)
-    except ValueError as e:
-        raise UsageError(f"--slo {e}") from None
-    settings = cap.SearchSettings(
-        precision=_share("--precision", precision),
-        start_rps=_positive("--start-rate", start_rate) if start_rate is not None else None,
-        min_rps=_positive("--min-rate", min_rate),
-        max_rps=_positive("--max-rate", max_rate),
-        min_step_s=_seconds("--step", step),
-        max_step_s=_seconds("--max-step", max_step),
-        arrivals=arrivals,
-        max_steps=max_steps,
-    )
-    if max_steps < 1:
-        raise UsageError(f"--max-steps {max_steps}: give at least 1")
-    if settings.min_rps > settings.max_rps:
-        raise UsageError(f"--min-rate {min_rate:g} is above --max-rate {max_rate:g}")
-    if settings.min_step_s > settings.max_step_s:
-        raise UsageError(f"--step {step} is longer than --max-step {max_step}")
-    limit_s = objective.latency_limit_us / 1e6
+        settings = SearchSettings(**{k: v for k, v in given_search.items() if v is not None})
+    except pydantic.ValidationError as e:
+        raise UsageError(_search_error(e)) from None
     given = common.settings(
         _FLAGS,
         url=url,
         # Validated as the open loop each step is; the search sets rate and length.
         rate=settings.min_rps,
-        arrivals=arrivals,
+        arrivals=settings.arrivals,
         duration=1.0,
         concurrency=concurrency,
         keep_alive=keep_alive,
         headers=common.headers(header),
-        timeout=timeout if timeout is not None else min(30.0, max(1.0, 20 * limit_s)),
+        timeout=timeout if timeout is not None else settings.timeout_s(),
         threads=threads,
         allow_remote=allow_remote,
     )
     base = common.to_config(given, _FLAGS)
     quiet = json_out == "-"
-    result = cap.search(base, objective, settings, engine.run, None if quiet else _print_step)
+    result = cap.search(base, settings, engine.run, None if quiet else _print_step)
     out = sys.stderr if quiet else sys.stdout
     out.write(_table(result) + "\n" + result.sentence() + "\n")
     if json_out:
-        common.write(json_out, json.dumps(asdict(result), indent=2) + "\n", "--json")
+        common.write(json_out, json.dumps(result.to_json(), indent=2) + "\n", "--json")
     if report is not None:
         from corebench.report.capacity import html
 
@@ -134,27 +153,28 @@ def _table(c: object) -> str:
     return "\n".join(lines)
 
 
-def _share(flag: str, text: str) -> float:
-    try:
-        v = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise UsageError(f"{flag} {text!r}: give a share like 2% or 0.02") from None
-    if not 0 < v < 0.5:
-        raise UsageError(f"{flag} {text!r}: give a share between 0 and 50%, like 2%")
-    return v
+# A [search] key -> the flag that sets it.
+_SEARCH_FLAGS = {
+    "slo": "--slo",
+    "precision": "--precision",
+    "arrivals": "--arrivals",
+    "start_rate": "--start-rate",
+    "min_rate": "--min-rate",
+    "max_rate": "--max-rate",
+    "max_steps": "--max-steps",
+    "max_step": "--max-step",
+    "step": "--step",
+}
 
 
-def _positive(flag: str, v: float) -> float:
-    if not v > 0:
-        raise UsageError(f"{flag} {v:g}: give a positive rate in requests per second")
-    return v
+def _search_error(e: object) -> str:
+    import pydantic
 
-
-def _seconds(flag: str, text: str) -> float:
-    try:
-        v = parse_duration_s(text)
-    except ValueError as e:
-        raise UsageError(f"{flag} {text!r}: {e}") from None
-    if not v > 0:
-        raise UsageError(f"{flag} {text!r}: give a positive duration, like 2s")
-    return v
+    assert isinstance(e, pydantic.ValidationError)
+    err = e.errors()[0]
+    key = str(err["loc"][0]) if err["loc"] else ""
+    message = err["msg"].removeprefix("Value error, ")
+    if key:
+        return f"{_SEARCH_FLAGS.get(key, key)}: {message}"
+    # A check across settings names them by their keys: say the flags.
+    return " ".join(_SEARCH_FLAGS.get(w, w) for w in message.split(" "))

@@ -44,13 +44,20 @@ def report(
         "--slo",
         help="A latency objective, e.g. p99<=200ms: who meets it at each load level (with prices: the cheapest).",
     ),
+    traffic: float | None = typer.Option(
+        None,
+        "--traffic",
+        help="With capacity searches ([search] in the plan): how many cpus serve this many req/s within the objective.",
+    ),
 ) -> None:
     """Write the experiment's report: statistics, scaling fits, diagnosis and verdicts."""
     from corebench import report as rep
 
     if fmt not in ("html", "md"):
         raise UsageError(f"--format {fmt!r}: choose html or md")
-    data = rep.load(store, experiment, _slo(slo))
+    if traffic is not None and not traffic > 0:
+        raise UsageError(f"--traffic {traffic:g}: give a positive rate in requests per second")
+    data = rep.load(store, experiment, _slo(slo), traffic)
     text = rep.get(fmt).render(data)
     dest = str(out) if out else ("report.html" if fmt == "html" else "-")
     write(dest, text, "-o")

@@ -94,6 +94,8 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
         plan = Plan.model_validate(raw)
     except pydantic.ValidationError as e:
         raise _pydantic(path, text, (), e) from None
+    if plan.search is not None:
+        _searched(path, text, raw, plan)
     for metric, condition in plan.thresholds.items():
         try:
             parse_threshold(f"{metric}{condition}")
@@ -139,6 +141,23 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
         target_factors | _template_factors(files, levels, path.parent),
         dict(overrides),
     )
+
+
+def _searched(path: Path, text: str, raw: dict[str, Any], plan: Plan) -> None:
+    """With [search], the search sets each step's rate, arrivals and length."""
+    for key in ("duration", "requests"):
+        if key in raw.get("experiment", {}):
+            raise _fail(
+                path, text, ("experiment", key), "with [search], each step's length is the search's: leave it out"
+            )
+    for key in ("model", "rate", "ramp", "arrivals", "think", "log", "speed"):
+        if key in plan.load and not (key == "model" and plan.load[key] == "closed"):
+            raise _fail(
+                path,
+                text,
+                ("load", key),
+                "with [search] the search sets the rate and arrivals of every step: leave it out",
+            )
 
 
 def _template_factors(files: list[Any], levels: dict[str, list[fx.Level]], plan_dir: Path) -> set[str]:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from corebench.config.cluster import ClusterConfig
 from corebench.config.settings import LoadSettings
+from corebench.plan.objective import SearchSettings
 from corebench.units import parse_duration_s
 
 
@@ -198,3 +199,5 @@ class Plan(_Section):
     load: dict[str, Any] = {}
     # Pass/fail per point for CI: metric -> condition, e.g. p99 = "<20ms".
     thresholds: dict[str, str] = {}
+    # Each run a capacity search (the highest rate within `slo`) instead of a fixed load.
+    search: SearchSettings | None = None

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from corebench.plan.thresholds import Threshold, parse
 from corebench.result import FAILING_SHARE, LoadResult
+from corebench.units import parse_duration_s
 
 # Samples beyond the judged percentile a step needs (so a p99 rests on 50
 # slow requests, i.e. 5,000 in all): below ~50 exceedances the sample
@@ -69,3 +73,72 @@ def parse_objective(text: str) -> Objective:
     if not any(p.metric == "errors" for p in parts):
         parts.append(Threshold(f"errors<={FAILING_SHARE:.0%}", "errors", "<=", FAILING_SHARE, share=True))
     return Objective(text, tuple(parts))
+
+
+def _share(v: Any) -> Any:
+    if isinstance(v, str):
+        text = v.strip()
+        try:
+            return float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a share: write 2% or 0.02") from None
+    return v
+
+
+def _seconds(v: Any) -> Any:
+    return parse_duration_s(v) if isinstance(v, str) else v
+
+
+class SearchSettings(BaseModel):
+    """A capacity search: its objective and how it searches. The one home of
+    these settings and their defaults: `corebench capacity`'s flags and a
+    plan's `[search]` table are both read into it (plan keys: slo,
+    precision, arrivals, start_rate, min_rate, max_rate, step, max_step,
+    max_steps)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    slo: str
+    # The answer's bracket: its midpoint ± this share of the rate.
+    precision: float = Field(0.02, gt=0, lt=0.5)
+    arrivals: Literal["poisson", "uniform"] = "poisson"
+    # The first rate; None: half what a short closed-loop probe reaches.
+    start_rps: float | None = Field(None, gt=0, alias="start_rate")
+    min_rps: float = Field(1.0, gt=0, alias="min_rate")
+    max_rps: float = Field(1_000_000.0, gt=0, alias="max_rate")
+    min_step_s: float = Field(2.0, gt=0, le=3600, alias="step")
+    max_step_s: float = Field(60.0, gt=0, le=3600, alias="max_step")
+    max_steps: int = Field(30, ge=1, le=1000)
+    # The ramp's factor between steps, and how long a server may take to drain.
+    growth: float = 2.0
+    max_settle_s: float = 60.0
+
+    _share = field_validator("precision", mode="before")(classmethod(lambda cls, v: _share(v)))
+    _durations = field_validator("min_step_s", "max_step_s", mode="before")(classmethod(lambda cls, v: _seconds(v)))
+
+    @field_validator("slo")
+    @classmethod
+    def _objective(cls, v: str) -> str:
+        parse_objective(v)
+        return v
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SearchSettings:
+        if self.min_rps > self.max_rps:
+            raise ValueError(f"min_rate {self.min_rps:g} is above max_rate {self.max_rps:g}")
+        if self.min_step_s > self.max_step_s:
+            raise ValueError(f"step {self.min_step_s:g}s is longer than max_step {self.max_step_s:g}s")
+        return self
+
+    @property
+    def objective(self) -> Objective:
+        return parse_objective(self.slo)
+
+    def step_s(self, rate_rps: float) -> float:
+        """A step long enough for the objective's highest percentile."""
+        return min(self.max_step_s, max(self.min_step_s, self.objective.samples_needed() / rate_rps))
+
+    def timeout_s(self) -> float:
+        """A request 20 times later than the bound has missed it anyway: an
+        overloaded step ends without waiting out ab's 30 s timeouts."""
+        return min(30.0, max(1.0, 20 * self.objective.latency_limit_us / 1e6))

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from corebench.analysis.anova import Anova, anova
+from corebench.analysis.capacity import capacities, cores_needed
+from corebench.analysis.capacity import table as capacity_table
 from corebench.analysis.diagnose import Diagnosis, diagnose
 from corebench.analysis.gates import Judged, judge
 from corebench.analysis.gates import lines as gate_lines
@@ -60,6 +62,8 @@ class ReportData:
     knees: list[Knee] = field(default_factory=list)
     anova: list[Anova] = field(default_factory=list)
     thresholds: list[Judged] = field(default_factory=list)
+    # Plans with [search]: each configuration's sustained rate within the objective.
+    capacity: list[dict[str, Any]] = field(default_factory=list)
 
     def agent_rows(self) -> list[dict[str, Any]]:
         """Distributed runs: one row per agent of each stored result."""
@@ -70,7 +74,10 @@ class ReportData:
         return out
 
 
-def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = None) -> ReportData:
+def load(
+    store_path: Path, experiment_id: int | None = None, slo: Slo | None = None, traffic_rps: float | None = None
+) -> ReportData:
+    """`traffic_rps`: with capacity searches, say how many cores serve it."""
     if not store_path.exists():
         raise UsageError(f"{store_path}: no such store")
     try:
@@ -103,7 +110,14 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
         points,
         factors,
         diagnoses,
-        verdicts(points, prices, slo, factors, load_factors(factors, plan["plan"].get("load"))),
+        verdicts(
+            points,
+            prices,
+            slo,
+            factors,
+            load_factors(factors, plan["plan"].get("load")),
+            plan["plan"].get("search") is not None,
+        ),
     )
     data.fits = scaling_fits(points, data.factors)
     data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
@@ -112,8 +126,18 @@ def load(store_path: Path, experiment_id: int | None = None, slo: Slo | None = N
     criteria = [parse_threshold(f"{k}{v}") for k, v in plan["plan"].get("thresholds", {}).items()]
     data.thresholds = judge(criteria, points)
     data.verdicts[:0] = gate_lines(data.thresholds)
+    caps = capacities(points)
+    data.capacity = capacity_table(caps)
+    if caps:
+        found = "; ".join(f"{r['point']}: {r['sustained_rps']:,.0f} req/s" for r in data.capacity)
+        said = [f"Capacity within {caps[0].objective} ({caps[0].arrivals} arrivals), by capacity search: {found}."]
+        if traffic_rps is not None:
+            said += cores_needed(caps, traffic_rps)
+        data.verdicts[:0] = said
+    elif traffic_rps is not None:
+        data.verdicts.insert(0, "--traffic needs an experiment of capacity searches (a plan with [search]).")
     cpus = data.factors.get("cpus", [])
-    if 0 < len(cpus) < 3:
+    if 0 < len(cpus) < 3 and not caps:
         data.verdicts.append(
             f"Not shown here: a scaling-law fit over CPUs, and its prediction for larger machines, needs 3 or "
             f"more CPU levels; this experiment has {len(cpus)} ({', '.join(map(str, cpus))})."

@@ -37,6 +37,17 @@ class Markdown:
             "",
         ]
         out += [f"- {_cell(v)}" for v in d.verdicts]
+        if d.capacity:
+            out += [
+                "",
+                "## Capacity within the objective",
+                "",
+                "| point | sustained req/s | 95% CI | searches |",
+                "|---|---|---|---|",
+            ]
+            for r in d.capacity:
+                ci = f"{r['ci'][0]:,.0f}–{r['ci'][1]:,.0f}" if r["ci"] else "–"
+                out.append(f"| {_cell(r['point'])} | {r['sustained_rps']:,.0f} | {ci} | {r['searches']} |")
         factors = list(d.factors)
         out += [
             "",

@@ -17,12 +17,15 @@ from types import FrameType
 from typing import Any
 
 from corebench import __version__
+from corebench.config.load import LoadConfig
 from corebench.errors import UsageError
 from corebench.monitor import Monitor
 from corebench.plan import Experiment, Point
-from corebench.plan.engine_config import load_config
+from corebench.plan.engine_config import run_config
 from corebench.plan.model import Target
-from corebench.runner import host, schedule
+from corebench.plan.objective import SearchSettings
+from corebench.result import LoadResult
+from corebench.runner import capacity, host, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, open_backend
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
@@ -135,6 +138,17 @@ def _run_all(
     return out
 
 
+def _search(
+    cfg: LoadConfig, settings: SearchSettings, backend: LoadBackend, show: Progress
+) -> tuple[capacity.Capacity, LoadResult | None, str | None]:
+    """A run that is a capacity search: stored with the measurement at the
+    rate it sustained (or its last step), failed when it found no rate."""
+    found = capacity.search(cfg, settings, lambda c: backend.run(c, show.tick))
+    result = found.sustained() or (found.results[-1] if found.results else None)
+    error = None if found.outcome in ("found", "above-max") else f"capacity search: {found.sentence()}"
+    return found, result, error
+
+
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -222,15 +236,19 @@ def _one(
     began = time.time()
     result, error = None, running.error
     monitor = None
+    found: capacity.Capacity | None = None
     if error is None:
         base_url = running.started.base_url if running.started else str(run.point.target.url)
-        cfg = load_config(run.point.load, base_url, e, exp.path.parent)
+        cfg = run_config(exp.plan, run.point.load, base_url, exp.path.parent)
         if running.layout.method != "none":
             os.sched_setaffinity(0, running.layout.generator_cpus)
         pid = running.started.proc.pid if running.started else None
         with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
             try:
-                result = backend.run(cfg, show.tick)
+                if exp.plan.search is None:
+                    result = backend.run(cfg, show.tick)
+                else:
+                    found, result, error = _search(cfg, exp.plan.search, backend, show)
             except LoadFailed as x:
                 error = str(x)
         if result is not None and result.interrupted:
@@ -267,6 +285,7 @@ def _one(
         monitor=summary,
         samples=[s.to_json() for s in (monitor.samples if monitor else [])],
         result=result.model_dump(mode="json", by_alias=True) if result else None,
+        search=found.to_json() if found else None,
     )
     if error:
         out.failed += 1

@@ -19,33 +19,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from corebench.config.engine import RateConfig
 from corebench.config.load import LoadConfig
-from corebench.plan.objective import Objective
+from corebench.plan.objective import Objective, SearchSettings
 from corebench.result import LoadResult
 
 # A step that could not send this share of its schedule (every connection
 # busy) did not offer its rate: it misses, whatever its latencies.
 UNSENT_SHARE = 0.01
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    precision: float = 0.02  # the answer's bracket: midpoint ± this share of the rate
-    growth: float = 2.0  # the ramp's factor between steps
-    start_rps: float | None = None  # the first rate; None: half a closed-loop probe's throughput
-    min_rps: float = 1.0
-    max_rps: float = 1_000_000.0
-    min_step_s: float = 2.0
-    max_step_s: float = 60.0
-    max_steps: int = 30
-    max_settle_s: float = 60.0
-    arrivals: str = "poisson"
-
-    def step_s(self, rate_rps: float, samples: int) -> float:
-        return min(self.max_step_s, max(self.min_step_s, samples / rate_rps))
+# How far below its start the search goes looking for a rate that meets.
+RAMP_DOWN_STEPS = 6
 
 
 @dataclass
@@ -99,6 +85,16 @@ class Bracket:
         hi = self.hi
         return max((r for r in self.runs if self.verdict(r) and (hi is None or r < hi)), default=None)
 
+    @property
+    def floor_rps(self) -> float:
+        """The lowest rate tried: --min-rate, or RAMP_DOWN_STEPS halvings
+        below the start. A server that misses the objective at a 64th of
+        what it answered in the probe is not slow but broken for this load
+        (say, keep-alive connections held by too few workers), and the
+        steps there would each last a minute."""
+        s = self.settings
+        return max(s.min_rps, min(self.start_rps, s.max_rps) / s.growth**RAMP_DOWN_STEPS)
+
     def converged(self) -> bool:
         lo, hi = self.lo, self.hi
         p = self.settings.precision
@@ -117,7 +113,7 @@ class Bracket:
             assert lo is not None
             return None if lo >= s.max_rps else min(lo * s.growth, s.max_rps)
         if lo is None:
-            return None if hi <= s.min_rps else max(hi / s.growth, s.min_rps)
+            return None if hi <= self.floor_rps else max(hi / s.growth, self.floor_rps)
         if self.converged():
             # Both ends of the answer's bracket are measured twice.
             return next((r for r in (lo, hi) if len(self.runs[r]) < 2), None)
@@ -136,6 +132,18 @@ class Capacity:
     probe_rps: float | None = None
     elapsed_s: float = 0.0
     probe_failures: str = ""  # what went wrong when the probe got no answer
+    # Each step's whole measurement, in step order (not in to_json: the store keeps results apart).
+    results: list[LoadResult] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(replace(self, results=[]))
+        del out["results"]
+        return out
+
+    def sustained(self) -> LoadResult | None:
+        """The last measurement at the sustained rate."""
+        at = [r for s, r in zip(self.steps, self.results, strict=True) if s.rate_rps == self.rate_rps]
+        return at[-1] if at else None
 
     def sentence(self) -> str:
         lo, hi = self.bracket
@@ -150,7 +158,10 @@ class Capacity:
         if self.outcome == "dead":
             return f"No request succeeded: the server did not answer the probe ({self.probe_failures})."
         if self.outcome == "none":
-            return f"No rate tried meets {self.objective}: even {hi:,.0f} req/s missed (--min-rate is the floor)."
+            return (
+                f"No rate tried meets {self.objective}: even {hi:,.0f} req/s missed (the search goes down to "
+                "--min-rate, or 64 times below its start)."
+            )
         where = f"between {lo:,.0f} and {hi:,.0f}" if lo is not None and hi is not None else "not bracketed"
         return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
 
@@ -159,12 +170,11 @@ Runner = Callable[[LoadConfig], LoadResult]
 OnStep = Callable[[Step], None]
 
 
-def search(
-    base: LoadConfig, objective: Objective, settings: SearchSettings, run: Runner, on_step: OnStep | None = None
-) -> Capacity:
+def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnStep | None = None) -> Capacity:
     """Measures `base` (a load of the target's URL) at rates chosen by the
     search until the limit is bracketed within the precision."""
     began = time.monotonic()
+    objective = settings.objective
     probe_rps: float | None = None
     start = settings.start_rps
     if start is None:
@@ -178,8 +188,10 @@ def search(
         start = probe_rps / 2
     bracket = Bracket(settings, start)
     steps: list[Step] = []
+    results: list[LoadResult] = []
     while len(steps) < settings.max_steps and (rate := bracket.next_rate()) is not None:
-        step = _measure(base, objective, settings, rate, run)
+        step, result = _measure(base, objective, settings, rate, run)
+        results.append(result)
         bracket.record(rate, step.meets)
         if not step.meets:
             step.settle_s = _settle(base, objective, settings, run)
@@ -197,7 +209,7 @@ def search(
         outcome = "found"
     return Capacity(
         str(objective), settings.arrivals, settings.precision, lo, (lo, hi), outcome, steps, probe_rps,
-        time.monotonic() - began,
+        time.monotonic() - began, results=results,
     )  # fmt: skip
 
 
@@ -211,9 +223,11 @@ def _step_config(base: LoadConfig, settings: SearchSettings, rate_rps: float, du
     return base.model_copy(update={"rate": rate, "duration_s": duration_s, "requests": None})
 
 
-def _measure(base: LoadConfig, objective: Objective, settings: SearchSettings, rate: float, run: Runner) -> Step:
+def _measure(
+    base: LoadConfig, objective: Objective, settings: SearchSettings, rate: float, run: Runner
+) -> tuple[Step, LoadResult]:
     samples = objective.samples_needed()
-    duration_s = settings.step_s(rate, samples)
+    duration_s = settings.step_s(rate)
     r = run(_step_config(base, settings, rate, duration_s))
     judged = objective.judge(r)
     sch = r.schedule
@@ -222,7 +236,7 @@ def _measure(base: LoadConfig, objective: Objective, settings: SearchSettings, r
     missed = [f"{t.text} ({t.shown(v)})" for t, v, ok in judged if not ok]
     if scheduled and dropped > UNSENT_SHARE * scheduled:
         missed.append(f"{dropped:,} of {scheduled:,} requests not sent: every connection was busy")
-    return Step(
+    step = Step(
         rate_rps=rate,
         duration_s=duration_s,
         meets=not missed,
@@ -236,6 +250,7 @@ def _measure(base: LoadConfig, objective: Objective, settings: SearchSettings, r
         why="; ".join(missed),
         few_samples=rate * duration_s < samples,
     )
+    return step, r
 
 
 def _settle(base: LoadConfig, objective: Objective, settings: SearchSettings, run: Runner) -> float:

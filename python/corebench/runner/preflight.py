@@ -14,7 +14,7 @@ from corebench.config.load import LoadConfig
 from corebench.config.settings import SettingError
 from corebench.errors import UsageError
 from corebench.plan import Experiment, Point
-from corebench.plan.engine_config import load_config
+from corebench.plan.engine_config import run_config
 from corebench.plan.source import where
 from corebench.runner import schedule
 from corebench.targets import recipes
@@ -40,7 +40,7 @@ def check(exp: Experiment) -> Checked:
             except recipes.RecipeError as e:
                 raise UsageError(f"{_at(exp, 'target', 'settings')}: {e} (at {p.label()})") from None
         try:
-            cfg = load_config(p.load, p.target.url or "http://127.0.0.1:1/", exp.plan.experiment, exp.path.parent)
+            cfg = run_config(exp.plan, p.load, p.target.url or "http://127.0.0.1:1/", exp.path.parent)
             engine.check(cfg, local=exp.plan.cluster is None)
         except SettingError as e:
             raise UsageError(f"{_at(exp, 'load', e.key)}: {e} (at {p.label()})") from None

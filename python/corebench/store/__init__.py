@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS experiments (
@@ -47,6 +47,8 @@ CREATE TABLE IF NOT EXISTS runs (
     target_json TEXT,
     monitor_json TEXT,
     result_json TEXT,
+    -- A capacity search's steps and answer, when the run was one (schema 2).
+    search_json TEXT,
     UNIQUE (experiment_id, point_key, repetition)
 );
 CREATE TABLE IF NOT EXISTS samples (
@@ -71,6 +73,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
+            _migrate(self.db)
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as e:
             raise ValueError(f"{path}: not a corebench store ({e})") from None
@@ -150,6 +153,7 @@ class Store:
         monitor: dict[str, Any] | None,
         samples: list[dict[str, Any]],
         result: dict[str, Any] | None,
+        search: dict[str, Any] | None = None,
     ) -> int:
         """One transaction: the run and its samples are stored together or not at all."""
         total = (result or {}).get("latency_us", {}).get("total", {})
@@ -159,8 +163,8 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (experiment_id, seq, point_key, point_json, repetition, warmup, status, error,"
                 " started_unix, ended_unix, duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound,"
-                " layout_json, target_json, monitor_json, result_json)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " layout_json, target_json, monitor_json, result_json, search_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     experiment_id,
                     seq,
@@ -182,6 +186,7 @@ class Store:
                     _json(target),
                     _json(monitor),
                     _json(result),
+                    _json(search),
                 ),
             )
             assert cur.lastrowid is not None  # set by the INSERT
@@ -200,6 +205,15 @@ class Store:
             return [dict(r) for r in rows]
         finally:
             self.db.row_factory = None
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """A store written by an older corebench gets the columns added since;
+    its runs keep every figure they had."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    if "search_json" not in columns:
+        db.execute("ALTER TABLE runs ADD COLUMN search_json TEXT")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
 
 def _json(value: Any) -> str | None:
