@@ -56,9 +56,14 @@ def queue():
 @pytest.mark.parametrize("arrivals, limit", [("poisson", mm1_limit), ("uniform", dm1_limit)])
 def test_capacity_finds_the_queueing_theory_limit(queue, tmp_path, arrivals, limit):
     out, html = tmp_path / "cap.json", tmp_path / "cap.html"
+    # 12 s steps (about 9,000 requests near the limit, twice what a p99
+    # needs): a p99 from a queue at 77-88% utilisation is autocorrelated,
+    # and with 5,000 requests a step's p99 varies by ±25%. Simulated with
+    # Lindley's recursion, 12 s steps put the interpolated limit within
+    # +0.9% ± 1.3% (Poisson) and +0.7% ± 0.9% (even) of theory.
     r = run_cli(
-        "capacity", queue, "--slo", f"p99<={SLO_S * 1000:g}ms", "--arrivals", arrivals, "-k",
-        "--json", str(out), "-o", str(html), timeout=400,
+        "capacity", queue, "--slo", f"p99<={SLO_S * 1000:g}ms", "--arrivals", arrivals, "-k", "--step", "12s",
+        "--json", str(out), "-o", str(html), timeout=600,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     found = json.loads(out.read_text())
@@ -66,10 +71,13 @@ def test_capacity_finds_the_queueing_theory_limit(queue, tmp_path, arrivals, lim
     truth = limit(1e6 / SERVICE_US, SLO_S)
     assert found["outcome"] == "found" and found["arrivals"] == arrivals
     assert hi / lo <= 1.02 / 0.98 + 1e-9, "bracketed within the default ±2%"
-    assert (lo + hi) / 2 == pytest.approx(truth, rel=0.05), f"{arrivals}: found {lo:.0f}–{hi:.0f}, theory {truth:.0f}"
-    assert f"Sustains {lo:,.0f} req/s within p99<=20ms" in r.stdout
+    estimate = found["estimate"]
+    assert estimate["rate_rps"] == pytest.approx(truth, rel=0.05), f"{arrivals}: {estimate}, theory {truth:.0f}"
+    assert estimate["ci"][0] < estimate["rate_rps"] < estimate["ci"][1]
+    assert (lo + hi) / 2 == pytest.approx(truth, rel=0.1), f"{arrivals}: verdicts changed at {lo:.0f}–{hi:.0f}"
+    assert f"Sustains {lo:,.0f} req/s within p99<=20ms" in r.stdout and "Interpolated limit:" in r.stdout
     steps = found["steps"]
-    assert all(s["duration_s"] * s["rate_rps"] >= 5000 * 0.999 for s in steps), "a p99 judged on 5,000 requests"
+    assert all(s["duration_s"] >= 12 for s in steps)
     page = html.read_text()
     assert "Latency vs offered rate" in page and "<svg" in page and f"Sustains {lo:,.0f}" in page
 

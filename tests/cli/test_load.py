@@ -176,6 +176,8 @@ def test_users_with_think_time_print_siege_summary(nginx):
         "Shortest transaction:",
     ):
         assert label in out, label
+    assert "Users:                  3" in out and "Concurrency Level" not in out, "users are not ab's concurrency"
+    assert "(mean response time)" in out
     hits = int(out.split("Transactions:")[1].split()[0])
     # 3 users pausing 20-40 ms for 1 s: at most 3 * (1 / 0.02 + 1) requests.
     assert 3 <= hits <= 153, hits
@@ -198,6 +200,9 @@ def test_poisson_arrivals_are_said_and_counted(nginx):
     assert abs(r["schedule"]["sent"] - 800) < 6 * 28 and nginx.served_since(before) == r["requests"]
     text = run_cli("load", "--rate", "100", "--arrivals", "poisson", "-t", "0.5s", "-k", nginx.url).stdout
     assert "Poisson arrivals" in text
+    # An open loop's connections bound the load, they do not set it: not ab's Concurrency Level.
+    assert "Connections (at most):  1000 (open loop" in text and "Concurrency Level" not in text
+    assert "(mean response time)" in text
 
 
 def test_url_file_in_siege_format(nginx, tmp_path):

@@ -52,6 +52,18 @@ def test_levels_and_substitution():
     assert substitute({"a": "{n}", "b": "x{n}y", "c": ["{n}"]}, {"n": 3}) == {"a": 3, "b": "x3y", "c": [3]}
 
 
+def test_geometric_ranges_fit_any_machine():
+    # 5 cpus levels on 16 CPUs instead of 16; the machine's own count is kept.
+    assert levels("cpus", "1..max:x2", max_cpus=16) == [1, 2, 4, 8, 16]
+    assert levels("cpus", "1..max:x2", max_cpus=12) == [1, 2, 4, 8, 12]
+    assert levels("cpus", "1..max:x2", max_cpus=1) == [1]
+    assert levels("c", "1..1000:x10") == [1, 10, 100, 1000]
+    assert levels("c", "1..50:x10") == [1, 10], "a number end is a bound, not a level"
+    for bad in ("0..8:x2", "1..8:x1", "8..1:x2"):
+        with pytest.raises(ValueError, match="grow by a factor above 1"):
+            levels("c", bad)
+
+
 @pytest.mark.parametrize(
     "change, expected",
     [

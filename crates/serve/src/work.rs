@@ -1,8 +1,19 @@
-//! CPU work in microseconds of this machine: a busy loop calibrated at
-//! start, so "work_us=500" costs about 500 µs of one core wherever it runs.
+//! CPU work in microseconds of the serving thread's own CPU time, so
+//! "work_us=500" costs 500 µs of one core wherever and whenever it runs.
+//!
+//! The work spins until the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID)
+//! has advanced by the amount asked. A loop count calibrated once at start
+//! would be off, for the whole life of the process, by whatever disturbed
+//! the calibration (a start was seen off by a third); the clock measures
+//! each request's own cost, and time the thread spends descheduled is not
+//! counted. The calibration only sizes the chunk spun between clock reads.
 
 use std::hint::black_box;
 use std::time::Instant;
+
+/// Microseconds of spinning between reads of the thread's CPU clock: the
+/// most a request overshoots what it asked for.
+const CHECK_EVERY_US: f64 = 5.0;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Work {
@@ -18,11 +29,19 @@ fn spin(iterations: u64) -> u64 {
     black_box(x)
 }
 
+/// This thread's CPU time, user and system, in nanoseconds.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 impl Work {
-    /// Times the loop a few times and keeps the fastest rate: the least
-    /// disturbed measurement of what one core does.
+    /// Times the loop a few times and keeps the fastest rate; it sets only
+    /// how often the clock is read, not how much work is done.
     pub(crate) fn calibrate() -> Work {
-        let n = 2_000_000;
+        let n = 200_000;
         let best_us = (0..5)
             .map(|_| {
                 let t = Instant::now();
@@ -34,8 +53,21 @@ impl Work {
         Work { iterations_per_us: n as f64 / best_us }
     }
 
+    /// Spins until this thread has used `us` µs of CPU; returns a checksum
+    /// so the work cannot be optimized away.
     pub(crate) fn run_us(&self, us: u64) -> u64 {
-        spin((us as f64 * self.iterations_per_us) as u64)
+        if us == 0 {
+            return 0;
+        }
+        let goal = thread_cpu_ns() + us * 1000;
+        let chunk = (self.iterations_per_us * CHECK_EVERY_US).max(1.0) as u64;
+        let mut sum = 0u64;
+        loop {
+            sum ^= spin(chunk);
+            if thread_cpu_ns() >= goal {
+                return sum;
+            }
+        }
     }
 }
 
@@ -44,12 +76,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn work_costs_about_what_was_asked() {
+    fn work_costs_the_cpu_time_asked() {
+        // Exact by construction: at least what was asked, at most one chunk
+        // (and a clock read) more, however busy the machine is.
         let w = Work::calibrate();
-        let t = Instant::now();
-        w.run_us(20_000);
-        let took_us = t.elapsed().as_micros();
-        // Only a lower bound: a busy machine makes it slower, never faster.
-        assert!(took_us >= 15_000, "{took_us} µs");
+        for us in [100u64, 1_000, 20_000] {
+            let before = thread_cpu_ns();
+            w.run_us(us);
+            let used_us = (thread_cpu_ns() - before) as f64 / 1000.0;
+            assert!(used_us >= us as f64 && used_us <= us as f64 + 100.0, "asked {us} µs, used {used_us} µs");
+        }
+        let before = thread_cpu_ns();
+        assert_eq!(w.run_us(0), 0);
+        assert!(thread_cpu_ns() - before < 50_000, "no work is no work");
     }
 }

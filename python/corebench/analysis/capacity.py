@@ -19,9 +19,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from scipy import stats as st
+
 from corebench.analysis.points import PointStats
 from corebench.analysis.scaling_model import choose
 from corebench.analysis.stats import Summary, summarize
+from corebench.plan.objective import Objective
 
 # Levels a law is fitted to before it may speak between or beyond them.
 MIN_FIT_LEVELS = 3
@@ -180,3 +184,80 @@ def table(caps: list[PointCapacity]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """Where a latency percentile reaches its bound, interpolated from the
+    steps near it: rate with its 95% interval, from `steps` steps."""
+
+    metric: str
+    rate_rps: float
+    ci: tuple[float, float]
+    steps: int
+
+
+# Steps whose percentile lies within this factor of the bound carry the fit:
+# far below it the queue is nearly empty, far above it the server is
+# overloaded and the percentile is the length of the step, not the queue.
+NEAR_BOUND = 3.0
+MIN_CROSSING_STEPS = 3
+
+
+def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "p99") -> Crossing | None:
+    """The rate at which `metric` reaches `limit_us`, from (rate, value µs)
+    steps. Below saturation a queue's waiting time grows as 1/(1 − ρ)
+    (Kingman 1961, "The single server queue in heavy traffic", Proc. Camb.
+    Phil. Soc. 57; exact for every percentile of M/M/1), so 1/latency is
+    close to linear in the rate near the limit: the steps within a factor
+    NEAR_BOUND of the bound are fitted by least squares on (rate,
+    1/latency), and the line's crossing of 1/limit is the estimate. Its 95%
+    interval is the inverse-regression (Fieller 1954) interval: the rates
+    whose fitted line's confidence band contains 1/limit (Draper & Smith,
+    "Applied Regression Analysis", 1998, §3.2). Every step counts, so the
+    estimate averages the noise of a percentile from a few thousand
+    autocorrelated requests, which single pass/fail verdicts cannot."""
+    near = [(r, 1e6 / v) for r, v in points if v > 0 and limit_us / NEAR_BOUND <= v <= limit_us * NEAR_BOUND]
+    rates = np.array([r for r, _ in near])
+    if len(set(rates.tolist())) < MIN_CROSSING_STEPS or len(near) <= 2:
+        return None
+    y = np.array([q for _, q in near])
+    x = np.column_stack([np.ones_like(rates), rates])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    a, b = float(coef[0]), float(coef[1])
+    dof = len(near) - 2
+    s2 = float(np.sum((y - x @ coef) ** 2)) / dof
+    cov = s2 * np.linalg.inv(x.T @ x)
+    y0 = 1e6 / limit_us
+    if b >= 0:
+        return None  # latency not rising with the rate here: no crossing to read
+    t = float(st.t.ppf(0.975, dof))
+    estimate = (y0 - a) / b
+    # (a − y0 + b·x)² ≤ t²·(Vaa + 2x·Vab + x²·Vbb), a quadratic in x.
+    qa = b * b - t * t * cov[1, 1]
+    qb = 2 * ((a - y0) * b - t * t * cov[0, 1])
+    qc = (a - y0) ** 2 - t * t * cov[0, 0]
+    disc = qb * qb - 4 * qa * qc
+    if qa <= 0 or disc < 0:
+        ci = (-math.inf, math.inf)
+    else:
+        root = math.sqrt(disc)
+        ci = ((-qb - root) / (2 * qa), (-qb + root) / (2 * qa))
+    return Crossing(metric, estimate, ci, len(near))
+
+
+def limit_estimate(steps: list[Any], objective: Objective) -> Crossing | None:
+    """The lowest crossing over the objective's latency bounds: the one
+    that binds first. `steps` are the search's steps (objects or their
+    JSON)."""
+
+    def get(step: Any, key: str) -> Any:
+        return step[key] if isinstance(step, dict) else getattr(step, key)
+
+    found = []
+    for t in objective.latency:
+        pts = [(float(get(s, "rate_rps")), float(get(s, "measured")[t.metric])) for s in steps]
+        c = crossing(pts, t.limit, t.metric)
+        if c is not None:
+            found.append(c)
+    return min(found, key=lambda c: c.rate_rps, default=None)

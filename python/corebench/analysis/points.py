@@ -51,6 +51,10 @@ class PointStats:
     # The runs were capacity searches: the monitor's figures span every
     # step of a search, so they are no one rate's CPU or demand.
     searched: bool = False
+    # Measured runs whose monitor saw notable steal time (a VM's vCPUs
+    # runnable but not run), and the most CPU-seconds stolen in one.
+    steal_runs: int = 0
+    steal_max_s: float = 0.0
 
     @property
     def failing(self) -> bool:
@@ -74,6 +78,7 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
         measured = [r for r in rs if r["status"] == "ok" and not r["warmup"]]
         results = [json.loads(r["result_json"]) for r in measured]
         monitors = [json.loads(r["monitor_json"]) for r in measured if r["monitor_json"]]
+        all_monitors = list(monitors)
         requests = sum(x["requests"] for x in results)
         rps = [goodput_rps(x) for x in results]
         searched = any(r.get("search_json") for r in measured)
@@ -122,6 +127,8 @@ def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
                 clients=closed[0]["concurrency"] if closed else None,
                 response_s=_mean([x["latency_us"]["total"]["mean_us"] / 1e6 for x in closed]),
                 searched=searched,
+                steal_runs=sum(bool(m.get("steal_notable")) for m in all_monitors),
+                steal_max_s=max((float(m.get("steal_s", 0.0)) for m in all_monitors), default=0.0),
             )
         )
     return out

@@ -101,6 +101,7 @@ def verdicts(
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
         out += _costs(ok, prices or {}, slo)
+    out += _steal(measured)
     shared = sorted({p.label() for p in ok if p.shared})
     if shared:
         out.append(
@@ -110,6 +111,19 @@ def verdicts(
             "(a [cluster] of load agents in the plan)."
         )
     return out
+
+
+def _steal(points: list[PointStats]) -> list[str]:
+    runs = sum(p.steal_runs for p in points)
+    if not runs:
+        return []
+    total = sum(len(p.measured) for p in points)
+    worst = max(p.steal_max_s for p in points)
+    return [
+        f"Steal time: {runs} of {total} measured runs lost notable CPU time to the hypervisor (up to {worst:.1f} "
+        "CPU-seconds in one run): this VM's vCPUs were ready but not run, so those figures are below what the machine "
+        "gives unshared. Repeat them, or measure on dedicated hosts."
+    ]
 
 
 def _split(p: PointStats, load: set[str]) -> tuple[str, str]:

@@ -4,15 +4,20 @@ sustains within the objective, with the steps that found it."""
 from __future__ import annotations
 
 import json
+import math
 import sys
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from corebench.cli import app, common
 from corebench.errors import UsageError
 from corebench.plan.objective import SearchSettings
+
+if TYPE_CHECKING:
+    from corebench.analysis.capacity import Crossing
 
 
 def _default(field: str) -> Any:
@@ -81,6 +86,7 @@ def capacity(
     import pydantic
 
     from corebench import engine
+    from corebench.analysis.capacity import limit_estimate
     from corebench.runner import capacity as cap
 
     # By the plan's [search] keys, so errors name one vocabulary, mapped to flags.
@@ -118,14 +124,27 @@ def capacity(
     result = cap.search(base, settings, engine.run, None if quiet else _print_step)
     out = sys.stderr if quiet else sys.stdout
     out.write(_table(result) + "\n" + result.sentence() + "\n")
+    estimate = limit_estimate(result.steps, settings.objective) if result.outcome == "found" else None
+    if estimate is not None:
+        out.write(_estimate_line(estimate) + "\n")
     if json_out:
-        common.write(json_out, json.dumps(result.to_json(), indent=2) + "\n", "--json")
+        doc = result.to_json() | {"estimate": asdict(estimate) if estimate else None}
+        common.write(json_out, json.dumps(doc, indent=2) + "\n", "--json")
     if report is not None:
         from corebench.report.capacity import html
 
         common.write(str(report), html(result), "--report")
     if result.outcome not in ("found", "above-max"):
         raise typer.Exit(1)
+
+
+def _estimate_line(c: Crossing) -> str:
+    lo, hi = c.ci
+    ci = f"95% CI {lo:,.0f}–{hi:,.0f}" if math.isfinite(lo) and math.isfinite(hi) else "no finite 95% interval"
+    return (
+        f"Interpolated limit: {c.rate_rps:,.0f} req/s ({ci}), where the {c.metric} reaches its bound on a line "
+        f"through 1/{c.metric} of the {c.steps} steps near it (a queue's latency grows as 1/(1 − ρ): Kingman 1961)."
+    )
 
 
 def _print_step(s: object) -> None:

@@ -126,7 +126,8 @@ def sweep(
     url: str = typer.Argument(..., help="A running server's URL (loopback)."),
     concurrency: str = typer.Option(..., "-c", "--concurrency", help="Concurrency levels: 1,5,10,20,50."),
     duration: str = typer.Option("10s", "-t", "--duration", help="Length of each run."),
-    repetitions: int = typer.Option(3, "--repetitions", "-r", help="Runs per level."),
+    # 4 with 1 warm-up: 3 measured runs per level, the fewest that give a spread worth reading.
+    repetitions: int = typer.Option(4, "--repetitions", "-r", help="Runs per level, warm-ups included (3 measured)."),
     warmup: int = typer.Option(1, "--warmup", help="Of those, warm-up runs (stored, not in the statistics)."),
     keep_alive: bool = typer.Option(True, "--keep-alive/--no-keep-alive", "-k", help="Reuse connections."),
     store: Path | None = STORE,

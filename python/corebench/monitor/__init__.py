@@ -17,7 +17,10 @@ INTERVAL_S = 0.2
 MIN_TAIL_S = 0.05
 # A generator using this share of its cores' time was the limit (client-bound).
 CLIENT_BOUND_SHARE = 0.9
-_CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle")
+_CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle", "steal")
+# A run that lost this many cores' worth to the hypervisor (steal time: the
+# VM's vCPUs were runnable but not run) measured less than the machine gives.
+STEAL_NOTABLE_CORES = 0.05
 
 # (monotonic s, per-core CPU times, the target tree's _tree_times, this process's CPU s, context switches)
 _Reading = tuple[float, Sequence[tuple[float, ...]], tuple[float, float, int, int], float, int]
@@ -51,12 +54,14 @@ def _tree_times(pid: int | None) -> tuple[float, float, int, int]:
 @dataclass
 class Sample:
     t_s: float
-    # Per core: shares of the interval in user, system, iowait, softirq, idle.
+    # Per core: shares of the interval in user, system, iowait, softirq, idle, steal.
     cores: list[dict[str, float]]
     target_cpu: float  # cores' worth used by the target over the interval
     target_rss_bytes: int
     generator_cpu: float
     ctx_switches_per_s: float
+    # Cores' worth of time the hypervisor took from this VM over the interval.
+    steal_cpu: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -117,6 +122,10 @@ class Monitor:
             target_rss_bytes=rss,
             generator_cpu=max(0.0, b[3] - a[3]) / dt,
             ctx_switches_per_s=(b[4] - a[4]) / dt,
+            steal_cpu=sum(
+                max(0.0, getattr(y, "steal", 0.0) - getattr(x, "steal", 0.0)) for x, y in zip(a[1], b[1], strict=False)
+            )
+            / dt,
         )
 
     def summary(self, busy_poll: bool = False) -> dict[str, Any]:
@@ -132,6 +141,7 @@ class Monitor:
 
         cores = [{f: sum(x.cores[i][f] for x in s) / n for f in _CORE_FIELDS} for i in range(len(s[0].cores))]
         generator = mean(lambda x: x.generator_cpu)
+        steal = mean(lambda x: x.steal_cpu)
         return {
             "samples": n,
             "interval_s": INTERVAL_S,
@@ -142,4 +152,8 @@ class Monitor:
             "generator_cores": self.generator_cores,
             "ctx_switches_per_s": mean(lambda x: x.ctx_switches_per_s),
             "client_bound": not busy_poll and generator >= CLIENT_BOUND_SHARE * self.generator_cores,
+            # Steal time (Linux /proc/stat): cores' worth, and CPU-seconds over the run.
+            "steal_cpu": steal,
+            "steal_s": sum(x.steal_cpu for x in s) * INTERVAL_S,
+            "steal_notable": steal >= STEAL_NOTABLE_CORES,
         }

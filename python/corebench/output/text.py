@@ -65,6 +65,25 @@ def _percentages(r: LoadResult) -> list[str]:
     return out
 
 
+def _concurrency_line(r: LoadResult) -> str:
+    """ab's Concurrency Level is the closed loop's fixed number of requests
+    in flight. An open loop's connections are only an upper bound (the rate
+    sets the load), and users think between requests: said as such."""
+    if r.model == "users":
+        return f"Users:                  {r.concurrency}"
+    if r.model in ("rate", "replay") and r.schedule is not None:
+        return f"Connections (at most):  {r.concurrency} (open loop: the schedule set the load)"
+    return f"Concurrency Level:      {r.concurrency}"
+
+
+def _time_per_request(r: LoadResult, t: float) -> str:
+    # ab derives it as concurrency × time / requests, true only when every
+    # connection always has a request in flight: a closed loop.
+    if r.model == "closed":
+        return f"Time per request:       {r.concurrency * t * 1000 / r.requests:.3f} [ms] (mean)"
+    return f"Time per request:       {r.latency_us.total.mean_us / 1000:.3f} [ms] (mean response time)"
+
+
 def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
     t = r.duration_s
     out = [
@@ -83,7 +102,7 @@ def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
         if c.variable_length
         else f"Document Length:        {r.document_length or 0} bytes",
         "",
-        f"Concurrency Level:      {r.concurrency}",
+        _concurrency_line(r),
         f"Time taken for tests:   {t:.3f} seconds",
         f"Complete requests:      {r.requests}",
         f"Failed requests:        {r.failed}",
@@ -104,7 +123,7 @@ def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
     if t > 0 and r.requests:
         out += [
             f"Requests per second:    {r.requests / t:.2f} [#/sec] (mean)",
-            f"Time per request:       {r.concurrency * t * 1000 / r.requests:.3f} [ms] (mean)",
+            _time_per_request(r, t),
             f"Time per request:       {t * 1000 / r.requests:.3f} [ms] (mean, across all concurrent requests)",
             f"Transfer rate:          {r.bytes.received / 1024 / t:.2f} [Kbytes/sec] received",
         ]

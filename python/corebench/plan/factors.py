@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 Level = int | float | str | bool
-_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?|max)\s*(?::\s*(\d+(?:\.\d+)?))?\s*$")
+_RANGE = re.compile(
+    r"^\s*(-?\d+(?:\.\d+)?)\s*\.\.\s*(-?\d+(?:\.\d+)?|max)\s*(?::\s*(x)?\s*(\d+(?:\.\d+)?))?\s*$", re.IGNORECASE
+)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_LEVELS = 10_000
 
@@ -21,8 +23,12 @@ def _number(text: str) -> int | float:
 
 def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
     """`[1, 2]`, a single value, or a range `"25..175:25"` (start..end:step,
-    both ends included; step 1 when left out). `"1..max"` ends at the CPUs
-    this machine lets corebench use, so one plan fits every machine."""
+    both ends included; step 1 when left out), or a geometric range
+    `"1..64:x2"` (1, 2, 4, ... 64: each level the last times the factor).
+    `"1..max"` ends at the CPUs this machine lets corebench use, so one plan
+    fits every machine; `"1..max:x2"` then also includes the machine's own
+    count when the doubling does not land on it (1, 2, 4, 8, 12 on 12
+    CPUs), so the whole machine is always measured."""
     if isinstance(spec, list):
         if not spec:
             raise ValueError(f"factor {name!r} has no levels")
@@ -33,9 +39,12 @@ def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
             raise ValueError(f"factor {name!r}: level {twice[0]!r} is given twice (more runs: raise repetitions)")
         return list(spec)
     if isinstance(spec, str) and (m := _RANGE.match(spec)):
-        top = m.group(2) if m.group(2) != "max" else str(max_cpus or len(os.sched_getaffinity(0)))
+        to_max = m.group(2).lower() == "max"
+        top = str(max_cpus or len(os.sched_getaffinity(0))) if to_max else m.group(2)
         start, end = _number(m.group(1)), _number(top)
-        step = _number(m.group(3)) if m.group(3) else 1
+        if m.group(3):
+            return _geometric(name, spec, start, end, _number(m.group(4)), to_max)
+        step = _number(m.group(4)) if m.group(4) else 1
         if step <= 0 or end < start:
             raise ValueError(f"factor {name!r}: range {spec!r} must rise by a positive step, like 25..175:25")
         count = int((end - start) / step + 1e-9) + 1
@@ -47,6 +56,25 @@ def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
     if isinstance(spec, (int, float, str, bool)):
         return [spec]
     raise ValueError(f'factor {name!r}: give a list of levels or a range like "25..175:25"')
+
+
+def _geometric(
+    name: str, spec: str, start: int | float, end: int | float, factor: int | float, to_max: bool
+) -> list[Level]:
+    if start <= 0 or factor <= 1 or end < start:
+        raise ValueError(
+            f"factor {name!r}: range {spec!r} must start above 0 and grow by a factor above 1, like 1..64:x2"
+        )
+    out: list[Level] = []
+    level = start
+    while level <= end * (1 + 1e-9):
+        out.append(round(level, 9) if isinstance(level, float) else level)
+        if len(out) > MAX_LEVELS:
+            raise ValueError(f"factor {name!r}: range {spec!r} has more than {MAX_LEVELS} levels")
+        level = level * factor
+    if to_max and out[-1] != end:
+        out.append(end)
+    return out
 
 
 def factorial(factors: dict[str, list[Level]]) -> Iterator[dict[str, Level]]:

@@ -148,10 +148,11 @@ class Capacity:
     def sentence(self) -> str:
         lo, hi = self.bracket
         if self.outcome == "found" and lo is not None and hi is not None:
-            mid, half = (lo + hi) / 2, (hi - lo) / 2
+            half = (hi - lo) / (hi + lo)
             return (
-                f"Sustains {lo:,.0f} req/s within {self.objective} ({self.arrivals} arrivals); the limit lies between "
-                f"{lo:,.0f} and {hi:,.0f} req/s ({mid:,.0f} ± {half / mid:.1%})."
+                f"Sustains {lo:,.0f} req/s within {self.objective} ({self.arrivals} arrivals); the steps' verdicts "
+                f"change between {lo:,.0f} and {hi:,.0f} req/s (the search's resolution, ±{half:.1%}, not a "
+                "confidence interval)."
             )
         if self.outcome == "above-max" and lo is not None:
             return f"Sustains at least {lo:,.0f} req/s within {self.objective}, the highest rate tried (--max-rate)."
