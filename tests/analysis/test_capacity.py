@@ -74,3 +74,44 @@ def test_a_noisy_level_counts_by_the_low_end_of_its_interval():
     caps = capacities([point(1, [1000.0, 1000.0, 1000.0]), point(2, [1700.0, 1905.0, 2110.0]), point(4, [3478.0] * 3)])
     [said] = cores_needed(caps, 1800)
     assert "you need 4 cores" in said, said
+
+
+def test_the_crossing_of_an_exact_queue_is_its_limit():
+    # M/M/1, μ = 1000/s: p99 = ln(100)/(μ − λ), so 1/p99 is exactly linear
+    # in λ and the 20 ms bound is crossed at μ − ln(100)/0.02 = 769.74.
+    import math
+
+    from corebench.analysis.capacity import crossing
+
+    pts = [(lam, math.log(100) / (1000 - lam) * 1e6) for lam in (600, 700, 750, 780, 800, 850)]
+    c = crossing(pts, 20_000)
+    assert c is not None and abs(c.rate_rps - 769.74) < 0.01 and c.ci[0] <= c.rate_rps <= c.ci[1]
+    assert c.steps == 6, "all within a factor 3 of the bound"
+
+
+def test_the_crossing_interval_matches_a_reference_regression():
+    # Noisy points: the 95% interval is the set of rates whose fitted line's
+    # confidence band (statsmodels OLS) contains 1/bound.
+    import numpy as np
+    import statsmodels.api as sm
+
+    from corebench.analysis.capacity import crossing
+
+    rng = np.random.default_rng(4)
+    rates = np.array([500.0, 600, 650, 700, 720, 750, 780, 800])
+    inv = (1000 - rates) / np.log(100) * (1 + rng.normal(0, 0.08, rates.size))
+    pts = [(float(r), float(1e6 / q)) for r, q in zip(rates, inv, strict=True)]
+    c = crossing(pts, 20_000)
+    assert c is not None
+    fit = sm.OLS(inv, sm.add_constant(rates)).fit()
+    grid = np.linspace(600, 950, 35_001)
+    band = fit.get_prediction(sm.add_constant(grid)).conf_int(alpha=0.05)
+    inside = grid[(band[:, 0] <= 50) & (band[:, 1] >= 50)]
+    assert abs(c.ci[0] - inside.min()) < 0.05 and abs(c.ci[1] - inside.max()) < 0.05
+    assert abs(c.rate_rps - (50 - fit.params[0]) / fit.params[1]) < 1e-6
+
+
+def test_no_crossing_from_too_few_steps_near_the_bound():
+    from corebench.analysis.capacity import crossing
+
+    assert crossing([(100.0, 1000.0), (200.0, 2000.0), (400.0, 200_000.0)], 20_000) is None

@@ -75,6 +75,9 @@ def test_refused_port_is_measured_not_a_crash_and_not_a_success():
     assert p.stdout.startswith("corebench: no request succeeded: 20 sent; connect: 20\n")
     assert "Complete requests:      20" in p.stdout
     assert "(Connect: 20, Receive: 0, Length: 0, Exceptions: 0)" in p.stdout
+    # Every refusal reads the same: one sample line, with how many it stands for.
+    samples = [line for line in p.stdout.splitlines() if line.startswith("Error sample:")]
+    assert len(samples) == 1 and samples[0].endswith("(5 of the first 5 errors)"), samples
     # With the JSON on stdout, the line goes to stderr and the JSON stays whole.
     p = run_cli("load", "-c", "2", "-n", "20", "--json", "-", refused_url())
     assert p.returncode == 1 and json.loads(p.stdout)["failed"] == 20

@@ -4,6 +4,8 @@ corebench's own figures follow ab's block, on lines ab never prints."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from corebench import __version__
 from corebench.config.load import LoadConfig
 from corebench.output import sections
@@ -151,8 +153,11 @@ def _corebench_block(r: LoadResult) -> list[str]:
     if r.responses:
         tail = ", ".join(f"p{p:g} {total.at(p) / 1000:.3f}" for p in (99.9, 99.99))
         out.append(f"Latency tail (ms):      {tail}, max {total.max_us / 1000:.3f}")
-    for sample in r.error_samples:
-        out.append(f"Error sample:           {sample}")
+    # The engine keeps the first few errors' messages; a dead port gives the
+    # same one each time: printed once, with how many of the samples it was.
+    for sample, n in Counter(r.error_samples).items():
+        times = f" ({n} of the first {len(r.error_samples)} errors)" if n > 1 else ""
+        out.append(f"Error sample:           {sample}{times}")
     if r.interrupted:
         out.append(f"Interrupted:            stopped early; the figures cover the {r.duration_s:.3f} s measured")
     return out
