@@ -115,3 +115,7 @@ def test_no_crossing_from_too_few_steps_near_the_bound():
     from corebench.analysis.capacity import crossing
 
     assert crossing([(100.0, 1000.0), (200.0, 2000.0), (400.0, 200_000.0)], 20_000) is None
+    # Three noisy points whose line crosses the bound far beyond them: not read.
+    assert crossing([(100.0, 8000.0), (110.0, 7000.0), (120.0, 9000.0)], 20_000) is None
+    # Latency falling with the rate: no crossing to read.
+    assert crossing([(100.0, 15000.0), (110.0, 12000.0), (120.0, 9000.0)], 20_000) is None

@@ -79,7 +79,12 @@ def test_capacity_finds_the_queueing_theory_limit(queue, tmp_path, arrivals, lim
     steps = found["steps"]
     assert all(s["duration_s"] >= 12 for s in steps)
     page = html.read_text()
-    assert "Latency vs offered rate" in page and "<svg" in page and f"Sustains {lo:,.0f}" in page
+    assert (
+        "Latency vs offered rate" in page
+        and "<svg" in page
+        and f"Sustains {lo:,.0f}" in page
+        and "Interpolated limit" in page
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,9 +102,19 @@ def test_a_bad_objective_is_one_line_and_exit_2(slo, said):
     assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def test_a_dead_server_is_said_and_exits_1():
+def test_a_dead_server_is_said_and_exits_1(tmp_path):
     r = run_cli("capacity", f"http://127.0.0.1:{free_port()}/", "--slo", "p99<=20ms", timeout=60)
     assert r.returncode == 1 and "No request succeeded" in r.stdout, r.stdout + r.stderr
+    # Without a probe, the first step that gets no answer ends the search:
+    # a dead server is not searched down to ever lower rates.
+    out = tmp_path / "dead.json"
+    r = run_cli(
+        "capacity", f"http://127.0.0.1:{free_port()}/", "--slo", "p99<=20ms", "--start-rate", "5000",
+        "--json", str(out), timeout=60,
+    )  # fmt: skip
+    found = json.loads(out.read_text())
+    assert r.returncode == 1 and found["outcome"] == "dead" and len(found["steps"]) == 1, r.stdout
+    assert "connect" in found["failures"] and found["rate_rps"] is None
 
 
 def test_a_plan_searches_each_configuration_and_answers_in_cores(tmp_path):

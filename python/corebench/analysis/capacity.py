@@ -214,7 +214,9 @@ def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "
     1/latency), and the line's crossing of 1/limit is the estimate. Its 95%
     interval is the inverse-regression (Fieller 1954) interval: the rates
     whose fitted line's confidence band contains 1/limit (Draper & Smith,
-    "Applied Regression Analysis", 1998, §3.2). Every step counts, so the
+    "Applied Regression Analysis", 1998, §3.2). None when fewer than 3
+    rates are near the bound, when latency does not rise with the rate
+    there, or when the crossing lies outside the rates fitted. Every step counts, so the
     estimate averages the noise of a percentile from a few thousand
     autocorrelated requests, which single pass/fail verdicts cannot."""
     near = [(r, 1e6 / v) for r, v in points if v > 0 and limit_us / NEAR_BOUND <= v <= limit_us * NEAR_BOUND]
@@ -233,6 +235,8 @@ def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "
         return None  # latency not rising with the rate here: no crossing to read
     t = float(st.t.ppf(0.975, dof))
     estimate = (y0 - a) / b
+    if not rates.min() <= estimate <= rates.max():
+        return None  # the line would be read outside the steps that made it: no estimate
     # (a − y0 + b·x)² ≤ t²·(Vaa + 2x·Vab + x²·Vbb), a quadratic in x.
     qa = b * b - t * t * cov[1, 1]
     qb = 2 * ((a - y0) * b - t * t * cov[0, 1])

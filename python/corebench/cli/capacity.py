@@ -125,15 +125,16 @@ def capacity(
     out = sys.stderr if quiet else sys.stdout
     out.write(_table(result) + "\n" + result.sentence() + "\n")
     estimate = limit_estimate(result.steps, settings.objective) if result.outcome == "found" else None
-    if estimate is not None:
-        out.write(_estimate_line(estimate) + "\n")
+    said = _estimate_line(estimate) if estimate is not None else None
+    if said is not None:
+        out.write(said + "\n")
     if json_out:
         doc = result.to_json() | {"estimate": asdict(estimate) if estimate else None}
         common.write(json_out, json.dumps(doc, indent=2) + "\n", "--json")
     if report is not None:
         from corebench.report.capacity import html
 
-        common.write(str(report), html(result), "--report")
+        common.write(str(report), html(result, said), "--report")
     if result.outcome not in ("found", "above-max"):
         raise typer.Exit(1)
 

@@ -8,6 +8,7 @@ import jinja2
 import matplotlib.pyplot as plt
 from markupsafe import Markup
 
+from corebench.plan.objective import parse_objective
 from corebench.report import charts
 from corebench.runner.capacity import Capacity
 
@@ -20,21 +21,18 @@ def latency_chart(c: Capacity) -> str:
     """Each bounded percentile against the offered rate: met steps filled,
     missed hollow, the bounds dashed, the bracket shaded."""
     fig, ax = plt.subplots()
-    latency = [t for t in c.steps[0].measured if t != "errors"] if c.steps else []
-    bounds = {text.split("<")[0]: text for text, _, _ in (c.steps[0].judged if c.steps else [])}
-    for i, metric in enumerate(latency):
+    bounds = list(parse_objective(c.objective).latency) if c.steps else []
+    for i, t in enumerate(bounds):
         color = f"C{i}"
-        pts = sorted((s.rate_rps, s.measured[metric] / 1000, s.meets) for s in c.steps)
+        pts = sorted((s.rate_rps, s.measured[t.metric] / 1000, s.meets) for s in c.steps)
         ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], color=color, alpha=0.4)
         for x, y, ok in pts:
             ax.plot(x, y, "o", color=color, fillstyle="full" if ok else "none")
-        limit = _limit_ms(c, metric)
-        if limit is not None:
-            ax.axhline(limit, color=color, linestyle="--", label=f"{bounds.get(metric, metric)}")
-        ax.plot([], [], "o-", color=color, label=f"{metric} measured")
+        ax.axhline(t.limit / 1000, color=color, linestyle="--", label=t.text)
+        ax.plot([], [], "o-", color=color, label=f"{t.metric} measured")
     lo, hi = c.bracket
     if lo is not None and hi is not None:
-        ax.axvspan(lo, hi, color="grey", alpha=0.2, label="limit lies here")
+        ax.axvspan(lo, hi, color="grey", alpha=0.2, label="verdicts change here")
     ax.set_yscale("log")
     ax.set_xlim(left=0)
     ax.set_xlabel("offered rate (req/s)")
@@ -59,17 +57,10 @@ def throughput_chart(c: Capacity) -> str:
     return charts._svg(fig)
 
 
-def _limit_ms(c: Capacity, metric: str) -> float | None:
-    from corebench.plan.objective import parse_objective
-
-    for t in parse_objective(c.objective).parts:
-        if t.metric == metric:
-            return t.limit / 1000
-    return None
-
-
-def html(c: Capacity) -> str:
+def html(c: Capacity, estimate: str | None = None) -> str:
+    """`estimate`: the interpolated limit's sentence, when there is one."""
     return _ENV.get_template("capacity.html.j2").render(
         c=c,
+        estimate=estimate,
         charts=[Markup(latency_chart(c)), Markup(throughput_chart(c))] if c.steps else [],
     )

@@ -131,7 +131,8 @@ class Capacity:
     steps: list[Step]
     probe_rps: float | None = None
     elapsed_s: float = 0.0
-    probe_failures: str = ""  # what went wrong when the probe got no answer
+    # Why the search ended "dead": the failures of the probe or step that got no answer.
+    failures: str = ""
     # Each step's whole measurement, in step order (not in to_json: the store keeps results apart).
     results: list[LoadResult] = field(default_factory=list, repr=False)
 
@@ -157,7 +158,7 @@ class Capacity:
         if self.outcome == "above-max" and lo is not None:
             return f"Sustains at least {lo:,.0f} req/s within {self.objective}, the highest rate tried (--max-rate)."
         if self.outcome == "dead":
-            return f"No request succeeded: the server did not answer the probe ({self.probe_failures})."
+            return f"No request succeeded: the server stopped answering ({self.failures}); the search ended there."
         if self.outcome == "none":
             return (
                 f"No rate tried meets {self.objective}: even {hi:,.0f} req/s missed (the search goes down to "
@@ -193,6 +194,16 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
     while len(steps) < settings.max_steps and (rate := bracket.next_rate()) is not None:
         step, result = _measure(base, objective, settings, rate, run)
         results.append(result)
+        if result.successes == 0:
+            # A server that answers nothing is not slow: lower rates would
+            # only take longer to say the same, so the search ends.
+            steps.append(step)
+            if on_step is not None:
+                on_step(step)
+            return Capacity(
+                str(objective), settings.arrivals, settings.precision, None, (bracket.lo, bracket.hi), "dead", steps,
+                probe_rps, time.monotonic() - began, f"{result.requests:,} sent; {result.failures()}", results,
+            )  # fmt: skip
         bracket.record(rate, step.meets)
         if not step.meets:
             step.settle_s = _settle(base, objective, settings, run)
