@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +60,12 @@ SUCCESS = range(200, 400)
 # unsuccessful statuses) is failing: reported, never offered as best, never
 # counted as sustaining its load.
 FAILING_SHARE = 0.01
+
+
+def goodput_rps(result: dict[str, Any]) -> float:
+    """Successful responses per second of a stored run's result."""
+    ok = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) in SUCCESS)
+    return ok / float(result["duration_s"]) if result.get("duration_s") else 0.0
 
 
 class ErrorCounts(_Model):

@@ -31,7 +31,11 @@ concurrency = "{concurrency}"
 def runs_in(store):
     db = sqlite3.connect(store)
     try:
-        return db.execute("SELECT experiment_id, point_key, repetition, status FROM runs ORDER BY seq").fetchall()
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+            return []  # the store is being created
+        return db.execute(
+            "SELECT id, experiment_id, point_key, repetition, warmup, status FROM runs ORDER BY seq, id"
+        ).fetchall()
     finally:
         db.close()
 
@@ -63,37 +67,54 @@ def test_dry_run_lists_the_runs(tmp_path):
     p = run_cli("run", str(plan), "--dry-run", "--store", str(tmp_path / "s.sqlite"))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.strip().splitlines()
-    assert lines[-1] == "6 runs" and sum("(warm-up)" in line for line in lines) == 3
+    # Interleaved: each of the 2 rounds starts the target, warms it up once
+    # and measures the 3 points in a fresh order.
+    assert lines[-1] == "8 runs" and sum("warm-up" in line for line in lines) == 2
+    assert sum(" start " in line for line in lines) == 2
+    assert [line.split()[2] for line in lines[:-1]] == ["1"] * 4 + ["2"] * 4
     assert not (tmp_path / "s.sqlite").exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_mid_run_then_resume(tmp_path, sig):
+    """Started with an override (-t), interrupted, resumed without it: the
+    same experiment goes on with the stored override."""
     plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
     plan.write_text(PLAN)
     before = _servers()
     proc = subprocess.Popen(
-        CLI + ["run", str(plan), "--store", str(store), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        CLI + ["run", str(plan), "--store", str(store), "-q", "-t", "0.8s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not store.exists() or len(runs_in(store)) < 2):
+    while time.monotonic() < deadline and (not store.exists() or len(runs_in(store)) < 3):
         time.sleep(0.1)
-    time.sleep(0.4)  # into the third run
+    time.sleep(0.3)  # into the fourth run
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert "--resume" in out
     first = runs_in(store)
-    assert 2 <= len(first) < 6 and all(s == "ok" for *_, s in first), first
+    measured = [r for r in first if not r[4]]
+    assert 2 <= len(measured) < 6 and all(r[5] == "ok" for r in first), first
     p = run_cli("run", str(plan), "--store", str(store), "--resume", "-q", timeout=120)
     assert p.returncode == 0, p.stderr
-    assert f"{len(first)} already there" in p.stdout
+    assert f"{len(measured)} already there" in p.stdout
     after = runs_in(store)
-    assert after[: len(first)] == first, "nothing committed is lost"
-    assert len(after) == 6 and len({(k, r) for _, k, r, _ in after}) == 6
-    assert {e for e, *_ in after} == {1}, "the same experiment goes on"
+    assert set(first) <= set(after), "nothing committed is lost"
+    done = [(k, r) for _, _, k, r, w, _ in after if not w]
+    assert len(done) == 6 and len(set(done)) == 6 and {r for _, r in done} == {1, 2}
+    assert {e for _, e, *_ in after} == {1}, "the same experiment goes on"
+    db = sqlite3.connect(store)
+    durations = [d for (d,) in db.execute("SELECT duration_s FROM runs WHERE NOT warmup")]
+    db.close()
+    assert all(0.7 < d < 0.95 for d in durations), f"the resumed runs keep -t 0.8s: {durations}"
     # No server is left behind (servers of other programs on this machine aside).
     assert _servers() <= before
+    p = run_cli("run", str(plan), "--store", str(store), "--resume", "-q", "-t", "2s")
+    assert p.returncode == 2 and "was started with --duration 0.8s" in p.stderr, p.stderr
 
 
 def _servers() -> set[int]:
@@ -114,9 +135,10 @@ def test_sweep_against_a_running_server(nginx, tmp_path):
     assert p.returncode == 0, p.stderr
     table = p.stdout.strip().splitlines()[-3:]
     assert table[0].split()[:2] == ["concurrency", "runs"]
-    assert [row.split()[:2] for row in table[1:]] == [["1", "1"], ["4", "1"]]
+    assert [row.split()[:2] for row in table[1:]] == [["1", "2"], ["4", "2"]], "2 measured, the warm-up aside"
     rows = runs_in(store)
-    assert len(rows) == 4 and all(s == "ok" for *_, s in rows)
+    assert len(rows) == 6 and all(s == "ok" for *_, s in rows)
+    assert sum(w for *_, w, _ in rows) == 2, "a warm-up at the start of each round"
     layouts = sqlite3.connect(store).execute("SELECT layout_json FROM runs").fetchall()
     assert all(json.loads(layout)["method"] == "none" for (layout,) in layouts), "a running server is not moved"
 

@@ -68,8 +68,15 @@ def test_geometric_ranges_fit_any_machine():
     "change, expected",
     [
         (("repetitions = 3", "repetitons = 3"), "plan.toml:2: experiment.repetitons: unknown key (a typo?)"),
-        (("warmup = 1", 'warmup = "one"'), "plan.toml:3: experiment.warmup: Input should be a valid integer"),
-        (("warmup = 1", "warmup = 3"), "plan.toml:1: experiment: warmup (3) must be fewer than repetitions (3)"),
+        (("warmup = 1", 'warmup = "one"'), "plan.toml:3: experiment.warmup: give warm-up runs as a number"),
+        (("repetitions = 3", 'repetitions = "many"'), "plan.toml:2: experiment.repetitions: give a number of"),
+        (("repetitions = 3", "repetitions = 0"), "plan.toml:2: experiment.repetitions: give 1 to 1000"),
+        (
+            ("repetitions = 3", 'repetitions = "auto"\nschedule = "blocked"'),
+            'plan.toml:1: experiment: repetitions = "auto" adds whole rounds: it needs schedule = "interleaved"',
+        ),
+        (("repetitions = 3", "repetitions = 3\nprecision = 0.05"), "plan.toml:1: experiment: precision belongs to"),
+        (("repetitions = 3", 'repetitions = "auto"\nprecision = 2'), "plan.toml:3: experiment.precision: Input should"),
         (
             ('concurrency = "{concurrency}"', 'concurrency = "{concurency}"'),
             "plan.toml:15: load.concurrency: {concurency} is not a factor",

@@ -22,8 +22,10 @@ def experiment(tmp_path, text):
 
 
 def test_cores_by_concurrency_by_repetitions(tmp_path):
-    """The issue's plan: 2 cpus levels x 3 concurrency levels x 3 repetitions
-    (1 warm-up). The target writes the CPUs /proc gives it on every start."""
+    """The issue's plan: 2 cpus levels x 3 concurrency levels x 3 measured
+    repetitions, interleaved: each round starts each configuration afresh
+    and warms it up once. The target writes the CPUs /proc gives it on every
+    start."""
     cpus_file = tmp_path / "cpus.txt"
     serve = f"exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"
     text = f"""
@@ -44,12 +46,24 @@ path = "/dynamic?work_us=100"
 concurrency = "{{concurrency}}"
 """
     out, runs, _ = experiment(tmp_path, text)
-    assert (out.ok, out.failed, len(runs)) == (18, 0, 18)
-    assert sum(r["warmup"] for r in runs) == 6
-    assert {(json.loads(r["point_json"])["cpus"], json.loads(r["point_json"])["concurrency"]) for r in runs} == {
-        (c, n) for c in (1, 2) for n in (2, 4, 8)
-    }
-    assert out.starts == 2, "the target restarts only when cpus changes"
+    assert (out.ok, out.failed, len(runs)) == (24, 0, 24)
+    assert sum(r["warmup"] for r in runs) == 6, "a warm-up after each of the 6 starts, never counted"
+    points = {(c, n) for c in (1, 2) for n in (2, 4, 8)}
+    assert {(json.loads(r["point_json"])["cpus"], json.loads(r["point_json"])["concurrency"]) for r in runs} == points
+    assert out.starts == 6, "every round starts each cpus configuration afresh"
+    assert len(cpus_file.read_text().splitlines()) == 6
+    for rnd in (1, 2, 3):
+        in_round = sorted((r for r in runs if r["round"] == rnd), key=lambda r: r["position"])
+        assert [r["position"] for r in in_round] == list(range(1, 9))
+        measured = [r for r in in_round if not r["warmup"]]
+        assert {r["repetition"] for r in measured} == {rnd}, "repetitions are numbered from 1, by round"
+        assert len({r["point_key"] for r in measured}) == 6, "each round visits every point once"
+        visits = [json.loads(r["point_json"])["cpus"] for r in in_round]
+        assert visits[0] != visits[-1] and in_round[0]["warmup"] and in_round[4]["warmup"], visits
+    orders = [[r["point_key"] for r in runs if r["round"] == rnd and not r["warmup"]] for rnd in (1, 2, 3)]
+    assert len({tuple(o) for o in orders}) > 1, "a fresh random order each round"
+    shared = [r for r in runs if json.loads(r["layout_json"])["shared"]]
+    assert all("shared the target's cores" in (r["lower_bound"] or "") for r in shared)
     online = online_cpus()
     for line in cpus_file.read_text().splitlines():
         cpus, allowed = line.split()
@@ -75,12 +89,14 @@ def _expand(cpulist: str) -> list[int]:
 
 def test_a_target_that_dies_mid_run_fails_that_run_and_is_restarted(tmp_path):
     # The target exits after 150 requests; each run makes 100: every second
-    # run loses it, is stored failed, and the next run gets a new target.
+    # run loses it, is stored failed, and the next run gets a new target
+    # (blocked: runs share a start unless the target dies).
     text = f"""
 [experiment]
 repetitions = 4
 requests = 100
 randomize = false
+schedule = "blocked"
 
 [target]
 command = ["{PY}", "{SUPPORT / "dying_server.py"}", "{{port}}", "150"]
@@ -109,7 +125,8 @@ mode = ["silent", "crash"]
 
 [target]
 command = ["sh", "-c", "echo starting {mode}; if [ {mode} = crash ]; then exit 7; fi; exec sleep 30"]
-ready_timeout = "1s"
+# Long enough for a shell to start and exit on a machine busy with other work.
+ready_timeout = "4s"
 """
     out, runs, _ = experiment(tmp_path, text)
     assert (out.ok, out.failed, len(runs)) == (0, 4, 4)
@@ -118,7 +135,7 @@ ready_timeout = "1s"
         why = "did not answer" if mode == "silent" else "exited with status 7 before it was ready"
         assert why in r["error"] and f"starting {mode}" in r["error"], r["error"]
         assert r["result_json"] is None
-    assert out.starts == 2, "a target that failed to start is not retried within its configuration"
+    assert out.starts == 4, "a target that failed to start is tried at each round's visit, not again within it"
 
 
 @pytest.mark.skipif(len(online_cpus()) < 2, reason="needs a core for the generator")

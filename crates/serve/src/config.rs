@@ -52,6 +52,10 @@ pub struct ServeConfig {
     pub db_file: Option<String>,
     /// Answer each path of this access log with the status and size it recorded.
     pub site_from_log: Option<String>,
+    /// `/dynamic`'s work and `/sleep`'s pause are scaled, for this start, by a factor drawn once
+    /// uniformly in [1 - jitter, 1 + jitter]: a target whose speed differs
+    /// from start to start, as placement or a noisy neighbour make it.
+    pub jitter: f64,
 }
 
 impl Default for ServeConfig {
@@ -69,6 +73,7 @@ impl Default for ServeConfig {
             db_cache_kb: 2000,
             db_file: None,
             site_from_log: None,
+            jitter: 0.0,
         }
     }
 }
@@ -97,6 +102,9 @@ impl ServeConfig {
         }
         if self.db_cache_kb == 0 || self.db_cache_kb > MAX_DB_CACHE_KB {
             return Err(bad("db_cache_kb", format!("{} is not between 1 and {MAX_DB_CACHE_KB} KiB", self.db_cache_kb)));
+        }
+        if !(0.0..1.0).contains(&self.jitter) {
+            return Err(bad("jitter", "give a share from 0 to below 1, e.g. 0.2 for ±20%"));
         }
         if !(self.keep_alive_timeout_s.is_finite() && self.keep_alive_timeout_s > 0.0) {
             return Err(bad("keep_alive_timeout_s", "must be a positive number of seconds"));

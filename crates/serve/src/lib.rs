@@ -20,11 +20,29 @@ mod work;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 pub use config::{Model, ServeConfig};
 pub use error::{Result, ServeError};
 use exchange::{Ctx, Local, Stall};
+
+/// This start's speed for `jitter` (1 without it): drawn once, from the
+/// clock and the process id, so that every start differs.
+fn start_speed(jitter: f64) -> f64 {
+    if jitter == 0.0 {
+        return 1.0;
+    }
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    let speed =
+        SmallRng::seed_from_u64(nanos ^ u64::from(std::process::id())).random_range(1.0 - jitter..=1.0 + jitter);
+    eprintln!(
+        "corebench serve: jitter: this start's /dynamic work and /sleep pauses take {speed:.3} times what they ask"
+    );
+    speed
+}
 
 fn db_path(config: &ServeConfig) -> std::path::PathBuf {
     config.db_file.as_ref().map_or_else(|| db::default_path(config.db_articles), Into::into)
@@ -89,7 +107,7 @@ pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAd
     });
     let ctx = Ctx {
         router: routes::Router {
-            work: work::Work::calibrate(),
+            work: work::Work::calibrate().scaled(start_speed(config.jitter)),
             site,
             queue: queue::Queue::new(std::process::id().into()),
         },

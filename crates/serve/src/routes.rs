@@ -94,7 +94,7 @@ impl Router {
             "/health" => Ok(Response::text(200, "ok")),
             "/db" => db_page(query, db),
             "/dynamic" => self.dynamic(query),
-            "/sleep" => sleep(query),
+            "/sleep" => sleep(query, self.work.scale()),
             "/queue" => self.queue(query),
             _ => match path.strip_prefix("/static/") {
                 Some(size) => static_page(size, query),
@@ -162,11 +162,12 @@ fn logged_page(status: u16, bytes: u64) -> Response {
     Response { status, content_type: "text/html", body: Body::Static(&static_bytes()[..len]), delay: None }
 }
 
-fn sleep(query: &str) -> Result<Response, Response> {
+/// `scale`: this start's speed (--jitter), which stretches the pause too.
+fn sleep(query: &str, scale: f64) -> Result<Response, Response> {
     let p = params(query, &["ms"])?;
     let ms = number(&p, "ms", DEFAULT_SLEEP_MS, MAX_SLEEP_MS)?;
     let mut r = Response::text(200, format!("slept {ms} ms"));
-    r.delay = Some(Duration::from_millis(ms));
+    r.delay = Some(Duration::from_secs_f64(ms as f64 * scale / 1000.0));
     Ok(r)
 }
 

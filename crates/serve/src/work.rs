@@ -18,6 +18,8 @@ const CHECK_EVERY_US: f64 = 5.0;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Work {
     iterations_per_us: f64,
+    /// This start's speed: work asked is multiplied by it (1 unless jittered).
+    scale: f64,
 }
 
 fn spin(iterations: u64) -> u64 {
@@ -50,7 +52,16 @@ impl Work {
             })
             .fold(f64::INFINITY, f64::min)
             .max(1.0);
-        Work { iterations_per_us: n as f64 / best_us }
+        Work { iterations_per_us: n as f64 / best_us, scale: 1.0 }
+    }
+
+    pub(crate) fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// The same work, costing `scale` times what is asked for this start.
+    pub(crate) fn scaled(self, scale: f64) -> Work {
+        Work { scale, ..self }
     }
 
     /// Spins until this thread has used `us` µs of CPU; returns a checksum
@@ -59,7 +70,7 @@ impl Work {
         if us == 0 {
             return 0;
         }
-        let goal = thread_cpu_ns() + us * 1000;
+        let goal = thread_cpu_ns() + (us as f64 * self.scale * 1000.0) as u64;
         let chunk = (self.iterations_per_us * CHECK_EVERY_US).max(1.0) as u64;
         let mut sum = 0u64;
         loop {
@@ -74,6 +85,15 @@ impl Work {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jittered_start_costs_its_factor() {
+        let w = Work::calibrate().scaled(1.5);
+        let before = thread_cpu_ns();
+        w.run_us(2_000);
+        let used_us = (thread_cpu_ns() - before) as f64 / 1000.0;
+        assert!((3_000.0..=3_100.0).contains(&used_us), "asked 2000 µs at 1.5x, used {used_us} µs");
+    }
 
     #[test]
     fn work_costs_the_cpu_time_asked() {

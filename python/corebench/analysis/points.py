@@ -11,12 +11,7 @@ from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
 from corebench.result import SUCCESS
-
-
-def goodput_rps(result: dict[str, Any]) -> float:
-    """Successful responses per second of the run."""
-    ok = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) in SUCCESS)
-    return ok / float(result["duration_s"]) if result.get("duration_s") else 0.0
+from corebench.result import goodput_rps as goodput_rps  # re-exported
 
 
 def failed_requests(result: dict[str, Any]) -> int:

@@ -40,12 +40,21 @@ def _execute(exp: Experiment, store_path: Path, resume: bool, dry_run: bool, qui
     from corebench.runner import preflight
 
     checked = preflight.check(exp)
+    for note in checked.notes:
+        print(f"corebench: {note}")
     if dry_run:
-        reps = exp.plan.experiment.repetitions
+        e = exp.plan.experiment
         runs = checked.runs
         for r in runs:
-            print(f"{r.seq:4d}  {r.label(reps)}")
-        print(f"{len(runs)} runs")
+            start = "start " if r.start else "      "
+            print(f"{r.seq:4d}  round {r.round:<3d} {start} {r.label(e.repetitions)}")
+        more = (
+            f" (the first {e.rounds_min} rounds; then a round at a time, up to {e.rounds_max}, until every point's "
+            f"mean throughput is known within ±{e.target_precision:.0%})"
+            if e.repetitions == "auto"
+            else ""
+        )
+        print(f"{len(runs)} runs{more}")
         return
     store = _open_store(store_path)
     try:
@@ -98,17 +107,54 @@ def run(
     duration: str | None = typer.Option(
         None, "--duration", "-t", help="Length of each run (overrides the plan's, e.g. 2s for a quick pass)."
     ),
-    repetitions: int | None = typer.Option(None, "--repetitions", "-r", help="Runs per point (overrides the plan's)."),
+    repetitions: str | None = typer.Option(
+        None, "--repetitions", "-r", help='Measured runs per point, or "auto" (overrides the plan\'s).'
+    ),
     quiet: bool = QUIET,
 ) -> None:
     """Run an experiment: every point of the plan's factors, repeated, on the CPUs asked for, monitored and stored."""
     from corebench.plan import load_plan
 
-    overrides = {
-        k: v for k, v in (("seed", seed), ("duration", duration), ("repetitions", repetitions)) if v is not None
-    }
+    reps: int | str | None = repetitions
+    if repetitions is not None and repetitions != "auto":
+        try:
+            reps = int(repetitions)
+        except ValueError:
+            raise UsageError(f"-r {repetitions!r}: give a number of measured runs per point, or auto") from None
+    overrides = {k: v for k, v in (("seed", seed), ("duration", duration), ("repetitions", reps)) if v is not None}
+    store_path = store or Path(plan.stem + ".sqlite")
+    if resume:
+        overrides = _resumed_overrides(plan, store_path, overrides)
     exp = load_plan(plan, overrides)
-    _execute(exp, store or Path(plan.stem + ".sqlite"), resume, dry_run, quiet)
+    _execute(exp, store_path, resume, dry_run, quiet)
+
+
+def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any]) -> dict[str, Any]:
+    """--resume goes on with the overrides the experiment was started with;
+    other ones would make it another experiment."""
+    try:
+        text = plan.read_text()
+    except (OSError, UnicodeDecodeError):
+        return given  # load_plan says what is wrong with the file
+    if not store_path.exists():
+        return given  # the runner says there is nothing to resume
+    s = _open_store(store_path)
+    try:
+        exp = s.latest_of_plan(text)
+    finally:
+        s.close()
+    if exp is None:
+        return given
+    stored = json.loads(exp["plan_json"]).get("overrides")
+    if stored is None:  # stored before overrides were kept: only the same ones find it
+        return given
+    if given and given != stored:
+        was = " ".join(f"--{k} {v}" for k, v in stored.items()) or "no overrides"
+        raise UsageError(
+            f"--resume: experiment {exp['id']} in {store_path} was started with {was}; resume it with the same "
+            "options or none (they are stored with it), or start a new experiment without --resume"
+        )
+    return dict(stored)
 
 
 def _levels(text: str) -> list[int]:
@@ -126,9 +172,9 @@ def sweep(
     url: str = typer.Argument(..., help="A running server's URL (loopback)."),
     concurrency: str = typer.Option(..., "-c", "--concurrency", help="Concurrency levels: 1,5,10,20,50."),
     duration: str = typer.Option("10s", "-t", "--duration", help="Length of each run."),
-    # 4 with 1 warm-up: 3 measured runs per level, the fewest that give a spread worth reading.
-    repetitions: int = typer.Option(4, "--repetitions", "-r", help="Runs per level, warm-ups included (3 measured)."),
-    warmup: int = typer.Option(1, "--warmup", help="Of those, warm-up runs (stored, not in the statistics)."),
+    # 3 measured runs per level: the fewest that give a spread worth reading.
+    repetitions: int = typer.Option(3, "--repetitions", "-r", help="Measured runs per level."),
+    warmup: int = typer.Option(1, "--warmup", help="Warm-up runs before each round's visit (stored, never counted)."),
     keep_alive: bool = typer.Option(True, "--keep-alive/--no-keep-alive", "-k", help="Reuse connections."),
     store: Path | None = STORE,
     dry_run: bool = DRY_RUN,

@@ -20,6 +20,7 @@ _FLAGS = {
     "db_cache_kb": "--db-cache-kb",
     "db_file": "--db-file",
     "site_from_log": "--site-from-log",
+    "jitter": "--jitter",
 }
 
 
@@ -64,6 +65,12 @@ def serve(
         "--site-from-log",
         help="Answer each path of this access log (Common/Combined) with the status and size it recorded.",
     ),
+    jitter: float = typer.Option(
+        0.0,
+        "--jitter",
+        help="Scale /dynamic's work and /sleep's pause, for this start, by a factor drawn uniformly "
+        "within ±JITTER (0.2: ±20%): a target whose speed varies from start to start.",
+    ),
 ) -> None:
     """Serve the workloads of the field reports (see README) until SIGTERM or Ctrl-C."""
     from corebench import _engine
@@ -81,6 +88,7 @@ def serve(
         db_cache_kb=db_cache_kb,
         db_file=db_file,
         site_from_log=site_from_log,
+        jitter=jitter,
     )
     try:
         settings["keep_alive_timeout_s"] = parse_duration_s(keep_alive_timeout)

@@ -24,6 +24,8 @@ class ServeConfig(BaseModel):
     db_cache_kb: int = Field(2000, ge=1, le=16 * 1024 * 1024)
     db_file: str | None = None
     site_from_log: str | None = None
+    # /dynamic's work and /sleep's pause scaled, per start, by a factor uniform in [1 - jitter, 1 + jitter].
+    jitter: float = Field(0.0, ge=0, lt=1)
 
     @model_validator(mode="after")
     def _stall_fits_its_period(self) -> ServeConfig:

@@ -14,6 +14,12 @@ from corebench.config.settings import LoadSettings
 from corebench.plan.objective import SearchSettings
 from corebench.units import parse_duration_s
 
+# An adaptive experiment looks at its intervals from this many rounds on: a
+# standard deviation from fewer runs is too unreliable to stop on.
+MIN_AUTO_REPETITIONS = 3
+# The relative 95% CI half-width an adaptive experiment aims for by default.
+DEFAULT_PRECISION = 0.02
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -27,11 +33,42 @@ def _duration(v: Any) -> float:
     raise ValueError('give a duration like "10s", "2m" or a number of seconds')
 
 
+def _warmup(v: Any) -> Any:
+    # A count of warm-up runs, or a length: one warm-up run that long.
+    if isinstance(v, str):
+        try:
+            return {"runs": 1, "length_s": parse_duration_s(v)}
+        except ValueError:
+            raise ValueError('give warm-up runs as a number (warmup = 1) or a length (warmup = "10s")') from None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return {"runs": v, "length_s": None}
+    return v
+
+
+class Warmup(_Section):
+    runs: int = Field(0, ge=0, le=100)
+    # Each warm-up run's length; None: the experiment's duration.
+    length_s: float | None = Field(None, gt=0)
+
+
 class Experiment(_Section):
     name: str = "experiment"
-    # Runs per point, the first `warmup` of them stored but left out of the statistics.
-    repetitions: int = Field(3, ge=1, le=1000)
-    warmup: int = Field(0, ge=0)
+    # Measured runs per point, or "auto": rounds until every point's mean
+    # throughput is known within `precision` (Chow & Robbins 1965), at least
+    # MIN_AUTO_REPETITIONS and at most `max_repetitions`.
+    repetitions: int | Literal["auto"] = 3
+    precision: float | None = Field(None, gt=0, lt=1)
+    max_repetitions: int = Field(10, ge=MIN_AUTO_REPETITIONS, le=1000)
+    # Run after each start of the target (before its first measured run),
+    # stored, never counted among the repetitions nor in the statistics.
+    warmup: Warmup = Warmup()
+    # "interleaved": each round visits every configuration once, in a fresh
+    # random order, with a fresh start of the target, so drift and warm
+    # state spread over configurations instead of posing as their effects;
+    # "blocked": a configuration's runs back to back in one target start.
+    schedule: Literal["interleaved", "blocked"] = "interleaved"
+    # Measure the load generator's own ceiling before the first run.
+    calibrate: bool = True
     duration_s: float | None = Field(None, gt=0, alias="duration")
     requests: int | None = Field(None, ge=1)
     cooldown_s: float = Field(0.0, ge=0, alias="cooldown")
@@ -40,12 +77,38 @@ class Experiment(_Section):
     seed: int = Field(1, ge=0)
 
     _durations = field_validator("duration_s", "cooldown_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
+    _warmups = field_validator("warmup", mode="before")(classmethod(lambda cls, v: _warmup(v)))
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool) and not 1 <= v <= 1000:
+            raise ValueError('give 1 to 1000 measured runs per point, or "auto"')
+        if isinstance(v, str) and v != "auto":
+            raise ValueError('give a number of measured runs per point, or "auto"')
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> Experiment:
-        if self.warmup >= self.repetitions:
-            raise ValueError(f"warmup ({self.warmup}) must be fewer than repetitions ({self.repetitions})")
+        if self.repetitions == "auto":
+            if self.schedule != "interleaved":
+                raise ValueError('repetitions = "auto" adds whole rounds: it needs schedule = "interleaved"')
+        elif self.precision is not None:
+            raise ValueError('precision belongs to repetitions = "auto"')
         return self
+
+    @property
+    def target_precision(self) -> float:
+        return self.precision if self.precision is not None else DEFAULT_PRECISION
+
+    @property
+    def rounds_min(self) -> int:
+        """Rounds always run: all of them, or the fewest an adaptive stop may look at."""
+        return self.repetitions if isinstance(self.repetitions, int) else MIN_AUTO_REPETITIONS
+
+    @property
+    def rounds_max(self) -> int:
+        return self.repetitions if isinstance(self.repetitions, int) else self.max_repetitions
 
 
 class Machine(_Section):

@@ -12,15 +12,19 @@ from corebench.analysis.anova import Anova, anova
 from corebench.analysis.capacity import capacities, cores_needed
 from corebench.analysis.capacity import table as capacity_table
 from corebench.analysis.diagnose import Diagnosis, diagnose
+from corebench.analysis.drift import drift
 from corebench.analysis.gates import Judged, judge
 from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
-from corebench.analysis.points import PointStats, point_stats
+from corebench.analysis.points import PointStats, goodput_rps, point_stats
 from corebench.analysis.scaling import Fit, ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
 from corebench.analysis.verdict import Slo, load_factors, verdicts
 from corebench.errors import UsageError
+from corebench.plan.model import DEFAULT_PRECISION
 from corebench.plan.thresholds import parse as parse_threshold
+from corebench.runner import adaptive
+from corebench.runner.calibrate import NEAR_CEILING, Ceiling
 from corebench.store import Store
 
 
@@ -136,6 +140,8 @@ def load(
         data.verdicts[:0] = said
     elif traffic_rps is not None:
         data.verdicts.insert(0, "--traffic needs an experiment of capacity searches (a plan with [search]).")
+    data.verdicts += schedule_lines(plan["plan"].get("experiment", {}), runs, points)
+    data.verdicts += generator_lines(exp, points)
     cpus = data.factors.get("cpus", [])
     if 0 < len(cpus) < 3 and not caps:
         data.verdicts.append(
@@ -143,6 +149,55 @@ def load(
             f"more CPU levels; this experiment has {len(cpus)} ({', '.join(map(str, cpus))})."
         )
     return data
+
+
+def schedule_lines(experiment: dict[str, Any], runs: list[dict[str, Any]], points: list[PointStats]) -> list[str]:
+    """How far the repetitions got: an adaptive experiment's precision, and
+    whether throughput drifted across rounds."""
+    out = []
+    if experiment.get("repetitions") == "auto":
+        target = experiment.get("precision") or DEFAULT_PRECISION
+        by_point = adaptive.goodput_by_point(runs)
+        got = {
+            p.label(): adaptive.precision(by_point.get(json.dumps(p.levels, sort_keys=True), []), target)
+            for p in points
+        }
+        rounds = max((r.get("round") or 0 for r in runs), default=0)
+        wide = {k: v for k, v in got.items() if not v.met and v.n >= 2}
+        worst = max((v.relative for v in got.values() if v.n >= 2), default=math.nan)
+        how = (
+            f"Adaptive repetitions (Chow & Robbins' sequential rule, target ±{target:.1%}, at most "
+            f"{experiment.get('max_repetitions', 10)} rounds): {rounds} rounds; "
+        )
+        if not wide:
+            out.append(how + f"every point's mean throughput is known within ±{worst:.1%} (95% CI half-width).")
+        else:
+            named = ", ".join(f"{k} ±{v.relative:.1%}" for k, v in list(wide.items())[:4])
+            out.append(
+                how + f"{len(wide)} point(s) still wider than the target ({named}{', ...' if len(wide) > 4 else ''})."
+            )
+    pairs: dict[str, list[tuple[int, float]]] = {}
+    for r in runs:
+        if r["status"] == "ok" and not r["warmup"] and r.get("round") and r["result_json"]:
+            pairs.setdefault(r["point_key"], []).append((r["round"], goodput_rps(json.loads(r["result_json"]))))
+    found = drift(pairs)
+    if found is not None and found.rounds >= 3:
+        out.append(found.sentence())
+    return out
+
+
+def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:
+    """The generator's calibrated ceiling, and the points that came near it."""
+    cal = [Ceiling.from_json(c) for c in json.loads(exp.get("calibration_json") or "[]")]
+    out = ["Generator " + c.sentence().removeprefix("generator ") + "." for c in cal]
+    near = [p.label() for p in points if any("generator's ceiling" in (r.get("lower_bound") or "") for r in p.measured)]
+    if near:
+        out.append(
+            f"Lower bounds: at {len(near)} point(s) ({', '.join(near[:3])}{', ...' if len(near) > 3 else ''}) a run "
+            f"reached {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling, so the generator, not only "
+            "the server, set the figure: the server can do at least that much."
+        )
+    return out
 
 
 def cores_table(points: list[PointStats], factors: dict[str, list[Any]], ghz: float | None) -> list[ScalingRow]:

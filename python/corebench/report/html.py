@@ -48,8 +48,9 @@ def _timelines(d: ReportData) -> dict[str, dict[str, Any]]:
             continue
         result = json.loads(r["result_json"])
         label = " ".join(f"{k}={v}" for k, v in json.loads(r["point_json"]).items())
-        out[str(r["seq"])] = {
-            "label": f"run {r['seq']}: {label} rep {r['repetition'] + 1}",
+        rep = "warm-up" if r["warmup"] else f"rep {r['repetition']}"
+        out[str(r["id"])] = {
+            "label": f"run {r['seq']}: {label} {rep}",
             "t": [[s["second"], s["completed"], s["p99_us"]] for s in _whole_seconds(result)],
         }
     return out

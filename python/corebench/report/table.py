@@ -13,8 +13,11 @@ from corebench.report.data import ReportData
 COLUMNS = [
     "experiment_id",
     "seq",
+    "round",  # of an interleaved schedule, and the run's place in it
+    "position",
     "repetition",
     "warmup",
+    "lower_bound",  # why the run understates the target, when it does
     "status",
     "error",
     "duration_s",
@@ -32,9 +35,11 @@ COLUMNS = [
 
 
 def rows(d: ReportData) -> list[dict[str, Any]]:
+    """One row per run, sorted by factor levels (in the plan's order), then
+    round and order of running."""
     factors = list(d.factors)
     out = []
-    for r in d.runs:
+    for r in sorted(d.runs, key=lambda r: (_levels_order(d, json.loads(r["point_json"])), r["seq"], r["id"])):
         monitor = json.loads(r["monitor_json"]) if r["monitor_json"] else {}
         levels = json.loads(r["point_json"])
         row = {k: r.get(k) for k in COLUMNS if k in r}
@@ -65,4 +70,10 @@ def to_json(d: ReportData) -> str:
         {"experiment": {k: v for k, v in d.experiment.items() if k != "plan_json"}, "host": d.host, "runs": rows(d)},
         indent=1,
         default=str,
+    )
+
+
+def _levels_order(d: ReportData, levels: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(
+        d.factors[f].index(levels.get(f)) if levels.get(f) in d.factors[f] else len(d.factors[f]) for f in d.factors
     )

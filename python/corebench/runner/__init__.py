@@ -6,6 +6,7 @@ the target and keeps everything committed (`--resume` goes on from there)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,13 +21,13 @@ from corebench import __version__
 from corebench.config.load import LoadConfig
 from corebench.errors import UsageError
 from corebench.monitor import Monitor
-from corebench.plan import Experiment, Point
+from corebench.plan import Experiment
 from corebench.plan.engine_config import run_config
 from corebench.plan.model import Target
 from corebench.plan.objective import SearchSettings
 from corebench.result import LoadResult
-from corebench.runner import capacity, host, schedule
-from corebench.runner.backend import LoadBackend, LoadFailed, open_backend
+from corebench.runner import adaptive, calibrate, capacity, host, schedule
+from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
 from corebench.store import Store
@@ -64,7 +65,13 @@ class _Running:
 
 
 def plan_json(exp: Experiment) -> dict[str, Any]:
-    return {"plan": exp.plan.model_dump(mode="json", by_alias=True), "factors": exp.factors}
+    """The plan as run: validated, its factors' levels, and the command
+    line's overrides (which --resume applies again)."""
+    return {
+        "plan": exp.plan.model_dump(mode="json", by_alias=True),
+        "factors": exp.factors,
+        "overrides": exp.overrides,
+    }
 
 
 def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
@@ -84,6 +91,7 @@ def _run_all(
     resume: bool,
     quiet: bool,
 ) -> Outcome:
+    e = exp.plan.experiment
     if resume:
         exp_id = store.latest_experiment(exp.digest)
         if exp_id is None:
@@ -95,7 +103,7 @@ def _run_all(
         t = recipes.expand(exp.points[0].target)
         server = host.server_version(t.version_command, t.builtin is not None)
         exp_id = store.new_experiment(
-            name=exp.plan.experiment.name,
+            name=e.name,
             plan_path=str(exp.path),
             plan_toml=exp.text,
             digest=exp.digest,
@@ -105,9 +113,10 @@ def _run_all(
             version=__version__,
         )
         done = set()
-    todo = [r for r in runs if (r.point.key, r.repetition) not in done]
-    out = Outcome(exp_id, skipped=len(runs) - len(todo))
-    show = Progress(len(todo), quiet)
+    todo = schedule.remaining(runs, done)
+    out = Outcome(exp_id, skipped=sum(not r.warmup and (r.point.key, r.repetition) in done for r in runs))
+    show = Progress(todo, exp, quiet)
+    show.console.print(show.plan_line(e.rounds_max if e.repetitions == "auto" else None))
     work_dir = Path(tempfile.mkdtemp(prefix="corebench-run-"))
     os.chmod(work_dir, 0o755)  # servers that drop privileges read their folders in it
     affinity = os.sched_getaffinity(0)
@@ -115,11 +124,18 @@ def _run_all(
     running: _Running | None = None
     started = time.monotonic()
     try:
-        for run in todo:
-            running = _ensure_target(exp, run.point, running, control, work_dir, out)
-            _one(exp, run, running, store, show, out, backend)
-            if exp.plan.experiment.cooldown_s:
-                time.sleep(exp.plan.experiment.cooldown_s)
+        ceilings = _ceilings(exp, store, exp_id, control, backend, work_dir)
+        rnd = max((r.round for r in runs), default=0)
+        while True:
+            for run in todo:
+                running = _ensure_target(exp, run, running, control, work_dir, out)
+                _one(exp, run, running, store, show, out, backend, ceilings)
+                if e.cooldown_s:
+                    time.sleep(e.cooldown_s)
+            todo, rnd = _next_round(exp, store, exp_id, rnd + 1)
+            if not todo:
+                break
+            show.add(todo)
     except (KeyboardInterrupt, Interrupted):
         out.interrupted = True
     finally:
@@ -138,6 +154,39 @@ def _run_all(
     return out
 
 
+def _next_round(exp: Experiment, store: Store, exp_id: int, rnd: int) -> tuple[list[schedule.Run], int]:
+    """An adaptive experiment's next round with runs to make, while some
+    point's mean is not yet known within the precision asked and rounds are
+    left; a resumed experiment skips rounds already stored."""
+    e = exp.plan.experiment
+    while e.repetitions == "auto" and rnd <= e.rounds_max:
+        rows = store.runs(exp_id)
+        if adaptive.enough(adaptive.goodput_by_point(rows), e.target_precision, e.rounds_min):
+            break
+        todo = schedule.remaining(schedule.round_runs(exp, rnd), store.done(exp_id))
+        if todo:
+            return todo, rnd
+        rnd += 1
+    return [], rnd
+
+
+def _ceilings(
+    exp: Experiment, store: Store, exp_id: int, control: CpuControl, backend: LoadBackend, work_dir: Path
+) -> list[calibrate.Ceiling]:
+    """The generator's ceiling per CPU layout: measured before the first run,
+    or read back when the experiment is resumed."""
+    stored = store.experiment(exp_id) or {}
+    if stored.get("calibration_json"):
+        return [calibrate.Ceiling.from_json(c) for c in json.loads(stored["calibration_json"])]
+    if not isinstance(backend, Local) or not exp.plan.experiment.calibrate:
+        return []
+    found = calibrate.calibrate(exp, control, work_dir)
+    store.set_calibration(exp_id, [c.to_json() for c in found])
+    for c in found:
+        Progress.note(c.sentence())
+    return found
+
+
 def _search(
     cfg: LoadConfig, settings: SearchSettings, backend: LoadBackend, show: Progress
 ) -> tuple[capacity.Capacity, LoadResult | None, str | None]:
@@ -154,15 +203,17 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _ensure_target(
-    exp: Experiment, point: Point, running: _Running | None, control: CpuControl, work_dir: Path, out: Outcome
+    exp: Experiment, run: schedule.Run, running: _Running | None, control: CpuControl, work_dir: Path, out: Outcome
 ) -> _Running:
-    """Keeps the target when only load factors change; restarts it when a
-    target factor changes or it died."""
+    """Starts the target afresh where the schedule says (each visit of an
+    interleaved round), when a target factor changes, or when it died."""
+    point = run.point
     key = point.target_key(exp.target_factors)
     alive = running is not None and running.started is not None and running.started.proc.poll() is None
-    # A target that failed to start is not retried within its configuration:
-    # its runs fail at once with the same reason.
-    if running is not None and running.key == key and (alive or point.target.url or running.error):
+    # A target that failed to start is not retried within its visit: its
+    # runs fail at once with the same reason.
+    same = running is not None and running.key == key
+    if same and running is not None and (point.target.url or (not run.start and (alive or running.error))):
         return running
     _stop(exp, running)
     t = point.target
@@ -230,6 +281,7 @@ def _one(
     show: Progress,
     out: Outcome,
     backend: LoadBackend,
+    ceilings: list[calibrate.Ceiling],
 ) -> None:
     e = exp.plan.experiment
     show.begin(run.label(e.repetitions))
@@ -239,13 +291,13 @@ def _one(
     found: capacity.Capacity | None = None
     if error is None:
         base_url = running.started.base_url if running.started else str(run.point.target.url)
-        cfg = run_config(exp.plan, run.point.load, base_url, exp.path.parent)
+        cfg = run_config(exp.plan, run.point.load, base_url, exp.path.parent, warmup=run.warmup)
         if running.layout.method != "none":
             os.sched_setaffinity(0, running.layout.generator_cpus)
         pid = running.started.proc.pid if running.started else None
         with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
             try:
-                if exp.plan.search is None:
+                if exp.plan.search is None or run.warmup:
                     result = backend.run(cfg, show.tick)
                 else:
                     found, result, error = _search(cfg, exp.plan.search, backend, show)
@@ -268,7 +320,13 @@ def _one(
     summary = monitor.summary(busy_poll=(run.point.load.busy_poll or 0) > 0) if monitor else None
     if summary is not None and result is not None:
         summary = backend.monitor(summary, result)
+    ceiling = calibrate.ceiling_for(ceilings, running.layout)
     layout = backend.layout(running.layout.to_json())
+    if ceiling is not None:
+        layout["generator_ceiling_rps"] = round(ceiling.ceiling_rps)
+    bound = None
+    if result is not None and running.layout.method != "none":
+        bound = calibrate.lower_bound(result.throughput_rps, layout, summary, ceiling)
     store.add_run(
         out.experiment_id,
         seq=run.seq,
@@ -286,6 +344,9 @@ def _one(
         samples=[s.to_json() for s in (monitor.samples if monitor else [])],
         result=result.model_dump(mode="json", by_alias=True) if result else None,
         search=found.to_json() if found else None,
+        round_no=run.round,
+        position=run.position,
+        lower_bound=bound,
     )
     if error:
         out.failed += 1
@@ -295,6 +356,5 @@ def _one(
     out.ok += 1
     out.measured_s += result.duration_s
     p99 = result.latency_us.total.at(99.0) / 1000
-    flag = " [client-bound]" if summary and summary.get("client_bound") else ""
-    shared = " [generator shares the target's cores]" if layout["shared"] and running.layout.method != "none" else ""
-    show.end(f"{result.throughput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed} failed{flag}{shared}")
+    flag = f" [lower bound: {bound}]" if bound else ""
+    show.end(f"{result.throughput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed} failed{flag}")

@@ -7,7 +7,8 @@ line naming the plan's file, line and key."""
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from corebench import engine
 from corebench.config.load import LoadConfig
@@ -28,6 +29,8 @@ class Checked:
 
     exp: Experiment
     runs: list[schedule.Run]
+    # What the user should know before the first run, one line each.
+    notes: list[str] = field(default_factory=list)
 
 
 def check(exp: Experiment) -> Checked:
@@ -45,7 +48,20 @@ def check(exp: Experiment) -> Checked:
         except SettingError as e:
             raise UsageError(f"{_at(exp, 'load', e.key)}: {e} (at {p.label()})") from None
         _check_reach(exp, p, cfg)
-    return Checked(exp, schedule.runs(exp))
+    return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online))
+
+
+def _too_few_cores(exp: Experiment, online: list[int]) -> list[str]:
+    """A level that leaves the generator no core of its own, said up front."""
+    levels = [p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None]
+    if exp.plan.cluster is not None or not levels or math.ceil(max(levels)) < len(online):
+        return []
+    top = max(levels)
+    return [
+        f"this machine has {len(online)} CPUs: at cpus = {top:g} the target takes all of them and the load "
+        f"generator shares its cores, so those runs are lower bounds; a machine with {math.ceil(top) + 1} or more "
+        "CPUs keeps one for the generator (or send the load from a [cluster] of agents)"
+    ]
 
 
 def _at(exp: Experiment, *key: str) -> str:

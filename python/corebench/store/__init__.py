@@ -10,27 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS experiments (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    plan_path TEXT NOT NULL,
-    plan_toml TEXT NOT NULL,
-    plan_digest TEXT NOT NULL,
-    plan_json TEXT NOT NULL,
-    host_json TEXT NOT NULL,
-    runs_planned INTEGER NOT NULL,
-    created_unix REAL NOT NULL,
-    corebench_version TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
+SCHEMA_VERSION = 3
+_RUNS = """
+CREATE TABLE {name} (
     id INTEGER PRIMARY KEY,
     experiment_id INTEGER NOT NULL REFERENCES experiments(id),
     seq INTEGER NOT NULL,
     point_key TEXT NOT NULL,
     point_json TEXT NOT NULL,
+    -- 1, 2, ... for measured runs; 0 for warm-ups (schema 3; before, 0-based with warm-ups first).
     repetition INTEGER NOT NULL,
     warmup INTEGER NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
@@ -49,15 +37,45 @@ CREATE TABLE IF NOT EXISTS runs (
     result_json TEXT,
     -- A capacity search's steps and answer, when the run was one (schema 2).
     search_json TEXT,
-    UNIQUE (experiment_id, point_key, repetition)
+    -- The round of the schedule and the run's place in it; NULL in older stores (schema 3).
+    round INTEGER,
+    position INTEGER,
+    -- Why the run's figures understate the target, when they do (schema 3).
+    lower_bound TEXT
 );
-CREATE TABLE IF NOT EXISTS samples (
+"""
+# A measured run is stored once; a warm-up is made again after each start
+# (a resumed visit warms its target up anew), so it may repeat its seq.
+_MEASURED_ONCE = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_measured ON runs(experiment_id, point_key, repetition) WHERE NOT warmup"
+)
+_SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS experiments (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan_path TEXT NOT NULL,
+    plan_toml TEXT NOT NULL,
+    plan_digest TEXT NOT NULL,
+    plan_json TEXT NOT NULL,
+    host_json TEXT NOT NULL,
+    runs_planned INTEGER NOT NULL,
+    created_unix REAL NOT NULL,
+    corebench_version TEXT NOT NULL,
+    -- The load generator's own ceiling, measured before the first run (schema 3).
+    calibration_json TEXT
+);
+"""
+    + _RUNS.format(name="IF NOT EXISTS runs")
+    + """CREATE TABLE IF NOT EXISTS samples (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     t_s REAL NOT NULL,
     sample_json TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
 """
+)
 
 
 class Store:
@@ -111,6 +129,18 @@ class Store:
         assert cur.lastrowid is not None  # set by the INSERT
         return cur.lastrowid
 
+    def set_calibration(self, experiment_id: int, calibration: list[dict[str, Any]]) -> None:
+        self.db.execute(
+            "UPDATE experiments SET calibration_json = ? WHERE id = ?", (json.dumps(calibration), experiment_id)
+        )
+
+    def latest_of_plan(self, plan_toml: str) -> dict[str, Any] | None:
+        """The last experiment run from this plan's exact text, with any overrides."""
+        row = self.db.execute(
+            "SELECT id FROM experiments WHERE plan_toml = ? ORDER BY id DESC LIMIT 1", (plan_toml,)
+        ).fetchone()
+        return self.experiment(row[0]) if row else None
+
     def latest_experiment(self, digest: str) -> int | None:
         row = self.db.execute(
             "SELECT id FROM experiments WHERE plan_digest = ? ORDER BY id DESC LIMIT 1", (digest,)
@@ -132,7 +162,10 @@ class Store:
             self.db.row_factory = None
 
     def done(self, experiment_id: int) -> set[tuple[str, int]]:
-        rows = self.db.execute("SELECT point_key, repetition FROM runs WHERE experiment_id = ?", (experiment_id,))
+        """(point, repetition) of the measured runs stored, ok or failed."""
+        rows = self.db.execute(
+            "SELECT point_key, repetition FROM runs WHERE experiment_id = ? AND NOT warmup", (experiment_id,)
+        )
         return {(k, r) for k, r in rows}
 
     def add_run(
@@ -154,6 +187,9 @@ class Store:
         samples: list[dict[str, Any]],
         result: dict[str, Any] | None,
         search: dict[str, Any] | None = None,
+        round_no: int | None = None,
+        position: int | None = None,
+        lower_bound: str | None = None,
     ) -> int:
         """One transaction: the run and its samples are stored together or not at all."""
         total = (result or {}).get("latency_us", {}).get("total", {})
@@ -163,8 +199,8 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (experiment_id, seq, point_key, point_json, repetition, warmup, status, error,"
                 " started_unix, ended_unix, duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound,"
-                " layout_json, target_json, monitor_json, result_json, search_json)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " layout_json, target_json, monitor_json, result_json, search_json, round, position, lower_bound)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     experiment_id,
                     seq,
@@ -187,6 +223,9 @@ class Store:
                     _json(monitor),
                     _json(result),
                     _json(search),
+                    round_no,
+                    position,
+                    lower_bound,
                 ),
             )
             assert cur.lastrowid is not None  # set by the INSERT
@@ -200,11 +239,24 @@ class Store:
         self.db.row_factory = sqlite3.Row
         try:
             rows = self.db.execute(
-                "SELECT * FROM runs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)
+                "SELECT * FROM runs WHERE experiment_id = ? ORDER BY seq, id", (experiment_id,)
             ).fetchall()
-            return [dict(r) for r in rows]
+            out = [dict(r) for r in rows]
         finally:
             self.db.row_factory = None
+        if out and "round" not in out[0]:
+            _renumbered(out)  # an older store, opened read-only
+        return out
+
+
+def _renumbered(rows: list[dict[str, Any]]) -> None:
+    """Schema 2's numbering as schema 3's, in memory (see _renumber)."""
+    warmups: dict[str, int] = {}
+    for r in rows:
+        warmups[r["point_key"]] = warmups.get(r["point_key"], 0) + int(bool(r["warmup"]))
+    for r in rows:
+        r["repetition"] = 0 if r["warmup"] else r["repetition"] + 1 - warmups[r["point_key"]]
+        r.update({"round": None, "position": None, "lower_bound": None})
 
 
 def _migrate(db: sqlite3.Connection) -> None:
@@ -213,7 +265,34 @@ def _migrate(db: sqlite3.Connection) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
     if "search_json" not in columns:
         db.execute("ALTER TABLE runs ADD COLUMN search_json TEXT")
+    if "round" not in columns:
+        _renumber(db)
+    if "calibration_json" not in {row[1] for row in db.execute("PRAGMA table_info(experiments)")}:
+        db.execute("ALTER TABLE experiments ADD COLUMN calibration_json TEXT")
+    db.execute(_MEASURED_ONCE)
     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+
+
+def _renumber(db: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: measured runs are numbered from 1 and warm-ups 0, and
+    only measured runs are unique (warm-ups now follow every start). SQLite
+    drops a UNIQUE constraint only by rebuilding the table."""
+    kept = (
+        "id, experiment_id, seq, point_key, point_json, warmup, status, error, started_unix, ended_unix,"
+        " duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound, layout_json, target_json,"
+        " monitor_json, result_json, search_json"
+    )
+    with db:
+        db.execute("BEGIN")
+        db.execute(_RUNS.format(name="runs_new"))
+        db.execute(
+            f"INSERT INTO runs_new ({kept}, repetition) SELECT {kept},"
+            " CASE WHEN warmup THEN 0 ELSE repetition + 1 - (SELECT count(*) FROM runs w"
+            " WHERE w.experiment_id = r.experiment_id AND w.point_key = r.point_key AND w.warmup) END"
+            " FROM runs r"
+        )
+        db.execute("DROP TABLE runs")
+        db.execute("ALTER TABLE runs_new RENAME TO runs")
 
 
 def _json(value: Any) -> str | None:

@@ -1,0 +1,46 @@
+"""Drift across rounds against statsmodels' OLS with one intercept per
+configuration and a common slope on the round."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+
+from corebench.analysis.drift import drift
+
+
+def _data(rng, slope, rounds=6, configs=(1000.0, 2000.0, 5000.0), cv=0.02):
+    return {
+        f"c{i}": [(r, mu * (1 + slope * (r - 1)) * (1 + rng.normal(0, cv))) for r in range(1, rounds + 1)]
+        for i, mu in enumerate(configs)
+    }
+
+
+@pytest.mark.parametrize("slope", [0.0, -0.01, 0.03])
+def test_slope_interval_and_p_equal_statsmodels(slope):
+    data = _data(np.random.default_rng(5), slope)
+    d = drift(data)
+    rows = []
+    for cfg, pairs in data.items():
+        mean = np.mean([y for _, y in pairs])
+        rows += [{"cfg": cfg, "round": r, "y": y / mean} for r, y in pairs]
+    fit = smf.ols("y ~ C(cfg) + round", data=pd.DataFrame(rows)).fit()
+    lo, hi = fit.conf_int().loc["round"]
+    assert d.slope == pytest.approx(fit.params["round"], rel=1e-9, abs=1e-12)
+    assert (d.ci_low, d.ci_high) == pytest.approx((lo, hi), rel=1e-9, abs=1e-12)
+    assert d.p_value == pytest.approx(fit.pvalues["round"], rel=1e-6, abs=1e-12)
+    assert (d.rounds, d.runs) == (6, 18)
+
+
+def test_a_real_drift_is_found_and_none_is_not_claimed():
+    rng = np.random.default_rng(11)
+    assert drift(_data(rng, -0.02)).notable
+    assert "Drift: throughput changed by -" in drift(_data(rng, -0.02)).sentence()
+    false_alarms = sum(drift(_data(rng, 0.0)).notable for _ in range(400))
+    assert false_alarms / 400 < 0.09, "the test keeps its 5% level"
+
+
+def test_too_little_to_show_a_slope():
+    assert drift({"a": [(1, 10.0)], "b": [(1, 11.0)]}) is None
+    assert drift({"a": [(1, 10.0), (2, 11.0)]}) is None, "no residual degree of freedom"
+    assert drift({"a": [(1, 10.0), (1, 11.0), (1, 12.0)]}) is None, "one round"

@@ -1,0 +1,60 @@
+"""Adaptive repetitions end to end: the built-in server with a stable speed
+stops after few rounds; with its speed drawn anew at every start (--jitter)
+it runs to the most rounds. The page sleeps 5 ms, so the stable server's
+rate (concurrency over the pause) holds on a machine busy with other work. The report states the precision reached, and
+the generator's calibrated ceiling is stored with the experiment."""
+
+import json
+import sqlite3
+
+import pytest
+
+from corebench.report.data import load
+from corebench.targets.cpus import online_cpus
+from tests.support.experiments import run_plan
+
+PLAN = """
+[experiment]
+repetitions = "auto"
+precision = 0.1
+max_repetitions = 6
+duration = "0.5s"
+
+[factors]
+cpus = [1]
+
+[target]
+builtin = {{ model = "async", workers = 1, args = {args} }}
+
+[load]
+path = "/sleep?ms=5"
+concurrency = 4
+"""
+
+
+@pytest.mark.skipif(len(online_cpus()) < 2, reason="needs a core for the generator")
+def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
+    (tmp_path / "stable").mkdir()
+    (tmp_path / "noisy").mkdir()
+    stable = run_plan(tmp_path / "stable", PLAN.format(args="[]"))
+    noisy = run_plan(tmp_path / "noisy", PLAN.format(args='["--jitter", "0.5"]'))
+    rounds = [max(r["round"] for r in ran.runs) for ran in (stable, noisy)]
+    assert rounds[0] < 6 and rounds[1] == 6, rounds
+    assert stable.out.starts == rounds[0], "a fresh start each round"
+    noisy_rps = [r["throughput_rps"] for r in noisy.runs]
+    assert max(noisy_rps) / min(noisy_rps) > 1.2, "jitter makes starts differ"
+    said = load(stable.store).verdicts
+    line = next(v for v in said if v.startswith("Adaptive repetitions"))
+    assert f"{rounds[0]} rounds; every point's mean throughput is known within ±" in line, line
+    said = load(noisy.store).verdicts
+    assert any("still wider than the target (cpus=1 ±" in v for v in said), said
+    # The generator's ceiling, measured before the first run, with both CPU sets.
+    db = sqlite3.connect(stable.store)
+    (cal,) = db.execute("SELECT calibration_json FROM experiments").fetchone()
+    db.close()
+    (c,) = json.loads(cal)
+    layout = json.loads(stable.runs[0]["layout_json"])
+    assert (c["target_cpus"], c["generator_cpus"]) == (layout["target_cpus"], layout["generator_cpus"])
+    assert c["error"] is None and c["ceiling_rps"] >= c["rps"] > 0
+    assert layout["generator_ceiling_rps"] == round(c["ceiling_rps"])
+    assert any(v.startswith("Generator ceiling: ") for v in load(stable.store).verdicts)
