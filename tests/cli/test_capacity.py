@@ -160,5 +160,12 @@ precision = "5%"
     assert rep.returncode == 0, rep.stderr
     assert "To serve 500 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout
     assert "Capacity within the objective" in (tmp_path / "r.html").read_text()
+    from corebench.report import charts
+    from corebench.report.data import load
+
+    svg = dict(charts.all_charts(load(store)))["Latency vs offered rate"]
+    steps = sum(len(f["steps"]) for f in searches)
+    assert svg.count('id="line2d_') >= steps, "every step of both searches is drawn"
+    assert "p90&lt;=20ms" in svg and "cpus=1" in svg and "cpus=2" in svg
     bad = run_cli("report", str(store), "--traffic", "-5", "-o", str(tmp_path / "x.html"))
     assert bad.returncode == 2 and "--traffic" in bad.stderr

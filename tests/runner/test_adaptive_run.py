@@ -1,8 +1,9 @@
 """Adaptive repetitions end to end: the built-in server with a stable speed
 stops after few rounds; with its speed drawn anew at every start (--jitter)
 it runs to the most rounds. The page sleeps 5 ms, so the stable server's
-rate (concurrency over the pause) holds on a machine busy with other work. The report states the precision reached, and
-the generator's calibrated ceiling is stored with the experiment."""
+rate (concurrency over the pause) holds on a machine busy with other work.
+The report states the precision reached, and the generator's calibrated
+ceiling is stored with the experiment."""
 
 import json
 import sqlite3
@@ -16,7 +17,7 @@ from tests.support.experiments import run_plan
 PLAN = """
 [experiment]
 repetitions = "auto"
-precision = 0.1
+precision = 0.15
 max_repetitions = 6
 duration = "0.5s"
 
@@ -37,7 +38,7 @@ def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     (tmp_path / "stable").mkdir()
     (tmp_path / "noisy").mkdir()
     stable = run_plan(tmp_path / "stable", PLAN.format(args="[]"))
-    noisy = run_plan(tmp_path / "noisy", PLAN.format(args='["--jitter", "0.5"]'))
+    noisy = run_plan(tmp_path / "noisy", PLAN.format(args='["--jitter", "0.6"]'))
     rounds = [max(r["round"] for r in ran.runs) for ran in (stable, noisy)]
     assert rounds[0] < 6 and rounds[1] == 6, rounds
     assert stable.out.starts == rounds[0], "a fresh start each round"

@@ -18,6 +18,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from corebench.analysis.points import PointStats  # noqa: E402
 from corebench.analysis.scaling import Fit  # noqa: E402
+from corebench.plan.objective import parse_objective  # noqa: E402
+from corebench.plan.thresholds import Threshold  # noqa: E402
 from corebench.report.data import ReportData, ScalingFit  # noqa: E402
 
 plt.rcParams.update(
@@ -294,6 +296,41 @@ def heatmap(d: ReportData) -> str | None:
     return _svg(fig)
 
 
+def searches(d: ReportData) -> str | None:
+    """Plans with [search]: every step of every configuration's searches,
+    the objective's first latency percentile against the offered rate, one
+    colour per configuration (filled: the step met the objective), and the
+    bound dashed."""
+    series: dict[str, list[tuple[float, float, bool]]] = {}
+    bound: Threshold | None = None
+    for p in d.points:
+        for r in p.measured:
+            found = json.loads(r["search_json"]) if r.get("search_json") else {}
+            if not found.get("steps"):
+                continue
+            bound = bound or next(iter(parse_objective(found["objective"]).latency), None)
+            for step in found["steps"]:
+                if bound is not None and bound.metric in step["measured"]:
+                    value_ms = step["measured"][bound.metric] / 1000
+                    series.setdefault(p.label(), []).append((step["rate_rps"], value_ms, step["meets"]))
+    if not series or bound is None:
+        return None
+    fig, ax = plt.subplots()
+    for i, (label, pts) in enumerate(sorted(series.items())):
+        color = f"C{i % 10}"
+        for x, y, ok in pts:
+            ax.plot(x, y, "o", color=color, fillstyle="full" if ok else "none", alpha=0.8)
+        ax.plot([], [], "o", color=color, label=label)
+    ax.axhline(bound.limit / 1000, color="black", linestyle="--", label=bound.text)
+    ax.set_yscale("log")
+    ax.set_xlim(left=0)
+    ax.set_xlabel("offered rate (req/s)")
+    ax.set_ylabel(f"{bound.metric} from intended send (ms, log)")
+    ax.set_title("Capacity searches, every step; hollow: the step missed")
+    ax.legend(fontsize=7)
+    return _svg(fig)
+
+
 def all_charts(d: ReportData) -> list[tuple[str, str]]:
     """(title, svg) for every chart the data supports."""
     out = [(f"Throughput by {f}", throughput_by(d, f)) for f in d.factors]
@@ -303,6 +340,7 @@ def all_charts(d: ReportData) -> list[tuple[str, str]]:
         ("Latency distribution", distribution),
         ("Variability", variability),
         ("CPU heat map", heatmap),
+        ("Latency vs offered rate", searches),
     ):
         svg = make(d)
         if svg:
