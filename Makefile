@@ -13,7 +13,7 @@ CRATES := -p corebench-accesslog -p corebench-engine -p corebench-serve
 # the package's own, and the extras named here.
 EXTRAS := test dev
 
-.PHONY: models demo test test-rust test-python build venv system-deps bench lint fmt typecheck clean
+.PHONY: models demo test test-rust test-python build venv system-deps bench lint fmt typecheck clean fuzz-smoke
 
 demo: build system-deps
 	$(PY) scripts/demo.py
@@ -63,6 +63,17 @@ models: build
 
 bench: build system-deps
 	bench/generator-cost.sh
+
+# A minute of each cargo-fuzz target (fuzz/, docs/fuzzing.md) from its seeds
+# in fuzz/corpus; what a run adds goes to fuzz/scratch, the seeds stay as
+# committed. Needs the nightly toolchain; not part of CI.
+fuzz-smoke:
+	cargo +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+	cd fuzz && for t in http_response http_request accesslog; do \
+		mkdir -p scratch/$$t && \
+		cargo +nightly fuzz run $$t scratch/$$t corpus/$$t -- -max_total_time=60 -print_final_stats=1 || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) target

@@ -4,6 +4,7 @@ Configs go in and results come out as JSON text; the Python side builds and
 parses them."""
 
 from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "run",
@@ -36,9 +37,15 @@ def run(
     config_json: str,
     body: bytes | None = None,
     progress: Callable[[int], object] | None = None,
+    live: Callable[[dict[str, Any]], object] | None = None,
 ) -> str:
     """Runs one load and returns its result (JSON). `progress(finished)` is
-    called about four times a second; returning False stops the run."""
+    called about four times a second; returning False stops the run.
+    `live(figures)`, as often, gets a dict: `finished` and `failed` requests;
+    `elapsed_s`, `requests` and `length_s` (None before the start, the last
+    two None when the run is not bounded by them); `second`, the last whole
+    second (None before one is over) as a dict of `second`, `completed`,
+    `errors`, `p50_us` and `p99_us`."""
 
 def run_agent(
     config_json: str,

@@ -6,6 +6,8 @@ import contextlib
 import os
 import resource
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from corebench import _engine
 from corebench.config.load import LoadConfig
@@ -59,13 +61,54 @@ def check(config: LoadConfig, *, local: bool = True) -> None:
         raise refused(e) from None
 
 
-def run(config: LoadConfig, progress: Callable[[int], None] | None = None) -> LoadResult:
+@dataclass(frozen=True)
+class Second:
+    """One whole second of a run, all its threads together."""
+
+    second: int  # its index from the start of the run (0: the first)
+    completed: int
+    errors: int
+    p50_us: int  # total latency percentiles of its responses (0: none)
+    p99_us: int
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A run's figures so far, for a live display."""
+
+    finished: int  # requests ended, with a response or an error
+    failed: int  # of those, the failed requests
+    elapsed_s: float | None  # since the first request could go; None before
+    requests: int | None  # the requests the run is to make, when a count bounds it
+    length_s: float | None  # how long it is to last, when known (-t, a schedule's last due time)
+    second: Second | None  # the last whole second; None before the first is over
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Figures:
+        s = d.get("second")
+        return cls(
+            finished=d["finished"],
+            failed=d["failed"],
+            elapsed_s=d.get("elapsed_s"),
+            requests=d.get("requests"),
+            length_s=d.get("length_s"),
+            second=Second(**s) if s is not None else None,
+        )
+
+
+def run(
+    config: LoadConfig,
+    progress: Callable[[int], None] | None = None,
+    live: Callable[[Figures], object] | None = None,
+) -> LoadResult:
     """Runs one load and returns its result. Ctrl-C stops the load early; the
     result then has `interrupted` set and holds what was measured.
-    `progress(finished)` is called a few times a second while it runs."""
+    `progress(finished)` and `live(figures)` are called a few times a second
+    (about four) while it runs; either returning False stops it."""
     descriptors(config)
+    on_live = None if live is None else (lambda d: live(Figures.of(d)))
     try:
-        raw = _engine.run(config.engine_json(), config.body or None, progress)
+        raw = _engine.run(config.engine_json(), config.body or None, progress, on_live)
     except EngineUsageError as e:
         raise refused(e) from None
     return LoadResult.model_validate_json(raw)

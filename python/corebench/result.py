@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class _Model(BaseModel):
@@ -186,6 +186,28 @@ class AgentSummary(_Model):
         return self.cpu.user_s + self.cpu.system_s
 
 
+class RequestTrace(_Model):
+    """Each response's own figures (µs; `start_us` from the run's start), one
+    row across the columns per response, kept only when the load asked for a
+    trace (ab's -g); `left_out` responses past the engine's limit were not kept."""
+
+    start_us: list[int]
+    connect_us: list[int]
+    waiting_us: list[int]
+    processing_us: list[int]
+    total_us: list[int]
+    status: list[int]
+    left_out: int
+
+
+class Heads(_Model):
+    """The first request's head as sent and the first response's as received
+    (ab's -v 2), kept only when asked for."""
+
+    request: str
+    response: str | None
+
+
 class LoadResult(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -230,6 +252,18 @@ class LoadResult(_Model):
     replay: ReplaySource | None = None
     # A distributed run (Ray): each agent's share, in agent order.
     agents: list[AgentSummary] = []
+    trace: RequestTrace | None = None
+    heads: Heads | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unasked(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A trace and the heads are kept only when asked for: absent, not null,
+        # otherwise, as the engine writes them.
+        data: dict[str, Any] = handler(self)
+        for key in ("trace", "heads"):
+            if data.get(key, 0) is None:
+                del data[key]
+        return data
 
     @property
     def generator_cpu_s(self) -> float:

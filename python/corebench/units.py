@@ -1,5 +1,6 @@
 """Parsing of the human units the CLI accepts (`10s`, `2m`, `500ms`)."""
 
+import math
 import re
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?\s*$")
@@ -11,7 +12,11 @@ def parse_duration_s(text: str) -> float:
     m = _DURATION.match(text)
     if not m:
         raise ValueError(f"{text!r} is not a duration: use a number with s, m, h, ms or us, like 10s or 2m")
-    return float(m.group(1)) * _SCALE_S[m.group(2)]
+    seconds = float(m.group(1)) * _SCALE_S[m.group(2)]
+    # Digits past float's range read as infinity, which no clock reaches.
+    if not math.isfinite(seconds):
+        raise ValueError(f"{m.group(1)[:12]}...{m.group(2) or ''} is not a duration: too long for any run")
+    return seconds
 
 
 def parse_span_s(text: str) -> tuple[float, float]:

@@ -67,6 +67,17 @@ def via_cli(s: dict[str, Any], capsys: Any) -> dict[str, Any]:
         flag_args.append("--http1.0")
     for name, value in s.get("headers", []):
         flag_args += ["-H", f"{name}: {value}"]
+    # ab's -X, -A, -C; -g (a trace) and -v 2 (the heads) ask the engine to keep more.
+    if s.get("proxy") is not None:
+        flag_args += ["-X", s["proxy"]]
+    if s.get("auth") is not None:
+        flag_args += ["-A", s["auth"]]
+    for c in s.get("cookies") or []:
+        flag_args += ["-C", c]
+    if s.get("trace"):
+        flag_args += ["-g", str(DATA / "requests.tsv")]
+    if s.get("heads"):
+        flag_args += ["-v", "2"]
     if s.get("log") is not None:
         argv = ["replay", s["log"], "--target", s["url"], *flag_args]
     else:
@@ -118,9 +129,15 @@ common = {
     "seed": st.integers(1, 1000),
     "concurrency": st.one_of(st.none(), st.integers(1, 64)),
 }
+# ab's -A and -C: `corebench load`'s, not replay's.
+ab = {
+    "auth": st.sampled_from([None, "user:secret"]),
+    "cookies": st.sampled_from([None, ["a=1"], ["a=1", "b=2"]]),
+}
 closed = st.fixed_dictionaries(
     {
         **common,
+        **ab,
         "method": st.sampled_from([None, "GET", "HEAD"]),
         "variable_length": st.sampled_from([None, True]),
         "urls": st.sampled_from([None, str(URL_FILE)]),
@@ -128,10 +145,15 @@ closed = st.fixed_dictionaries(
     }
 )
 rate = st.fixed_dictionaries(
-    {**common, "rate": st.sampled_from(["500", "2000", "100..400"]), "method": st.sampled_from([None, "GET"])}
+    {
+        **common,
+        **ab,
+        "rate": st.sampled_from(["500", "2000", "100..400"]),
+        "method": st.sampled_from([None, "GET"]),
+    }
 ).map(lambda s: {**s, "ramp": "1s" if ".." in s["rate"] else None})
 users = st.fixed_dictionaries(
-    {**common, "think": st.sampled_from(["1s", "0.1s..0.5s", "0"]), "concurrency": st.integers(1, 16)}
+    {**common, **ab, "think": st.sampled_from(["1s", "0.1s..0.5s", "0"]), "concurrency": st.integers(1, 16)}
 )
 replay = st.fixed_dictionaries(
     {
@@ -174,6 +196,9 @@ REACH: dict[str, dict[str, Any]] = {
     "random_order": {"random": True},
     "seed": {"seed": 9},
     "replay": {"log": str(LOG)},
+    "proxy": {"proxy": "127.0.0.1:3128"},
+    "trace": {"trace": True},
+    "capture_heads": {"heads": True},
 }
 
 

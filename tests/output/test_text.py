@@ -16,3 +16,78 @@ def test_sane_warnings():
     assert _sane("the total time", 10, 10, 1.0) == []
     assert _sane("the total time", 12, 10, 1.5)[0].startswith("WARNING: The median and mean for the total time")
     assert _sane("the total time", 20, 10, 1.0)[0].startswith("ERROR: The median and mean")
+
+
+def _run(values=(800, 1200, 1900, 2600, 40_000), **over):
+    from types import SimpleNamespace
+
+    from tests.output.hdr import summary
+
+    s = summary(list(values))
+    lat = SimpleNamespace(connect=s, processing=s, waiting=s, total=s, uncorrected=None)
+    fields = dict(
+        latency_us=lat,
+        model="closed",
+        host="127.0.0.1",
+        port=80,
+        path="/",
+        server_software="t/1",
+        document_length=5,
+        concurrency=1,
+        duration_s=1.0,
+        requests=5,
+        responses=5,
+        failed=0,
+        errors=SimpleNamespace(connect=0, receive=0, length=0, exceptions=0, timeout=0),
+        non_2xx=0,
+        keep_alive=False,
+        bytes=SimpleNamespace(received=100, sent=700, body=25),
+        heads=None,
+        status_counts={200: 5},
+    )
+    return SimpleNamespace(**{**fields, **over})
+
+
+def _config(**over):
+    from corebench.config.load import LoadConfig
+
+    return LoadConfig(url="http://127.0.0.1/", **over)
+
+
+def test_no_confidence_and_no_percentiles():
+    from corebench.output.options import ReportOptions
+    from corebench.output.text import _ab_block
+
+    full = "\n".join(_ab_block(_run(), _config(), ReportOptions()))
+    assert "mean[+/-sd] median" in full and "Percentage of the requests" in full
+    plain = "\n".join(_ab_block(_run(), _config(), ReportOptions(confidence=False, percentiles=False)))
+    # ab -S: "%5 %5%5" (no space before max), no SANE() warnings; -d: no percentage table.
+    assert "              min   avg   max\nConnect:        1     9   40\nProcessing:     1     9   40\n" in plain
+    assert "Percentage" not in plain
+    # Mean 2 ms, median 1 ms, sd 0.74 ms: ab's SANE() warns, unless -S.
+    skewed = [1000] * 5 + [2400] * 5
+    assert "WARNING: The median and mean for the total time" in "\n".join(
+        _ab_block(_run(skewed), _config(), ReportOptions())
+    )
+    assert "WARNING" not in "\n".join(_ab_block(_run(skewed), _config(), ReportOptions(confidence=False)))
+
+
+def test_an_empty_body_file_is_still_a_body_sent():
+    from corebench.output.options import ReportOptions
+    from corebench.output.text import _ab_block
+
+    # ab -p on an empty file: a POST with Content-Length: 0 and a Content-Type; "Total body sent" shown.
+    with_file = "\n".join(_ab_block(_run(), _config(method="POST", content_type="text/plain"), ReportOptions()))
+    assert "Total body sent:        700" in with_file and "kb/s sent" in with_file
+    assert "Total body sent" not in "\n".join(_ab_block(_run(), _config(), ReportOptions()))
+
+
+def test_users_say_their_think_time():
+    from types import SimpleNamespace
+
+    from corebench.output.text import _concurrency_line
+
+    users = SimpleNamespace(model="users", concurrency=25, think_s=(0.0, 2.0))
+    assert _concurrency_line(users) == "Users:                  25 (think time 0–2 s after each response, uniform)"
+    bench = SimpleNamespace(model="users", concurrency=3, think_s=(0.0, 0.0))
+    assert _concurrency_line(bench) == "Users:                  3 (no think time)"

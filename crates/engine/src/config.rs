@@ -25,7 +25,8 @@ pub struct LoadConfig {
     /// Total requests to make; `None` means bounded by `duration_s` alone.
     #[schemars(range(min = 1))]
     pub requests: Option<u64>,
-    /// Stop sending after this many seconds; in-flight requests then finish.
+    /// Stop sending after this many seconds; requests in flight then get 1 s
+    /// more to finish, and count as timeouts past it.
     #[schemars(range(min = 0.0, max = MAX_DURATION_S))]
     pub duration_s: Option<f64>,
     pub keep_alive: bool,
@@ -78,6 +79,17 @@ pub struct LoadConfig {
     /// Wait until this wall-clock instant (Unix seconds) before the first
     /// request, so that agents on several machines start together.
     pub start_at_unix_s: Option<f64>,
+    /// An HTTP proxy, `HOST:PORT` on a loopback address, that every request
+    /// is sent to with the URL as its target in absolute form (ab's -X).
+    /// The target must still be a loopback address (or `allow_remote`).
+    pub proxy: Option<String>,
+    /// Keep each response's timings (its start and ab's four phases) and
+    /// status, up to `MAX_TRACE` of them, for ab's per-request file (-g).
+    /// Off by default: the measurement is HDR histograms, never a list.
+    pub trace: bool,
+    /// Keep the head of the request as sent and of the first response
+    /// received (ab's -v 2 prints them).
+    pub capture_heads: bool,
 }
 
 /// One agent's part of a distributed load. Connections, users and request
@@ -186,6 +198,9 @@ impl Default for LoadConfig {
             replay: None,
             agent: None,
             start_at_unix_s: None,
+            proxy: None,
+            trace: false,
+            capture_heads: false,
         }
     }
 }
@@ -205,8 +220,10 @@ pub const MAX_RATE_RPS: f64 = 10_000_000.0;
 /// One request every 1,000 s: slower is a typo, and its due times would
 /// run past any clock.
 pub const MIN_RATE_RPS: f64 = 0.001;
+/// The most responses a `trace` keeps (about 40 MB); the rest are counted.
+pub const MAX_TRACE: usize = 1_000_000;
 
-fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
+pub(crate) fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
     EngineError::BadConfig { key, reason: reason.into() }
 }
 
@@ -253,6 +270,7 @@ impl LoadConfig {
         }
         self.validate_model()?;
         self.validate_share()?;
+
         let token = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         if !token(&self.method) {
             return Err(bad("method", format!("{:?} is not an HTTP method token", self.method)));

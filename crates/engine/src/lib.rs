@@ -10,6 +10,8 @@ mod agent;
 mod client;
 pub mod config;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod load;
 pub mod measure;
 pub mod result;
@@ -18,6 +20,6 @@ mod workload;
 pub use agent::{merge, run_agent, AgentPart, PART_SCHEMA};
 pub use config::{load_config_schema, split, HttpVersion, LoadConfig};
 pub use error::{EngineError, Result};
-pub use load::control::Control;
+pub use load::control::{Control, Plan, SecondFigures};
 pub use load::{check, run, run_with};
 pub use result::LoadResult;

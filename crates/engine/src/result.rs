@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::RateConfig;
 use crate::measure::cpu::CpuTimes;
-use crate::measure::stats::ErrorCounts;
+use crate::measure::stats::{ErrorCounts, Trace};
 use crate::measure::summary::LatencySummary;
 use crate::workload::replay::ReplaySource;
 
@@ -110,6 +110,21 @@ pub struct LoadResult {
     /// A distributed run: each agent's share, in agent order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentSummary>,
+    /// Each response's figures, when the config asked for a trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Trace>,
+    /// The request's and the first response's heads, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heads: Option<Heads>,
+}
+
+/// What went over the wire, for ab's -v: the first request's head as sent
+/// (its body left out) and the first response's head as received.
+#[derive(Debug, Clone, Serialize)]
+pub struct Heads {
+    pub request: String,
+    /// None when no response arrived on the connection that keeps it.
+    pub response: Option<String>,
 }
 
 /// What the run was and how long it took, as opposed to what it measured.

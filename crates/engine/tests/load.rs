@@ -152,3 +152,56 @@ fn a_server_that_closes_after_answering_is_not_waited_for() {
     assert_eq!((r.responses, r.failed), (20, 0), "{:?}", r.error_samples);
     assert!(r.run.duration_s < 1.5, "no request waited for its timeout: {} s", r.run.duration_s);
 }
+
+#[test]
+fn a_trace_keeps_every_response_and_agrees_with_the_histograms() {
+    let srv = start(Reply::Bytes(OK, true));
+    let r = run(&LoadConfig { keep_alive: true, trace: true, ..config(&srv.url, 4, 500) }).unwrap();
+    let t = r.trace.as_ref().expect("a trace was asked for");
+    assert_eq!((t.len(), t.left_out), (500, 0));
+    assert!(t.status.iter().all(|&s| s == 200));
+    let max = *t.total_us.iter().max().unwrap() as u64;
+    assert!(max.abs_diff(r.latency_us.total.max_us) <= max / 500 + 1, "{max} vs {}", r.latency_us.total.max_us);
+    for i in 0..t.len() {
+        assert!(t.connect_us[i] + t.processing_us[i] <= t.total_us[i] + 1, "row {i}");
+        assert!(t.start_us[i] <= (r.run.duration_s * 1e6) as u64, "row {i}");
+    }
+    let plain = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 4, 10) }).unwrap();
+    assert!(plain.trace.is_none() && plain.heads.is_none(), "nothing kept unless asked");
+}
+
+#[test]
+fn heads_are_the_request_as_sent_and_the_first_response() {
+    let srv = start(Reply::Bytes(OK, true));
+    let r = run(&LoadConfig {
+        capture_heads: true,
+        method: "POST".into(),
+        body: b"x=1".to_vec(),
+        ..config(&srv.url, 1, 3)
+    })
+    .unwrap();
+    let h = r.heads.expect("heads were asked for");
+    assert!(h.request.starts_with("POST / HTTP/1.1\r\nHost: 127.0.0.1:"), "{}", h.request);
+    assert!(h.request.ends_with("Content-Length: 3\r\n\r\n"), "the body is left out: {}", h.request);
+    assert_eq!(h.response.as_deref(), Some("HTTP/1.1 200 OK\r\nServer: test/1\r\nContent-Length: 5\r\n\r\n"));
+}
+
+#[test]
+fn requests_through_a_proxy_go_to_it_with_the_absolute_url() {
+    // The "proxy" answers itself: what matters is where the requests went.
+    let proxy = start(Reply::Bytes(OK, true));
+    let port = proxy.url.trim_end_matches('/').rsplit(':').next().unwrap().to_string();
+    let target = refused_url();
+    let r = run(&LoadConfig {
+        proxy: Some(format!("127.0.0.1:{port}")),
+        capture_heads: true,
+        keep_alive: true,
+        ..config(&format!("{target}page?q=1"), 2, 20)
+    })
+    .unwrap();
+    assert_eq!((r.responses, r.failed), (20, 0));
+    assert_eq!(proxy.requests.load(std::sync::atomic::Ordering::SeqCst), 20);
+    let line = format!("GET {target}page?q=1 HTTP/1.1");
+    assert!(r.heads.unwrap().request.starts_with(&format!("{line}\r\n")));
+    assert!(proxy.lines.lock().unwrap().iter().all(|l| *l == line), "{:?}", proxy.lines.lock().unwrap());
+}

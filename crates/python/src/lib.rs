@@ -58,17 +58,19 @@ fn serve_to_py(e: ServeError) -> PyErr {
 /// `"interrupted": true`.
 /// `progress`, when given, is called about four times a second with the
 /// number of requests finished so far (for live displays); returning
-/// `False` stops the run as Ctrl-C does.
+/// `False` stops the run as Ctrl-C does. `live`, when given, is called as
+/// often with a dict of the run's figures so far (see `live_figures`).
 #[pyfunction]
-#[pyo3(signature = (config_json, body=None, progress=None))]
+#[pyo3(signature = (config_json, body=None, progress=None, live=None))]
 fn run(
     py: Python<'_>,
     config_json: &str,
     body: Option<Vec<u8>>,
     progress: Option<Bound<'_, PyAny>>,
+    live: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let config = load_config(config_json, body)?;
-    let result = drive(py, progress, |control| run_with(&config, control))?;
+    let result = drive(py, progress, live, |control| run_with(&config, control))?;
     serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
 }
 
@@ -83,7 +85,7 @@ fn run_agent(
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let config = load_config(config_json, body)?;
-    let part = drive(py, progress, |control| corebench_engine::run_agent(&config, control))?;
+    let part = drive(py, progress, None, |control| corebench_engine::run_agent(&config, control))?;
     serde_json::to_string(&part).map_err(|e| EngineFailure::new_err(e.to_string()))
 }
 
@@ -117,10 +119,11 @@ fn load_config(config_json: &str, body: Option<Vec<u8>>) -> PyResult<LoadConfig>
 }
 
 /// Runs `work` on its own thread with the GIL released, watching for
-/// signals and calling `progress` meanwhile.
+/// signals and calling `progress` and `live` meanwhile.
 fn drive<T: Send>(
     py: Python<'_>,
     progress: Option<Bound<'_, PyAny>>,
+    live: Option<Bound<'_, PyAny>>,
     work: impl FnOnce(&Control) -> Result<T, EngineError> + Send,
 ) -> PyResult<T> {
     let control = Control::default();
@@ -146,6 +149,15 @@ fn drive<T: Send>(
                             control.stop();
                         }
                     }
+                    if let (Some(cb), 0) = (&live, ticks % 5) {
+                        let stop = match live_figures(py, &control) {
+                            Ok(figures) => !keep_going(py, cb, figures),
+                            Err(_) => false,
+                        };
+                        if stop {
+                            control.stop();
+                        }
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(EngineError::WorkerPanic("the load thread ended without a result".into()))
@@ -156,11 +168,41 @@ fn drive<T: Send>(
     outcome.map_err(to_py)
 }
 
-/// Calls the progress callback; false when it asks the run to stop (it
+/// The run's figures so far, for a live display: `finished` and `failed`
+/// requests; once the load has started, `elapsed_s` and what the run is to
+/// do, `requests` and `length_s` (each None when not bounded by it); and
+/// `second`, the last whole second's `second` (its index), `completed`,
+/// `errors`, `p50_us` and `p99_us` (None before the first second is over).
+fn live_figures<'py>(py: Python<'py>, control: &Control) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use pyo3::types::PyDict;
+    let d = PyDict::new(py);
+    d.set_item("finished", control.finished())?;
+    d.set_item("failed", control.failed())?;
+    let plan = control.plan();
+    d.set_item("elapsed_s", plan.map(|p| p.start.elapsed().as_secs_f64()))?;
+    d.set_item("requests", plan.and_then(|p| p.requests))?;
+    d.set_item("length_s", plan.and_then(|p| p.length_s))?;
+    let second = match control.last_second() {
+        Some(s) => {
+            let sd = PyDict::new(py);
+            sd.set_item("second", s.second)?;
+            sd.set_item("completed", s.completed)?;
+            sd.set_item("errors", s.errors)?;
+            sd.set_item("p50_us", s.p50_us)?;
+            sd.set_item("p99_us", s.p99_us)?;
+            Some(sd)
+        }
+        None => None,
+    };
+    d.set_item("second", second)?;
+    Ok(d)
+}
+
+/// Calls a progress callback; false when it asks the run to stop (it
 /// returned False, or a Ctrl-C arrived while it ran). A failing display
 /// must not end the run.
-fn keep_going(py: Python<'_>, cb: &Bound<'_, PyAny>, finished: u64) -> bool {
-    match cb.call1((finished,)) {
+fn keep_going<'py>(py: Python<'py>, cb: &Bound<'py, PyAny>, arg: impl IntoPyObject<'py>) -> bool {
+    match cb.call1((arg,)) {
         Ok(v) => !v.is_instance_of::<pyo3::types::PyBool>() || v.is_truthy().unwrap_or(true),
         Err(e) => !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py),
     }

@@ -51,16 +51,19 @@ pub(crate) fn parse(buf: &[u8]) -> Parsed {
     let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
         return Parsed::Bad(400, "malformed request line");
     };
-    let line_end = buf.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(0);
+    let method = span(buf, method.as_bytes());
+    // From the method: httparse skips empty lines before the request line.
+    let line_end = buf[method.0..].iter().position(|&b| b == b'\r' || b == b'\n').map_or(method.1, |i| method.0 + i);
     let mut head = Head {
         len,
-        method: span(buf, method.as_bytes()),
+        method,
         target: span(buf, target.as_bytes()),
-        request_line: (0, line_end),
+        request_line: (method.0, line_end),
         version,
         keep_alive: version == 1,
         ..Head::default()
     };
+    let mut length = None;
     for h in req.headers.iter() {
         let value = h.value;
         if h.name.eq_ignore_ascii_case("connection") {
@@ -71,9 +74,14 @@ pub(crate) fn parse(buf: &[u8]) -> Parsed {
                 head.keep_alive = true;
             }
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            match std::str::from_utf8(value).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
-                Some(n) if n <= MAX_BODY_BYTES => head.content_length = n,
-                Some(_) => return Parsed::Bad(413, "request body too large"),
+            // 1*DIGIT, the same in every field (RFC 9112 §6.3): otherwise
+            // where the next request starts is unknown.
+            let v = value.trim_ascii();
+            let digits = !v.is_empty() && v.iter().all(u8::is_ascii_digit);
+            match digits.then(|| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).flatten() {
+                Some(n) if n > MAX_BODY_BYTES => return Parsed::Bad(413, "request body too large"),
+                Some(n) if length.is_some_and(|m| m != n) => return Parsed::Bad(400, "conflicting Content-Length"),
+                Some(n) => (head.content_length, length) = (n, Some(n)),
                 None => return Parsed::Bad(400, "invalid Content-Length"),
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -186,5 +194,30 @@ mod tests {
         req.extend_from_slice(&long);
         assert!(matches!(parse(&req), Parsed::Bad(431, _)));
         assert!(matches!(parse(b"GET / HTTP/1.0\r\n"), Parsed::Partial));
+    }
+
+    // Found by fuzz/fuzz_targets/http_request.rs: httparse skips empty lines
+    // before the request line, which the access log then wrote as "".
+    #[test]
+    fn request_line_after_empty_lines() {
+        let buf = b"\r\n\nGET /a HTTP/1.0\r\n\r\n";
+        let Parsed::Complete(h) = parse(buf) else { panic!() };
+        assert_eq!(&buf[h.request_line.0..h.request_line.1], b"GET /a HTTP/1.0");
+        assert_eq!(h.len, buf.len());
+    }
+
+    // Found by the same target: a signed length, or two that differ, leave
+    // the next request's start unknown (RFC 9112 §6.3).
+    #[test]
+    fn content_length_is_digits_and_agrees() {
+        let bad = |v: &str| {
+            let req = format!("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: {v}\r\n\r\nabc");
+            matches!(parse(req.as_bytes()), Parsed::Bad(400, _))
+        };
+        assert!(bad("+3") && bad("4") && bad("") && bad("3 3"));
+        let Parsed::Complete(h) = parse(b"POST / HTTP/1.1\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\nabc") else {
+            panic!()
+        };
+        assert_eq!(h.content_length, 3);
     }
 }

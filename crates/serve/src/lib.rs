@@ -11,6 +11,8 @@ mod db;
 mod error;
 mod evloop;
 mod exchange;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod http;
 mod queue;
 mod routes;

@@ -4,6 +4,7 @@ their parsing, and the run → report step."""
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from corebench.config import engine as _engine_models
 from corebench.config.load import LoadConfig
 from corebench.config.settings import LoadSettings, SettingError, engine_config
 from corebench.errors import UsageError
+from corebench.output.options import ReportOptions
 
 # Setting (LoadSettings field) -> the flag that sets it, so an error names the flag.
 FLAGS = {
@@ -44,6 +46,11 @@ FLAGS = {
     "allow_unsafe": "--allow-unsafe",
     "limit": "--limit",
     "loop": "--loop",
+    "proxy": "-X/--proxy",
+    "auth": "-A/--auth",
+    "cookies": "-C/--cookie",
+    "trace": "-g/--gnuplot",
+    "heads": "-v/--verbosity",
 }
 _ENGINE_DEFAULTS = _engine_models.LoadConfig.model_fields
 
@@ -58,13 +65,16 @@ CONCURRENCY = typer.Option(
 )
 REQUESTS = typer.Option(None, "-n", "--requests", help="Total requests (default 1, like ab).")
 DURATION = typer.Option(
-    None, "-t", "-d", "--duration", help="Run length: 10s, 2m, 500ms; in-flight requests then finish."
+    None, "-t", "-d", "--duration", help="Run length: 10s, 2m, 500ms; requests in flight then get 1 s more to finish."
 )
 KEEP_ALIVE = typer.Option(False, "-k", "--keep-alive", help="Reuse connections (HTTP keep-alive).")
 HTTP10 = typer.Option(False, "--http1.0", help="Send HTTP/1.0 requests.")
 HEADER = typer.Option([], "-H", "--header", help="Extra header 'Name: value' (repeatable).")
 TIMEOUT = typer.Option(
-    None, "-s", "--timeout", help=f"Per-request timeout (ab's -s; default {_ENGINE_DEFAULTS['timeout_s'].default:g}s)."
+    None,
+    "-s",
+    "--timeout",
+    help=f"Per-request timeout (ab's -s, wrk's --timeout; default {_ENGINE_DEFAULTS['timeout_s'].default:g}s).",
 )
 THREADS = typer.Option(None, "--threads", help="Worker threads (default: one per available CPU).")
 ALLOW_REMOTE = typer.Option(False, "--allow-remote", help="Allow a target that is not on a loopback address.")
@@ -82,10 +92,11 @@ JSON_OUT = typer.Option(
 HGRM = typer.Option(None, "--hgrm", help="Write the total-latency percentile distribution (.hgrm) to FILE.")
 RATE = typer.Option(
     None,
+    "-R",
     "--rate",
     help=(
         "Open loop: requests per second (R, or START..END with --ramp), sent on schedule whatever the responses do; "
-        "latency counts from the intended send time."
+        "latency counts from the intended send time (wrk2's -R)."
     ),
 )
 RAY = typer.Option(
@@ -186,6 +197,13 @@ def print_config(config: LoadConfig) -> None:
     sys.stdout.write(config.model_dump_json(indent=2, exclude={"body"}) + "\n")
 
 
+QUIET = typer.Option(
+    False,
+    "-q",
+    "--quiet",
+    help="No live progress line (ab's -q); it is also off when stderr is not a terminal.",
+)
+
 THRESHOLD = typer.Option(
     None,
     "--threshold",
@@ -206,31 +224,95 @@ def thresholds(texts: list[str] | None) -> list[Any]:
     return out
 
 
+# The flag that sends each file format somewhere, for errors.
+FILE_FLAGS = {"json": "--json", "hgrm": "--hgrm", "csv": "-e/--csv", "gnuplot": "-g/--gnuplot"}
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run's formats go. stdout holds one: the text report, unless
+    ab's -w prints the HTML table instead or a file format is sent to '-'.
+    `files` maps a format to its destination, in the order written."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    html: bool = False
+    options: ReportOptions | None = None  # the text report's layout
+
+    def on_stdout(self) -> list[str]:
+        """The flags that claim stdout besides the text report."""
+        claims = [f"{FILE_FLAGS[name]} -" for name, dest in self.files.items() if dest == "-"]
+        return (["-w/--html"] if self.html else []) + claims
+
+    @property
+    def text_on_stdout(self) -> bool:
+        return not self.on_stdout()
+
+    def check(self) -> None:
+        """Before any load: one format on stdout; the text report's own
+        options only where the text report is printed."""
+        claims = self.on_stdout()
+        if len(claims) > 1:
+            raise UsageError(
+                f"{claims[0]} and {claims[1]}: both would write to stdout, which holds one format: "
+                "write all but one of them to a file"
+            )
+        o = self.options
+        if not claims or o is None:
+            return
+        for flag, used in (
+            ("-L/--latency", o.latency),
+            ("-S/--no-confidence", not o.confidence),
+            ("-d/--no-percentiles", not o.percentiles),
+        ):
+            if used:
+                raise UsageError(f"{flag}: changes the text report, which {claims[0]} replaces: drop one of them")
+
+
 def run_and_report(
     config: Any,
     json_out: str | None,
     hgrm: Path | None,
     cluster: Any | None = None,
     criteria: list[Any] | None = None,
+    outputs: Outputs | None = None,
+    quiet: bool = False,
 ) -> None:
-    """Runs the load (here, or on a cluster's agents), prints the text report
-    (unless --json -), writes files."""
-    from corebench import engine, output
+    """Runs the load (here, with the live progress line on a terminal unless
+    `quiet`; or on a cluster's agents), prints the text report (unless stdout
+    holds another format), writes files. `outputs`, when given, says where
+    every format goes (`json_out` and `hgrm` then unused)."""
+    from corebench import output
+    from corebench.cli import live
 
-    result = engine.run(config) if cluster is None else _distributed(config, cluster)
+    if outputs is None:
+        files = {"json": json_out, "hgrm": str(hgrm) if hgrm is not None else None}
+        outputs = Outputs(files={k: v for k, v in files.items() if v})
+    outputs.check()
+    result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
     dead = result.successes == 0 and not result.interrupted
+    aside = sys.stdout if outputs.text_on_stdout else sys.stderr
     if dead:
-        # Said first, where a reader looks, and on stderr when stdout is JSON.
-        line = f"corebench: no request succeeded: {result.requests:,} sent; {result.failures()}\n"
-        (sys.stderr if json_out == "-" else sys.stdout).write(line)
-    if json_out != "-":
-        sys.stdout.write(output.get("text").render(result, config))
-    if json_out:
-        write(json_out, output.get("json").render(result, config), "--json")
-    if hgrm:
-        write(str(hgrm), output.get("hgrm").render(result, config), "--hgrm")
+        # Said first, where a reader looks, and on stderr when stdout holds another format.
+        aside.write(f"corebench: no request succeeded: {result.requests:,} sent; {result.failures()}\n")
+    options = outputs.options
+    if outputs.text_on_stdout:
+        sys.stdout.write(output.get("text", options).render(result, config))
+    else:
+        if options is not None and options.verbosity >= 2:
+            # ab's -v lines belong to the text report; beside another format, on stderr.
+            sys.stderr.write(output.get("verbose", options).render(result, config))
+        if outputs.html:
+            sys.stdout.write(output.get("html").render(result, config))
+    for name, dest in outputs.files.items():
+        write(dest, output.get(name).render(result, config), FILE_FLAGS[name])
+    if result.trace is not None and result.trace.left_out:
+        print(
+            f"corebench: -g/--gnuplot: the file holds {len(result.trace.total_us):,} responses; "
+            f"{result.trace.left_out:,} more were not kept (a trace keeps about 1,000,000)",
+            file=sys.stderr,
+        )
     _watch_generator(result)
-    failed = _judge(criteria or [], result, sys.stderr if json_out == "-" else sys.stdout)
+    failed = _judge(criteria or [], result, aside)
     if result.interrupted:
         raise typer.Exit(130)
     if dead:

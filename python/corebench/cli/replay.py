@@ -42,6 +42,7 @@ def replay(
     busy_poll: str | None = common.BUSY_POLL,
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine's random choices, for a repeatable run."),
     json_out: str | None = common.JSON_OUT,
+    quiet: bool = common.QUIET,
     threshold: list[str] | None = common.THRESHOLD,
     print_config: bool = common.PRINT_CONFIG,
     ray: str | None = common.RAY,
@@ -78,4 +79,6 @@ def replay(
         common.print_config(config)
         return
     criteria = common.thresholds(threshold)
-    common.run_and_report(config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus), criteria)
+    common.run_and_report(
+        config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus), criteria, quiet=quiet
+    )

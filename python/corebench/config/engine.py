@@ -111,6 +111,11 @@ class LoadConfig(BaseModel):
     busy polling removes that cost at the price of a generator core that
     looks fully busy, so use it only with the generator on cores of its own.
     """
+    capture_heads: bool = False
+    """
+    Keep the head of the request as sent and of the first response
+    received (ab's -v 2 prints them).
+    """
     concurrency: int = Field(1, ge=1, le=1000000)
     """
     Concurrent connections (closed loop: requests in flight).
@@ -118,7 +123,8 @@ class LoadConfig(BaseModel):
     content_type: str | None = None
     duration_s: float | None = Field(None, ge=0.0, le=604800.0)
     """
-    Stop sending after this many seconds; in-flight requests then finish.
+    Stop sending after this many seconds; requests in flight then get 1 s
+    more to finish, and count as timeouts past it.
     """
     headers: list[Header] = Field([], validate_default=True)
     """
@@ -127,6 +133,12 @@ class LoadConfig(BaseModel):
     http_version: Literal["1.0", "1.1"] = "1.1"
     keep_alive: bool = False
     method: str = Field("GET", min_length=1, pattern="^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+    proxy: str | None = None
+    """
+    An HTTP proxy, `HOST:PORT` on a loopback address, that every request
+    is sent to with the URL as its target in absolute form (ab's -X).
+    The target must still be a loopback address (or `allow_remote`).
+    """
     random_order: bool = False
     rate: RateConfig | None = None
     """
@@ -163,6 +175,12 @@ class LoadConfig(BaseModel):
     Per-request timeout, from the moment the request is begun to its last
     byte (in an open loop, a request that waited for a connection has
     its whole timeout once sent).
+    """
+    trace: bool = False
+    """
+    Keep each response's timings (its start and ab's four phases) and
+    status, up to `MAX_TRACE` of them, for ab's per-request file (-g).
+    Off by default: the measurement is HDR histograms, never a list.
     """
     url: str = ""
     urls: list[UrlSpec] = Field([], validate_default=True)

@@ -13,6 +13,7 @@ refused by the generated model and reported under the key given here."""
 from __future__ import annotations
 
 import base64
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +28,8 @@ from corebench.units import parse_duration_s, parse_rate, parse_span_s
 def _seconds(v: Any) -> Any:
     if isinstance(v, str):
         return parse_duration_s(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError("give a finite number of seconds")
     return v
 
 
@@ -79,6 +82,17 @@ class LoadSettings(BaseModel):
     allow_unsafe: bool | None = None
     limit: int | None = None
     loop: bool | None = None
+    # ab's -X: an HTTP proxy, HOST:PORT on a loopback address, that every
+    # request goes to with the URL in absolute form.
+    proxy: str | None = None
+    # ab's -A: USER:PASSWORD, sent as HTTP Basic authorization (RFC 7617).
+    auth: str | None = None
+    # ab's -C: name=value cookies, all sent in one Cookie header (RFC 6265 §5.4).
+    cookies: list[str] = []
+    # Keep each response's timings and status in the result (ab's -g file).
+    trace: bool | None = None
+    # Keep the request's and the first response's heads (ab's -v 2).
+    heads: bool | None = None
 
     @pydantic.field_validator("headers", mode="before")
     @classmethod
@@ -119,6 +133,7 @@ ENGINE_TO_SETTING = {
     "replay.allow_unsafe": "allow_unsafe",
     "replay": "log",
     "urls": "urls",
+    "capture_heads": "heads",
 }
 # Engine fields no entry point sets, and why.
 INTERNAL = {
@@ -138,8 +153,11 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
     Raises SettingError naming the setting at fault."""
     if s.url is None:
         raise SettingError("url", "give the URL to load")
-    out: dict[str, Any] = {"url": s.url, "headers": s.headers}
+    out: dict[str, Any] = {"url": s.url, "headers": s.headers + _auth(s) + _cookies(s)}
     passthrough = {
+        "proxy": s.proxy,
+        "trace": s.trace,
+        "capture_heads": s.heads,
         "keep_alive": s.keep_alive,
         "http_version": s.http_version,
         "method": s.method,
@@ -196,6 +214,39 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
         raise SettingError(setting_of(field), err["msg"].removeprefix("Value error, ")) from None
+
+
+def _given(s: LoadSettings, name: str) -> bool:
+    return any(n.strip().lower() == name.lower() for n, _ in s.headers)
+
+
+def _auth(s: LoadSettings) -> list[tuple[str, str]]:
+    """ab's -A: the credentials, leading spaces dropped, base64 as given."""
+    if s.auth is None:
+        return []
+    creds = s.auth.lstrip()
+    if ":" not in creds:
+        raise SettingError("auth", f"{s.auth!r}: give USER:PASSWORD, the two separated by a colon")
+    if _given(s, "Authorization"):
+        raise SettingError("auth", "an Authorization header is given too (-H): give the credentials once")
+    return [("Authorization", "Basic " + base64.b64encode(creds.encode()).decode())]
+
+
+def _cookies(s: LoadSettings) -> list[tuple[str, str]]:
+    """ab's -C, repeatable: every name=value pair in one Cookie header."""
+    if not s.cookies:
+        return []
+    pairs = []
+    for c in s.cookies:
+        parts = [p.strip() for p in c.split(";") if p.strip()]
+        for pair in parts or [c]:
+            name, eq, _ = pair.partition("=")
+            if not eq or not name.strip() or any(ch in pair for ch in "\r\n"):
+                raise SettingError("cookies", f"{c!r}: give a cookie as name=value (repeat the flag for more)")
+        pairs += parts
+    if _given(s, "Cookie"):
+        raise SettingError("cookies", "a Cookie header is given too (-H): give the cookies one way")
+    return [("Cookie", "; ".join(pairs))]
 
 
 def _rate(text: float | str, ramp_s: float | None) -> dict[str, Any]:

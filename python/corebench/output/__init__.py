@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from corebench.config.load import LoadConfig
+from corebench.output.options import ReportOptions
 from corebench.result import LoadResult
 
 
@@ -16,8 +17,24 @@ class Format(Protocol):
     def render(self, result: LoadResult, config: LoadConfig) -> str: ...
 
 
-def get(name: str) -> Format:
-    from corebench.output import hgrm, json, siege, text
+def get(name: str, options: ReportOptions | None = None) -> Format:
+    """The format called `name`; `options` lay out the text report (ab's -S,
+    -d, -v, wrk's --latency) and set the level of ab's -v lines."""
+    from corebench.output import abcsv, abhtml, gnuplot, hgrm, json, siege, text, verbose, wrk
 
-    formats = {f.name: f for f in (text.AbText(), json.Json(), hgrm.Hgrm(), siege.SiegeText())}
-    return formats[name]
+    o = options or ReportOptions()
+    formats: tuple[Format, ...] = (
+        text.AbText(o),
+        json.Json(),
+        hgrm.Hgrm(),
+        siege.SiegeText(),
+        abcsv.AbCsv(),
+        gnuplot.Gnuplot(),
+        abhtml.AbHtml(),
+        wrk.WrkLatency(),
+        verbose.AbVerbose(o.verbosity),
+    )
+    return {f.name: f for f in formats}[name]
+
+
+__all__ = ["Format", "ReportOptions", "get"]

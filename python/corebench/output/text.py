@@ -9,10 +9,15 @@ from collections import Counter
 from corebench import __version__
 from corebench.config.load import LoadConfig
 from corebench.output import sections
+from corebench.output.options import ReportOptions
+from corebench.output.verbose import AbVerbose
+from corebench.output.wrk import WrkLatency
 from corebench.result import LatencySummary, LoadResult
 
 # ab.c's CONF_FMT_STRING: "%5" " %4" " %5.1f" " %6" " %7"
 _ROW = "{:5d} {:4d} {:5.1f} {:6d} {:7d}"
+# With -S (no confidence estimators): "%5" " %5" "%5", min avg max.
+_ROW_S = "{:5d} {:5d}{:5d}"
 _AB_PERCENTS = (50, 66, 75, 80, 90, 95, 98, 99)
 
 
@@ -43,9 +48,10 @@ def _row(label: str, h: LatencySummary) -> tuple[str, tuple[int, int, float]]:
     return line, (mean, median, sd)
 
 
-def _connection_times(r: LoadResult) -> list[str]:
+def _connection_times(r: LoadResult, confidence: bool = True) -> list[str]:
     lat = r.latency_us
-    out = ["", "Connection Times (ms)", "              min  mean[+/-sd] median   max"]
+    header = "              min  mean[+/-sd] median   max" if confidence else "              min   avg   max"
+    out = ["", "Connection Times (ms)", header]
     warnings: list[str] = []
     for label, what, h in (
         ("Connect:", "the initial connection time", lat.connect),
@@ -53,6 +59,9 @@ def _connection_times(r: LoadResult) -> list[str]:
         ("Waiting:", "the waiting time", lat.waiting),
         ("Total:", "the total time", lat.total),
     ):
+        if not confidence:
+            out.append(f"{label:<12}" + _ROW_S.format(_round_ms(h.min_us), _round_ms(h.mean_us), _round_ms(h.max_us)))
+            continue
         line, (mean, median, sd) = _row(label, h)
         out.append(line)
         warnings += _sane(what, mean, median, sd)
@@ -72,7 +81,11 @@ def _concurrency_line(r: LoadResult) -> str:
     in flight. An open loop's connections are only an upper bound (the rate
     sets the load), and users think between requests: said as such."""
     if r.model == "users":
-        return f"Users:                  {r.concurrency}"
+        think = ""
+        if r.think_s is not None:
+            lo, hi = r.think_s
+            think = f" (think time {lo:g}–{hi:g} s after each response, uniform)" if hi > 0 else " (no think time)"
+        return f"Users:                  {r.concurrency}{think}"
     if r.model in ("rate", "replay") and r.schedule is not None:
         return f"Connections (at most):  {r.concurrency} (open loop: the schedule set the load)"
     return f"Concurrency Level:      {r.concurrency}"
@@ -86,12 +99,20 @@ def _time_per_request(r: LoadResult, t: float) -> str:
     return f"Time per request:       {r.latency_us.total.mean_us / 1000:.3f} [ms] (mean response time)"
 
 
-def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
+def sends_body(c: LoadConfig) -> bool:
+    """ab's send_body: a body file was given (-p or -u), even an empty one,
+    whose Content-Type is then set; ab then reports what was sent."""
+    return bool(c.body) or c.content_type is not None
+
+
+def _ab_block(r: LoadResult, c: LoadConfig, o: ReportOptions) -> list[str]:
     t = r.duration_s
+    # ab prints its -v lines while it runs, between "(be patient)..." and "..done".
+    verbose = AbVerbose(o.verbosity).render(r, c)
     out = [
         f"This is corebench, Version {__version__} (report in the layout of ApacheBench, Version 2.3)",
         "",
-        f"Benchmarking {r.host} (be patient).....done",
+        f"Benchmarking {r.host} (be patient)...{verbose}..done",
         "",
         "",
         # ab keeps the first word of the Server header.
@@ -119,7 +140,8 @@ def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
     if r.keep_alive:
         out.append(f"Keep-Alive requests:    {r.keep_alive_requests}")
     out.append(f"Total transferred:      {r.bytes.received} bytes")
-    if c.body:
+    if sends_body(c):
+        # As in ab, whole requests: headers and body.
         out.append(f"Total body sent:        {r.bytes.sent}")
     out.append(f"HTML transferred:       {r.bytes.body} bytes")
     if t > 0 and r.requests:
@@ -129,19 +151,19 @@ def _ab_block(r: LoadResult, c: LoadConfig) -> list[str]:
             f"Time per request:       {t * 1000 / r.requests:.3f} [ms] (mean, across all concurrent requests)",
             f"Transfer rate:          {r.bytes.received / 1024 / t:.2f} [Kbytes/sec] received",
         ]
-        if c.body:
+        if sends_body(c):
             out += [
                 f"                        {r.bytes.sent / 1024 / t:.2f} kb/s sent",
                 f"                        {(r.bytes.received + r.bytes.sent) / 1024 / t:.2f} kb/s total",
             ]
     if r.responses:
-        out += _connection_times(r)
-    if r.responses > 1:
+        out += _connection_times(r, o.confidence)
+    if r.responses > 1 and o.percentiles:
         out += _percentages(r)
     return out
 
 
-def _corebench_block(r: LoadResult) -> list[str]:
+def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
     cores = r.generator_cpu_s / r.duration_s if r.duration_s > 0 else 0.0
     total = r.latency_us.total
     out = [
@@ -153,6 +175,13 @@ def _corebench_block(r: LoadResult) -> list[str]:
     if r.responses:
         tail = ", ".join(f"p{p:g} {total.at(p) / 1000:.3f}" for p in (99.9, 99.99))
         out.append(f"Latency tail (ms):      {tail}, max {total.max_us / 1000:.3f}")
+    if sends_body(c) and not c.urls:
+        # ab's "Total body sent" counts headers too, so it differs from ab's
+        # whenever the headers do; the body itself is the file's bytes.
+        out.append(
+            f"Request body:           {len(c.body)} bytes per request (Total body sent counts whole requests, "
+            "headers too, as ab's does)"
+        )
     # The engine keeps the first few errors' messages; a dead port gives the
     # same one each time: printed once, with how many of the samples it was.
     for sample, n in Counter(r.error_samples).items():
@@ -163,9 +192,24 @@ def _corebench_block(r: LoadResult) -> list[str]:
     return out
 
 
+def _wrk_block(r: LoadResult, c: LoadConfig, o: ReportOptions) -> list[str]:
+    if not o.latency:
+        return []
+    return [""] + WrkLatency().render(r, c).rstrip("\n").split("\n")
+
+
 class AbText:
     name = "text"
 
+    def __init__(self, options: ReportOptions | None = None) -> None:
+        self.options = options or ReportOptions()
+
     def render(self, result: LoadResult, config: LoadConfig) -> str:
-        blocks = _ab_block(result, config) + _corebench_block(result) + sections.model_sections(result)
+        o = self.options
+        blocks = (
+            _ab_block(result, config, o)
+            + _wrk_block(result, config, o)
+            + _corebench_block(result, config)
+            + sections.model_sections(result)
+        )
         return "\n".join(blocks) + "\n"

@@ -88,6 +88,8 @@ def load_plan(path: Path, overrides: dict[str, Any] | None = None) -> Experiment
 
 
 def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any]) -> Experiment:
+    if overrides and not isinstance(raw.get("experiment", {}), dict):
+        raise _fail(path, text, ("experiment",), "must be a table ([experiment]) for the command line's options")
     for key, value in overrides.items():
         raw.setdefault("experiment", {})[key] = value
     try:

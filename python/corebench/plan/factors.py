@@ -22,6 +22,15 @@ def _number(text: str) -> int | float:
 
 
 def levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
+    try:
+        return _levels(name, spec, max_cpus)
+    except OverflowError:
+        # Digits past float's range: no machine has that many of anything.
+        too_large = f"factor {name!r}: range {str(spec)[:40]!r} is too large; give levels a machine can have"
+        raise ValueError(too_large) from None
+
+
+def _levels(name: str, spec: Any, max_cpus: int | None = None) -> list[Level]:
     """`[1, 2]`, a single value, or a range `"25..175:25"` (start..end:step,
     both ends included; step 1 when left out), or a geometric range
     `"1..64:x2"` (1, 2, 4, ... 64: each level the last times the factor).

@@ -36,7 +36,14 @@ def line_of(text: str, loc: tuple[str | int, ...]) -> int:
     return header
 
 
+def _key(part: str) -> str:
+    text = str(part)
+    return text if text.isprintable() else repr(text)
+
+
 def where(path: Path, text: str, loc: tuple[str | int, ...]) -> str:
     line = line_of(text, loc)
-    key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+    # A quoted TOML key may hold any character: escaped, the message stays one line.
+    parts = (_key(p) if not isinstance(p, int) else f"[{p}]" for p in loc)
+    key = ".".join(parts).replace(".[", "[")
     return f"{path}:{line}: {key}" if line else f"{path}: {key}"

@@ -57,6 +57,9 @@ pub(crate) struct ResponseParser {
     /// Filled from the first response only (ab's "Server Software").
     pub server: Option<String>,
     pub want_server: bool,
+    /// The first final response's head as received (ab's -v 2), when wanted.
+    pub head_text: Option<String>,
+    pub want_head: bool,
 }
 
 impl Default for ResponseParser {
@@ -70,6 +73,8 @@ impl Default for ResponseParser {
             reusable: false,
             server: None,
             want_server: false,
+            head_text: None,
+            want_head: false,
         }
     }
 }
@@ -98,13 +103,21 @@ fn frame(
         // An interim response: the final one follows on the same connection.
         return Ok(head);
     }
-    let (mut chunked, mut length, mut close, mut keep_alive) = (false, None, false, false);
+    let (mut coded, mut chunked, mut length, mut close, mut keep_alive) = (false, false, None, false, false);
     for h in headers {
         let name = h.name;
         if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = has_token(h.value, "chunked");
+            // The codings of all its fields are one list; chunked frames the
+            // body only as the last of them (§6.3 item 4).
+            coded = true;
+            if let Some(last) = h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii).rfind(|t| !t.is_empty()) {
+                chunked = last.eq_ignore_ascii_case(b"chunked");
+            }
         } else if name.eq_ignore_ascii_case("content-length") {
-            let v = std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok());
+            // 1*DIGIT: `parse` alone would take a sign, `trim` Unicode spaces.
+            let v = h.value.trim_ascii();
+            let digits = !v.is_empty() && v.iter().all(u8::is_ascii_digit);
+            let v = digits.then(|| std::str::from_utf8(v).ok()?.parse::<u64>().ok()).flatten();
             match (v, length) {
                 (None, _) => return Err(ProtocolError::BadContentLength),
                 (Some(a), Some(b)) if a != b => return Err(ProtocolError::BadContentLength),
@@ -122,6 +135,11 @@ fn frame(
         State::Done
     } else if chunked {
         State::ChunkSize
+    } else if coded {
+        // Another coding last: only the close ends the body, whatever a
+        // Content-Length says (a Transfer-Encoding overrides it, §6.3 item 3).
+        head.reusable = false;
+        State::UntilClose
     } else if let Some(n) = length {
         State::Length(n)
     } else {
@@ -141,8 +159,10 @@ impl ResponseParser {
         self.reusable = false;
     }
 
+    /// Whether any byte of an answer arrived since `reset`: an interim
+    /// (1xx) head counts, since the server has seen the request.
     pub(crate) fn started(&self) -> bool {
-        self.state != State::Head || !self.carry.is_empty()
+        self.state != State::Head || !self.carry.is_empty() || self.header_bytes > 0
     }
 
     pub(crate) fn in_body(&self) -> bool {
@@ -231,6 +251,9 @@ impl ResponseParser {
                 let used = head_len - before;
                 self.header_bytes += head_len as u64;
                 let head = frame(status, version, resp.headers, head_request, self.want_server)?;
+                if self.want_head && head.state != State::Head && self.head_text.is_none() {
+                    self.head_text = Some(String::from_utf8_lossy(&buf[..head_len]).into_owned());
+                }
                 self.carry.clear();
                 if head.state != State::Head {
                     self.status = status;
@@ -301,6 +324,21 @@ mod tests {
     }
 
     #[test]
+    fn the_head_is_kept_when_wanted_across_pieces_and_after_interim_responses() {
+        let head = b"HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: 2\r\n\r\n";
+        let mut p = ResponseParser { want_head: true, ..Default::default() };
+        let first = [b"HTTP/1.1 100 Continue\r\n\r\n".as_slice(), &head[..21]].concat();
+        assert_eq!(p.feed(&first, false), Ok(Progress::NeedMore));
+        assert_eq!(
+            p.feed(&[&head[21..], b"ok".as_slice()].concat(), false),
+            Ok(Progress::Complete(head.len() - 21 + 2))
+        );
+        assert_eq!(p.head_text.as_deref(), Some(std::str::from_utf8(head).unwrap()));
+        let (p, _) = feed_pieces(&[head], false);
+        assert_eq!(p.head_text, None, "not kept unless wanted");
+    }
+
+    #[test]
     fn every_split_point_gives_the_same_answer() {
         let r =
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n";
@@ -363,6 +401,49 @@ mod tests {
     fn conflicting_lengths_are_rejected() {
         let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello";
         assert_eq!(feed_pieces(&[r], false).1, Err(ProtocolError::BadContentLength));
+    }
+
+    // Found by fuzz/fuzz_targets/http_response.rs (against RFC 9112 §6.3):
+    // a Transfer-Encoding overrides Content-Length, and a body whose last
+    // coding is not chunked ends only with the connection.
+    #[test]
+    fn transfer_coding_other_than_chunked_is_read_until_close() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabcdef";
+        let (mut p, res) = feed_pieces(&[r], false);
+        assert_eq!(res, Ok(Progress::NeedMore));
+        assert!(!p.reusable && p.finish_on_close());
+        assert_eq!(p.body_bytes, 6);
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n";
+        let (mut p, res) = feed_pieces(&[r], false);
+        assert_eq!(res, Ok(Progress::NeedMore));
+        assert!(p.finish_on_close());
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 99\r\n\r\n1\r\nx\r\n0\r\n\r\n";
+        assert_eq!(feed_pieces(&[r], false).1, Ok(Progress::Complete(r.len())));
+    }
+
+    // Found by the same target: `str::parse` took a sign (and `trim` Unicode
+    // spaces), so `+5` was a length.
+    #[test]
+    fn content_length_is_digits_only() {
+        for v in ["+5", "-5", "5 5", "0x5", "\u{85}5", ""] {
+            let r = format!("HTTP/1.1 200 OK\r\nContent-Length: {v}\r\n\r\nhello");
+            assert_eq!(feed_pieces(&[r.as_bytes()], false).1, Err(ProtocolError::BadContentLength), "{v:?}");
+        }
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length:5 \r\n\r\nhello";
+        assert_eq!(feed_pieces(&[r], false).1, Ok(Progress::Complete(r.len())));
+    }
+
+    // Found by the same target: after an interim response the parser said
+    // it had not started, so a server closing then was taken for a stale
+    // keep-alive connection and the request sent again.
+    #[test]
+    fn an_interim_response_has_started_the_answer() {
+        let (p, res) = feed_pieces(&[b"HTTP/1.1 152 Not Modified\r\nETag: \"x\"\r\n\r\n"], false);
+        assert_eq!(res, Ok(Progress::NeedMore));
+        assert!(p.started() && !p.in_body());
+        let mut p = p;
+        p.reset();
+        assert!(!p.started());
     }
 
     #[test]

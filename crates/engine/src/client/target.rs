@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
-use crate::config::{HttpVersion, LoadConfig};
+use crate::config::{bad, HttpVersion, LoadConfig};
 use crate::error::{EngineError, Result};
 
 #[derive(Debug, Clone)]
@@ -12,6 +12,7 @@ pub(crate) struct Target {
     pub port: u16,
     pub path: String,
     pub tls: bool,
+    /// Where connections go: the target's address, or the proxy's.
     pub addr: SocketAddr,
     /// The Host header: the URL's host, and its port when the URL names one.
     pub host_header: String,
@@ -59,9 +60,19 @@ impl Target {
         let host = u.host_str().unwrap_or_default().to_string();
         let port = u.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
         let path = request_target(&u);
-        let addr = resolve(&host, port)?;
+        let mut addr = resolve(&host, port)?;
         if !cfg.allow_remote && !is_loopback(addr.ip()) {
             return Err(EngineError::NotLoopback { host, addr: addr.ip() });
+        }
+        if let Some(proxy) = &cfg.proxy {
+            if tls {
+                return Err(bad(
+                    "proxy",
+                    "an https:// URL through a proxy needs a CONNECT tunnel, which corebench (like ab) does not \
+                     make: load the https:// server directly, or give an http:// URL",
+                ));
+            }
+            addr = proxy_address(proxy)?;
         }
         let host_header = match u.port() {
             Some(p) => format!("{host}:{p}"),
@@ -76,6 +87,34 @@ impl Target {
             && u.host_str() == Some(self.host.as_str())
             && u.port_or_known_default() == Some(self.port)
     }
+}
+
+/// The address of a proxy given as `HOST:PORT` (`[V6]:PORT`, or `HOST`
+/// for port 80, as ab's -X): only a loopback address, whatever
+/// `allow_remote` says, since the load would leave this machine through it.
+fn proxy_address(proxy: &str) -> Result<SocketAddr> {
+    let (host, port) = match proxy.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() && (!h.contains(':') || h.ends_with(']')) => {
+            let port = p.parse::<u16>().ok().filter(|&p| p > 0);
+            (h, port.ok_or_else(|| bad("proxy", format!("{proxy:?}: the port {p:?} is not from 1 to 65535")))?)
+        }
+        _ => (proxy, 80),
+    };
+    if host.is_empty() {
+        return Err(bad("proxy", format!("{proxy:?}: give HOST:PORT, like 127.0.0.1:3128")));
+    }
+    let addr = resolve(host, port).map_err(|e| bad("proxy", format!("{proxy:?}: {e}")))?;
+    if !is_loopback(addr.ip()) {
+        return Err(bad(
+            "proxy",
+            format!(
+                "{proxy:?} is not on a loopback address ({}): corebench sends load only to this machine, so give a \
+                 proxy on 127.0.0.1, ::1 or localhost",
+                addr.ip()
+            ),
+        ));
+    }
+    Ok(addr)
 }
 
 /// The path and query of a URL, as a request target.
@@ -96,7 +135,11 @@ pub(crate) fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_hea
         HttpVersion::Http11 => "HTTP/1.1",
     };
     let has = |name: &str| cfg.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let mut r = format!("{method} {path} {version}\r\n");
+    // Through a proxy the target is the absolute URL (RFC 9112 §3.2.2), as ab sends it.
+    let mut r = match &cfg.proxy {
+        Some(_) => format!("{method} http://{host_header}{path} {version}\r\n"),
+        None => format!("{method} {path} {version}\r\n"),
+    };
     let mut add = |name: &str, value: &str| {
         if !has(name) {
             r.push_str(&format!("{name}: {value}\r\n"));
@@ -167,6 +210,31 @@ mod tests {
         c.content_type = Some("application/x-www-form-urlencoded".into());
         let text = request(&c);
         assert!(text.contains("Content-Length: 3\r\n") && text.ends_with("\r\n\r\nx=1"));
+    }
+
+    #[test]
+    fn a_proxy_gets_the_absolute_url_and_must_be_on_loopback() {
+        let mut c = cfg("http://127.0.0.1:8080/a?b=1");
+        c.proxy = Some("127.0.0.1:3128".into());
+        let t = Target::from_config(&c).unwrap();
+        assert_eq!(t.addr, "127.0.0.1:3128".parse().unwrap());
+        let text = request(&c);
+        assert!(text.starts_with("GET http://127.0.0.1:8080/a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
+        c.proxy = Some("localhost".into());
+        assert_eq!(Target::from_config(&c).unwrap().addr.port(), 80);
+        c.proxy = Some("[::1]:3128".into());
+        assert_eq!(Target::from_config(&c).unwrap().addr, "[::1]:3128".parse().unwrap());
+        for bad in ["192.0.2.1:3128", "127.0.0.1:0", "127.0.0.1:http", ":3128"] {
+            c.proxy = Some(bad.into());
+            let err = Target::from_config(&c).unwrap_err();
+            assert!(matches!(err, EngineError::BadConfig { key: "proxy", .. }), "{bad}: {err}");
+        }
+        c.allow_remote = true;
+        c.proxy = Some("192.0.2.1:3128".into());
+        assert!(Target::from_config(&c).unwrap_err().to_string().contains("not on a loopback address"));
+        let mut c = cfg("https://127.0.0.1/");
+        c.proxy = Some("127.0.0.1:3128".into());
+        assert!(Target::from_config(&c).unwrap_err().to_string().contains("CONNECT"));
     }
 
     #[test]

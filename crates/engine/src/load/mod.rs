@@ -12,16 +12,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::target::Target;
 use crate::client::transport::tls_context;
-use crate::config::{split, Arrivals, LoadConfig};
+use crate::config::{split, Arrivals, LoadConfig, MAX_TRACE};
 use crate::error::{EngineError, Result};
 use crate::measure::cpu::{process_cpu, CpuTimes};
 use crate::measure::stats::Stats;
 use crate::result::{LoadResult, RunFacts};
 use crate::workload::Workload;
-use control::Control;
+use control::{Control, Plan};
 use pacing::{Schedule, Shape, Tickets};
 use share::Deal;
-use worker::{run_worker, PacingSpec, WorkerSpec};
+use worker::{run_worker, EventLoop, PacingSpec, WorkerSpec};
 
 pub fn run(config: &LoadConfig) -> Result<LoadResult> {
     run_with(config, &Control::default())
@@ -93,7 +93,7 @@ impl Prepared {
     }
 
     pub(crate) fn result(&self, config: &LoadConfig, facts: RunFacts, stats: Stats) -> LoadResult {
-        summarize::build(facts, stats, &self.workload, self.schedule(config).as_ref())
+        summarize::build(config, facts, stats, &self.workload, self.schedule(config).as_ref())
     }
 }
 
@@ -131,6 +131,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
     let schedule = p.schedule(config);
     let conc = u64::from(config.share_of_concurrency());
+    let loops = (0..workers).map(|_| EventLoop::new()).collect::<std::io::Result<Vec<_>>>().map_err(EngineError::Io)?;
     let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
         Some(at) => {
             wait_until(at, control)?;
@@ -147,11 +148,14 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let deal = Deal { index: agent, count: agents, n: p.workload.entries.len() as u64 };
     let tickets = Tickets::new(p.limit.map(|l| deal.share_of(l)), p.end.map(|d| start + d), workers).dealt(deal);
     let think = config.think_s.map(|(lo, hi)| (Duration::from_secs_f64(lo), Duration::from_secs_f64(hi)));
+    let requests = p.limit.map(|l| deal.share_of(l));
+    control.begin(Plan { start, requests, length_s: length_s(schedule.as_ref(), p.end) }, workers as usize);
     let specs: Vec<WorkerSpec> = (0..workers)
         .map(|i| {
             // This worker's number among all the load's workers, on every agent.
             let global = agent + agents * i;
             WorkerSpec {
+                index: i as usize,
                 target: &p.target,
                 workload: &p.workload,
                 pacing: match &schedule {
@@ -162,6 +166,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
                 connections: split(conc, workers, i) as usize,
                 timeout,
                 run_start: start,
+                end: p.end.map(|d| start + d),
                 // ab's length rule compares one URL's responses; a list's differ.
                 variable_length: config.variable_length || p.workload.requests.len() > 1,
                 control,
@@ -169,17 +174,20 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
                 want_server: i == 0,
                 busy_poll: Duration::from_micros(config.busy_poll_us),
                 seed: config.seed.wrapping_add(global),
+                trace_limit: if config.trace { MAX_TRACE.div_ceil(workers as usize) } else { 0 },
+                want_head: config.capture_heads,
             }
         })
         .collect();
     let outcomes: Vec<std::thread::Result<std::io::Result<Stats>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
             .into_iter()
+            .zip(loops)
             .enumerate()
-            .map(|(i, spec)| {
+            .map(|(i, (spec, event_loop))| {
                 std::thread::Builder::new()
                     .name(format!("corebench-load-{i}"))
-                    .spawn_scoped(scope, move || run_worker(spec))
+                    .spawn_scoped(scope, move || run_worker(spec, event_loop))
                     .expect("spawning a load worker")
             })
             .collect();
@@ -218,6 +226,20 @@ fn wait_until(at_unix_s: f64, control: &Control) -> Result<()> {
         }
         std::thread::sleep(Duration::from_secs_f64(left.min(0.05)));
     }
+}
+
+/// How long a run is to last, when known: the time its last scheduled
+/// request is due (within the end, if any), or else its end.
+fn length_s(schedule: Option<&Schedule>, end: Option<Duration>) -> Option<f64> {
+    let last_due = schedule.and_then(|s| {
+        let unbounded = Schedule { end: None, ..s.clone() };
+        s.limit.and_then(|l| l.checked_sub(1)).and_then(|k| unbounded.due(k))
+    });
+    match (last_due, end) {
+        (Some(d), Some(e)) => Some(d.min(e)),
+        (d, e) => d.or(e),
+    }
+    .map(|d| d.as_secs_f64())
 }
 
 /// The open-loop schedule, when the config asks for one.

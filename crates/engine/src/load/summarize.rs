@@ -3,13 +3,22 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::LoadConfig;
 use crate::load::pacing::{Schedule, Shape};
 use crate::measure::stats::{Stats, StatusList, UrlStats};
 use crate::measure::summary::summarize;
-use crate::result::{Bytes, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA};
+use crate::result::{
+    Bytes, Heads, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA,
+};
 use crate::workload::Workload;
 
-pub(crate) fn build(f: RunFacts, s: Stats, w: &Workload, schedule: Option<&Schedule>) -> LoadResult {
+pub(crate) fn build(
+    config: &LoadConfig,
+    f: RunFacts,
+    mut s: Stats,
+    w: &Workload,
+    schedule: Option<&Schedule>,
+) -> LoadResult {
     let status_counts: BTreeMap<u16, u64> =
         s.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
     let non_2xx = status_counts.iter().filter(|(c, _)| !(200..300).contains(*c)).map(|(_, n)| n).sum();
@@ -30,6 +39,8 @@ pub(crate) fn build(f: RunFacts, s: Stats, w: &Workload, schedule: Option<&Sched
         .collect::<Vec<_>>();
     let seconds_run = (f.duration_s.ceil() as usize).max(1);
     let timeline = timeline.into_iter().take(seconds_run).collect();
+    let trace = config.trace.then(|| std::mem::take(&mut s.trace));
+    let heads = config.capture_heads.then(|| Heads { request: request_head(w), response: s.response_head.take() });
     LoadResult {
         schema: SCHEMA,
         engine_version: env!("CARGO_PKG_VERSION"),
@@ -59,8 +70,17 @@ pub(crate) fn build(f: RunFacts, s: Stats, w: &Workload, schedule: Option<&Sched
         urls: url_summaries(&s.urls, w),
         replay: w.source.clone(),
         agents: Vec::new(),
+        trace,
+        heads,
         run: f,
     }
+}
+
+/// The first request's head, as written (up to and with its blank line).
+fn request_head(w: &Workload) -> String {
+    let Some(r) = w.requests.first() else { return String::new() };
+    let end = r.bytes.windows(4).position(|b| b == b"\r\n\r\n").map_or(r.bytes.len(), |i| i + 4);
+    String::from_utf8_lossy(&r.bytes[..end]).into_owned()
 }
 
 fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSummary {

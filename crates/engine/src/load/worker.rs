@@ -17,13 +17,17 @@ use super::timer::Timer;
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
 use crate::client::transport::TlsContext;
-use crate::measure::stats::{micros, record_small, ErrorKind, Stats};
+use crate::measure::stats::{micros, record_small, ErrorKind, Stats, TraceRow};
 use crate::workload::{Entry, Workload};
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// How often timeouts are checked and progress published.
 const TICK: Duration = Duration::from_millis(10);
 const TIMER: Token = Token(usize::MAX);
+/// How long requests still in flight when a timed run ends may take to
+/// finish: past it they count as timeouts, so that a stalled server cannot
+/// hold the run beyond its end for the whole per-request timeout.
+pub(crate) const DRAIN: Duration = Duration::from_secs(1);
 
 pub(crate) enum PacingSpec<'a> {
     Closed { tickets: &'a Tickets, think: Option<(Duration, Duration)> },
@@ -31,6 +35,8 @@ pub(crate) enum PacingSpec<'a> {
 }
 
 pub(crate) struct WorkerSpec<'a> {
+    /// This worker's number in this process (for `control`'s live figures).
+    pub index: usize,
     pub target: &'a Target,
     pub workload: &'a Workload,
     pub pacing: PacingSpec<'a>,
@@ -38,12 +44,19 @@ pub(crate) struct WorkerSpec<'a> {
     pub connections: usize,
     pub timeout: Duration,
     pub run_start: Instant,
+    /// The end of a timed run (`-t`): no request starts after it, and none
+    /// is waited for longer than `DRAIN` after it.
+    pub end: Option<Instant>,
     pub variable_length: bool,
     pub control: &'a Control,
     pub expected_seconds: usize,
     pub want_server: bool,
     pub busy_poll: Duration,
     pub seed: u64,
+    /// The most responses this worker keeps in its trace; 0: no trace.
+    pub trace_limit: usize,
+    /// Keep the first response's head (with `want_server`).
+    pub want_head: bool,
 }
 
 enum After {
@@ -80,11 +93,32 @@ struct Worker<'a> {
     rng: SmallRng,
     in_flight: usize,
     unpublished: u64,
+    /// Failed requests already published to `control`.
+    published_failed: u64,
     /// Slots whose next step waits for the end of the event batch.
     deferred: Vec<(usize, bool)>,
+    /// The other half of `deferred`'s double buffer: slots deferred while
+    /// the deferred ones start go to the next loop turn, with no allocation.
+    deferring: Vec<(usize, bool)>,
 }
 
-pub(crate) fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
+/// A worker's epoll and timer, made for every worker before any starts: a
+/// process near its descriptor limit then fails before the first request,
+/// not in a worker whose siblings' connections took the last descriptors.
+pub(crate) struct EventLoop {
+    poll: Poll,
+    timer: Timer,
+}
+
+impl EventLoop {
+    pub(crate) fn new() -> std::io::Result<EventLoop> {
+        let poll = Poll::new()?;
+        let timer = Timer::new(poll.registry(), TIMER)?;
+        Ok(EventLoop { poll, timer })
+    }
+}
+
+pub(crate) fn run_worker(spec: WorkerSpec<'_>, event_loop: EventLoop) -> std::io::Result<Stats> {
     let now = Instant::now();
     let n = spec.connections;
     let pace = match spec.pacing {
@@ -99,8 +133,7 @@ pub(crate) fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
             behind: false,
         }),
     };
-    let poll = Poll::new()?;
-    let timer = Timer::new(poll.registry(), TIMER)?;
+    let EventLoop { poll, timer } = event_loop;
     let mut w = Worker {
         pace,
         poll,
@@ -111,11 +144,14 @@ pub(crate) fn run_worker(spec: WorkerSpec<'_>) -> std::io::Result<Stats> {
         rng: SmallRng::seed_from_u64(spec.seed),
         in_flight: 0,
         unpublished: 0,
+        published_failed: 0,
         deferred: Vec::with_capacity(n),
+        deferring: Vec::with_capacity(n),
         spec: &spec,
     };
     if let Some(c) = w.conns.first_mut() {
         c.parser.want_server = spec.want_server;
+        c.parser.want_head = spec.want_server && spec.want_head;
     }
     w.run();
     Ok(w.stats)
@@ -169,17 +205,32 @@ impl Worker<'_> {
             }
             if now >= next_tick {
                 self.expire(now);
-                self.spec.control.publish(std::mem::take(&mut self.unpublished));
+                self.publish(now, false);
                 next_tick = now + TICK;
             }
             self.start_deferred();
             self.wake_due(Instant::now());
         }
-        self.spec.control.publish(self.unpublished);
+        self.publish(Instant::now(), true);
+    }
+
+    /// Progress for `control`, at a tick (not per request): the requests
+    /// ended and failed since the last, and the seconds now over.
+    fn publish(&mut self, now: Instant, last: bool) {
+        let failed = self.stats.errors.total();
+        let (finished, new_failed) = (std::mem::take(&mut self.unpublished), failed - self.published_failed);
+        self.published_failed = failed;
+        let (c, i, second) = (self.spec.control, self.spec.index, self.second(now) as u64);
+        match last {
+            false => c.tick(i, finished, new_failed, &self.stats.timeline, second),
+            true => c.end(i, finished, new_failed, &self.stats.timeline, second),
+        }
     }
 
     fn finished(&self, now: Instant) -> bool {
+        // A deferred slot is not in flight, but has yet to take its next request.
         self.in_flight == 0
+            && self.deferred.is_empty()
             && match &self.pace {
                 Pace::Closed(_) => true,
                 Pace::Think { book, wakeups, .. } => wakeups.is_empty() || book.exhausted(now),
@@ -213,28 +264,28 @@ impl Worker<'_> {
         }
     }
 
-    /// Closed loop: starts requests on slot `i` until one is in flight, the
-    /// slot thinks, or the run has no request left. A loop, not recursion:
-    /// failures that come back at once (a refused connect) must not grow
-    /// the stack.
+    /// Closed loop: starts a request on slot `i`, unless the run has none
+    /// left. A request that failed at once, before any I/O (no descriptor
+    /// or local port left: EMFILE, EADDRNOTAVAIL), is not retried here but
+    /// on the next turn of the event loop, which sees the end of the run,
+    /// Ctrl-C and the other connections in between; retrying in place spun
+    /// on a stale clock, past `-t` and deaf to Ctrl-C.
     fn start_next(&mut self, i: usize, now: Instant) {
-        loop {
-            let k = match &mut self.pace {
-                Pace::Closed(book) | Pace::Think { book, .. } => book.take(now),
-                Pace::Open(_) => unreachable!("open-loop slots are started by dispatch"),
-            };
-            let Some(k) = k else {
-                self.conns[i].close();
-                return;
-            };
-            let entry = self.spec.workload.entry(k, &mut self.rng);
-            if !self.launch(i, k, entry, now, now) {
-                return;
-            }
-            if let Pace::Think { .. } = self.pace {
-                self.think(i, now);
-                return;
-            }
+        let k = match &mut self.pace {
+            Pace::Closed(book) | Pace::Think { book, .. } => book.take(now),
+            Pace::Open(_) => unreachable!("open-loop slots are started by dispatch"),
+        };
+        let Some(k) = k else {
+            self.conns[i].close();
+            return;
+        };
+        let entry = self.spec.workload.entry(k, &mut self.rng);
+        if !self.launch(i, k, entry, now, now) {
+            return;
+        }
+        match self.pace {
+            Pace::Think { .. } => self.think(i, now),
+            _ => self.deferred.push((i, false)),
         }
     }
 
@@ -338,8 +389,14 @@ impl Worker<'_> {
     }
 
     fn start_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
         let now = Instant::now();
-        let mut slots = std::mem::take(&mut self.deferred);
+        // Slots deferred again meanwhile (a failure at once) go into the
+        // emptied buffer, for the next turn.
+        std::mem::swap(&mut self.deferred, &mut self.deferring);
+        let mut slots = std::mem::take(&mut self.deferring);
         for &(i, retry) in &slots {
             let c = &self.conns[i];
             if retry {
@@ -352,7 +409,7 @@ impl Worker<'_> {
             }
         }
         slots.clear();
-        self.deferred = slots;
+        self.deferring = slots;
     }
 
     /// What a slot does once its request has ended.
@@ -410,6 +467,18 @@ impl Worker<'_> {
         if open {
             s.uncorrected_us.saturating_record(micros(now - t.begun));
         }
+        if self.spec.trace_limit > 0 {
+            let us = |d: Duration| d.as_micros() as u64;
+            let row = TraceRow {
+                start_us: us(t.start.saturating_duration_since(self.spec.run_start)),
+                connect_us: us(t.connected - t.begun),
+                waiting_us: us(first.saturating_duration_since(t.sent)),
+                processing_us: us(now - t.connected),
+                total_us: us(now - t.start),
+                status: c.parser.status,
+            };
+            s.trace.record(row, self.spec.trace_limit);
+        }
         let sec = s.second(second);
         sec.completed += 1;
         record_small(&mut sec.total_us, total);
@@ -435,6 +504,10 @@ impl Worker<'_> {
             s.server_software = c.parser.server.take();
             c.parser.want_server = false;
         }
+        if c.parser.want_head {
+            s.response_head = c.parser.head_text.take();
+            c.parser.want_head = false;
+        }
         let len = c.parser.body_bytes;
         let doc = *s.document_length.get_or_insert(len);
         if doc != len && !self.spec.variable_length {
@@ -455,13 +528,18 @@ impl Worker<'_> {
         }
     }
 
+    /// Fails the requests past their timeout, and, once a timed run has
+    /// been over for `DRAIN`, every request still in flight.
     fn expire(&mut self, now: Instant) {
+        let over = self.spec.end.is_some_and(|end| now >= end + DRAIN);
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.phase != Phase::Idle && c.deadline <= now && c.transport.is_some() {
+            if c.phase != Phase::Idle && (c.deadline <= now || over) && c.transport.is_some() {
                 let phase = c.phase;
-                let secs = self.spec.timeout.as_secs_f64();
-                let why = format!("no response within {secs}s ({phase:?})");
+                let why = match c.deadline <= now {
+                    true => format!("no response within {}s ({phase:?})", self.spec.timeout.as_secs_f64()),
+                    false => format!("no response by {}s after the end of the run ({phase:?})", DRAIN.as_secs()),
+                };
                 self.follow(i, Step::Failed(ErrorKind::Timeout, why), now);
             }
         }

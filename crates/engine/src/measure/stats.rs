@@ -24,6 +24,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_trace_keeps_rows_up_to_its_limit_and_counts_the_rest() {
+        let row =
+            |us| TraceRow { start_us: us, connect_us: 1, waiting_us: 2, processing_us: 3, total_us: us, status: 200 };
+        let mut a = Trace::default();
+        for us in [10, 20, 30] {
+            a.record(row(us), 2);
+        }
+        assert_eq!((a.len(), a.left_out), (2, 1));
+        let mut b = Trace::default();
+        b.record(row(u64::MAX), 5);
+        assert_eq!(b.total_us, vec![u32::MAX], "a time past u32 saturates");
+        a.merge(b);
+        assert_eq!((a.total_us, a.start_us.len(), a.status.len(), a.left_out), (vec![10, 20, u32::MAX], 3, 3, 1));
+    }
+
+    #[test]
     fn small_histograms_grow_to_any_latency() {
         let mut h = small_histogram();
         for v in [2, 5_000, LATENCY_MAX_US] {
@@ -169,6 +185,68 @@ pub struct ScheduleCounts {
     pub dropped: u64,
 }
 
+/// Each response's own figures, kept only when asked (`LoadConfig::trace`,
+/// ab's -g): columns of equal length, one row per response, in the order
+/// each worker recorded them. Times are µs; `start_us` counts from the
+/// run's start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    pub start_us: Vec<u64>,
+    pub connect_us: Vec<u32>,
+    pub waiting_us: Vec<u32>,
+    pub processing_us: Vec<u32>,
+    pub total_us: Vec<u32>,
+    pub status: Vec<u16>,
+    /// Responses not kept, past the limit.
+    pub left_out: u64,
+}
+
+/// One response's row of a `Trace`.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceRow {
+    pub start_us: u64,
+    pub connect_us: u64,
+    pub waiting_us: u64,
+    pub processing_us: u64,
+    pub total_us: u64,
+    pub status: u16,
+}
+
+impl Trace {
+    pub fn len(&self) -> usize {
+        self.total_us.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total_us.is_empty()
+    }
+
+    /// Keeps the row while fewer than `limit` are kept; counts it otherwise.
+    pub fn record(&mut self, row: TraceRow, limit: usize) {
+        if self.len() >= limit {
+            self.left_out += 1;
+            return;
+        }
+        let narrow = |us: u64| u32::try_from(us).unwrap_or(u32::MAX);
+        self.start_us.push(row.start_us);
+        self.connect_us.push(narrow(row.connect_us));
+        self.waiting_us.push(narrow(row.waiting_us));
+        self.processing_us.push(narrow(row.processing_us));
+        self.total_us.push(narrow(row.total_us));
+        self.status.push(row.status);
+    }
+
+    fn merge(&mut self, o: Trace) {
+        self.start_us.extend(o.start_us);
+        self.connect_us.extend(o.connect_us);
+        self.waiting_us.extend(o.waiting_us);
+        self.processing_us.extend(o.processing_us);
+        self.total_us.extend(o.total_us);
+        self.status.extend(o.status);
+        self.left_out += o.left_out;
+    }
+}
+
 /// Serializable (histograms encoded) so an agent's measurements can be
 /// merged with others' elsewhere, as exactly as a worker's are here.
 #[derive(Serialize, Deserialize)]
@@ -205,6 +283,12 @@ pub struct Stats {
     pub timeline: Vec<Second>,
     pub server_software: Option<String>,
     pub document_length: Option<u64>,
+    /// Each response's figures, when the config asks for a trace.
+    #[serde(default)]
+    pub trace: Trace,
+    /// The head of the first response, when the config asks for heads.
+    #[serde(default)]
+    pub response_head: Option<String>,
 }
 
 impl Stats {
@@ -231,6 +315,8 @@ impl Stats {
             timeline: (0..expected_seconds).map(|_| Second::new()).collect(),
             server_software: None,
             document_length: None,
+            trace: Trace::default(),
+            response_head: None,
         }
     }
 
@@ -309,5 +395,7 @@ impl Stats {
         }
         self.server_software = self.server_software.take().or(o.server_software);
         self.document_length = self.document_length.or(o.document_length);
+        self.trace.merge(o.trace);
+        self.response_head = self.response_head.take().or(o.response_head);
     }
 }

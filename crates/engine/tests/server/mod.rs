@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub struct TestServer {
     pub url: String,
+    #[allow(dead_code)] // each test binary compiles this module; not all read it
     pub requests: Arc<AtomicU64>,
     /// The request line of every request received, in arrival order.
     #[allow(dead_code)] // each test binary compiles this module; not all read it

@@ -1,0 +1,73 @@
+//! Descriptors running out in the middle of a run (its own test binary: the
+//! open-file limit is the whole process's). Connections that cannot open
+//! count as connect errors and the run still ends on time and on request;
+//! it used to retry in place, past `-t` and deaf to a stop, forever.
+
+mod server;
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use corebench_engine::{run_with, Control, LoadConfig, LoadResult};
+use server::{start, Reply};
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+fn open_descriptors() -> u64 {
+    std::fs::read_dir("/proc/self/fd").unwrap().count() as u64
+}
+
+fn within(limit: Duration, cfg: LoadConfig, stop_after: Option<Duration>) -> (LoadResult, Duration) {
+    let (tx, rx) = mpsc::channel();
+    let t0 = Instant::now();
+    std::thread::spawn(move || {
+        let control = Control::default();
+        let r = std::thread::scope(|s| {
+            let h = s.spawn(|| run_with(&cfg, &control));
+            if let Some(after) = stop_after {
+                std::thread::sleep(after);
+                control.stop();
+            }
+            h.join().unwrap()
+        });
+        let _ = tx.send(r.unwrap());
+    });
+    let r = rx.recv_timeout(limit).unwrap_or_else(|_| panic!("the run did not end within {limit:?}"));
+    (r, t0.elapsed())
+}
+
+#[test]
+fn descriptors_running_out_mid_run_are_errors_and_the_run_still_ends() {
+    let srv = start(Reply::Bytes(OK, true));
+    // Room for about 12 connections, both ends in this process: 40 asked.
+    let limit = open_descriptors() + 24;
+    let lim = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    let cfg = |duration_s: f64, keep_alive: bool| LoadConfig {
+        url: srv.url.clone(),
+        concurrency: 40,
+        duration_s: Some(duration_s),
+        keep_alive,
+        threads: 2,
+        ..Default::default()
+    };
+    let settle = || {
+        // The server's ends of the last run's connections close in its own time.
+        let t0 = Instant::now();
+        while open_descriptors() > limit - 20 && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    for keep_alive in [true, false] {
+        settle();
+        let (r, took) = within(Duration::from_secs(10), cfg(1.0, keep_alive), None);
+        assert!(took < Duration::from_millis(3500), "keep-alive {keep_alive}: {took:?}");
+        // The server here shares the process and its limit, so whether it
+        // finds a descriptor to accept with varies: what is certain is that
+        // the connections this side could not open are counted.
+        assert!(r.errors.connect > 0, "keep-alive {keep_alive}: {:?}", r.errors);
+    }
+    settle();
+    let (r, took) = within(Duration::from_secs(10), cfg(30.0, true), Some(Duration::from_millis(500)));
+    assert!(took < Duration::from_millis(2000) && r.run.interrupted, "{took:?}");
+}
