@@ -5,8 +5,8 @@
 //!
 //! Each input is used twice:
 //! - as raw bytes (flags, a seed for the cut points, the stream): the same
-//!   stream cut three ways (whole, byte by byte, at pseudo-random points)
-//!   must give the same responses; each `Complete(n)` lies inside its piece
+//!   stream cut three ways (whole, byte by byte through its first 256 bytes,
+//!   at pseudo-random points) must give the same responses; each `Complete(n)` lies inside its piece
 //!   and header plus body bytes are exactly the bytes consumed; the first
 //!   response agrees with a whole-buffer reference framing (RFC 9112 §6.3);
 //! - as a structured response (`arbitrary`), serialised and fed in pieces:
