@@ -1,14 +1,16 @@
 """Drift across rounds: did throughput change while the experiment ran?
 
-Each run's goodput relative to its configuration's mean is regressed on the
-round it ran in, with one intercept per configuration and a common slope
-(an analysis of covariance with the configuration as a fixed effect:
-D. C. Montgomery, *Design and Analysis of Experiments*, 8th ed., §15.3;
-Jain 1991, §14 on regression with categorical predictors). The slope is the
-change per round as a share of the mean; its t-test has N - k - 1 degrees
-of freedom. Interleaving spreads a drift over every configuration, so their
-comparison stays fair, but a drift widens every interval and says the
-machine or the target changed during the experiment."""
+Each run's goodput is taken relative to its configuration's mean, the
+relative figures are averaged per round, and the round means are regressed
+on the round (least squares, a t-test on the slope with R - 2 degrees of
+freedom). The round is the unit: the configurations of one round share its
+target starts and the machine's state at that time, so their runs are not
+independent evidence of a trend (pseudo-replication, Hurlbert 1984, Ecol.
+Monogr. 54(2); analysing the means of the experimental units, Murtaugh
+2007, Ecology 88(1)). A test over the single runs would take a few unlucky
+rounds for a trend. Interleaving spreads a drift over every configuration,
+so their comparison stays fair, but a drift widens every interval and says
+the machine or the target changed during the experiment."""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ class Drift:
 
     def sentence(self) -> str:
         span = f"{self.slope:+.2%} per round (95% CI {self.ci_low:+.2%} to {self.ci_high:+.2%}"
-        how = f"p = {self.p_value:.3g}; {self.runs} runs over {self.rounds} rounds, a common slope per configuration)"
+        how = f"p = {self.p_value:.3g}; round means of {self.runs} runs over {self.rounds} rounds)"
         if self.notable:
             return (
                 f"Drift: throughput changed by {span}, {how}: the machine or the target changed while the "
@@ -49,30 +51,27 @@ class Drift:
 
 def drift(by_point: Mapping[str, Sequence[tuple[int, float]]]) -> Drift | None:
     """`by_point`: each configuration's (round, goodput) of its successful
-    measured runs. None when rounds cannot show a slope."""
-    sxx = sxy = 0.0
-    groups: list[tuple[list[float], list[float]]] = []
+    measured runs. None when fewer than 3 rounds can show a slope."""
+    per_round: dict[int, list[float]] = {}
+    runs = 0
     for pairs in by_point.values():
-        if len(pairs) < 2:
+        mean_y = sum(v for _, v in pairs) / len(pairs) if pairs else 0.0
+        if len(pairs) < 2 or mean_y <= 0:
             continue
-        mean_y = sum(y for _, y in pairs) / len(pairs)
-        if mean_y <= 0:
-            continue
-        r = [float(x) for x, _ in pairs]
-        y = [v / mean_y for _, v in pairs]
-        mr, my = sum(r) / len(r), sum(y) / len(y)
-        rc, yc = [v - mr for v in r], [v - my for v in y]
-        sxx += sum(a * a for a in rc)
-        sxy += sum(a * b for a, b in zip(rc, yc, strict=True))
-        groups.append((rc, yc))
-    n = sum(len(rc) for rc, _ in groups)
-    df = n - len(groups) - 1
-    if sxx <= 0 or df < 1:
+        for r, v in pairs:
+            per_round.setdefault(r, []).append(v / mean_y)
+            runs += 1
+    rounds = sorted(per_round)
+    if len(rounds) < 3:
         return None
-    slope = sxy / sxx
-    rss = sum((b - slope * a) ** 2 for rc, yc in groups for a, b in zip(rc, yc, strict=True))
+    x = [float(r) for r in rounds]
+    y = [sum(per_round[r]) / len(per_round[r]) for r in rounds]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sxx
+    df = len(x) - 2
+    rss = sum((b - my - slope * (a - mx)) ** 2 for a, b in zip(x, y, strict=True))
     se = math.sqrt(rss / df / sxx)
     t = float(stats.t.ppf(1 - ALPHA / 2, df))
     p = 2 * float(stats.t.sf(abs(slope / se), df)) if se > 0 else (0.0 if slope else 1.0)
-    rounds = len({x for pairs in by_point.values() for x, _ in pairs})
-    return Drift(slope, slope - t * se, slope + t * se, p, rounds, n)
+    return Drift(slope, slope - t * se, slope + t * se, p, len(rounds), runs)
