@@ -57,7 +57,7 @@ def test_a_stable_target_stops_and_a_noisy_one_does_not():
     assert enough({"a": stable, "b": stable}, 0.02)
     assert not enough({"a": stable, "b": noisy}, 0.02)
     assert enough({"a": stable, "dead": [0.0]}, 0.02), "a point without two successful runs does not hold it back"
-    assert not enough({}, 0.02)
+    assert enough({}, 0.02), "a dead target: nothing to estimate, no more rounds"
     assert not enough({"a": stable[:2]}, 0.02, n_min=3)
 
 

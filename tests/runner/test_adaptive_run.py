@@ -59,3 +59,14 @@ def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     assert c["error"] is None and c["ceiling_rps"] >= c["rps"] > 0
     assert layout["generator_ceiling_rps"] == round(c["ceiling_rps"])
     assert any(v.startswith("Generator ceiling: ") for v in load(stable.store).verdicts)
+
+
+def test_a_dead_target_stops_after_the_first_rounds(tmp_path):
+    # Nothing to estimate: more rounds of failures would only take time.
+    ran = run_plan(
+        tmp_path,
+        '[experiment]\nrepetitions = "auto"\nmax_repetitions = 8\nduration = "0.3s"\n\n'
+        '[target]\nurl = "http://127.0.0.1:9/"\n',
+    )
+    assert [r["round"] for r in ran.runs] == [1, 2, 3] and all(r["status"] == "failed" for r in ran.runs)
+    assert all("no request succeeded" in r["error"] for r in ran.runs)
