@@ -10,8 +10,8 @@
 //!   relies on (an upper-case method token, an origin-form target of
 //!   printable bytes within 8 KiB, a status from 100 to 599, a finite time);
 //! - as a structured entry (`arbitrary`) written as a Combined line (Apache's
-//!   escapes in the quoted fields) and in a generated `LogFormat` layout:
-//!   both parse back to the entry.
+//!   escapes in the quoted fields, by the built-in server's own log writer)
+//!   and in a generated `LogFormat` layout: both parse back to the entry.
 
 #![no_main]
 
@@ -19,6 +19,7 @@ use std::io::BufReader;
 
 use arbitrary::{Arbitrary, Unstructured};
 use corebench_accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, COMBINED_FORMAT, MAX_TARGET_BYTES};
+use corebench_serve::fuzzing::{civil_from_days, escape_log_item as escape};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -94,20 +95,6 @@ fn check_entry(line: &str, e: &LogEntry<'_>) {
 // ---------------------------------------------------------------------------
 // Structured round trip.
 
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's
-/// `civil_from_days`): the inverse of what the parser computes.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// `[dd/Mon/yyyy:HH:MM:SS +zzzz]` for unix time `t` at `offset_min` east of UTC.
 fn clf_time(t: i64, offset_min: i64) -> String {
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -124,21 +111,6 @@ fn clf_time(t: i64, offset_min: i64) -> String {
         off / 60,
         off % 60
     )
-}
-
-/// Apache's `ap_escape_logitem`: `"` and `\` escaped, other bytes outside
-/// printable ASCII as `\xhh`.
-fn escape(raw: &[u8]) -> String {
-    let mut out = String::new();
-    for &c in raw {
-        match c {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(c as char),
-            _ => out.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    out
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]

@@ -41,6 +41,9 @@ enum Outcome {
         body_bytes: u64,
         reusable: bool,
         server: Option<String>,
+        /// The first response's head as kept (with `want_server`, as runs
+        /// keep both).
+        head: Option<String>,
     },
     Error(String),
     /// The stream ended first: what `closed_by_peer` then sees.
@@ -58,6 +61,9 @@ enum Outcome {
 /// the rest, as a kept-alive connection's next response would be.
 fn run(stream: &[u8], cuts: &[usize], head_request: bool, want_server: bool) -> Vec<Outcome> {
     let mut p = ResponseParser::new(want_server);
+    if want_server {
+        p.keep_head();
+    }
     let mut out = Vec::new();
     let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < stream.len()).collect();
     bounds.push(stream.len());
@@ -75,6 +81,13 @@ fn run(stream: &[u8], cuts: &[usize], head_request: bool, want_server: bool) -> 
                 assert!(p.started(), "a complete response that was never started");
                 assert!(!p.in_body(), "a complete response still in its body");
                 at += used;
+                let head = match out.is_empty() {
+                    true => p.head_text().map(str::to_string),
+                    false => None,
+                };
+                if out.is_empty() && want_server {
+                    check_head(&stream[..at - bb as usize], head.as_deref());
+                }
                 out.push(Outcome::Complete {
                     end: at,
                     status: p.status(),
@@ -82,6 +95,7 @@ fn run(stream: &[u8], cuts: &[usize], head_request: bool, want_server: bool) -> 
                     body_bytes: bb,
                     reusable: p.reusable(),
                     server: p.server().map(str::to_string),
+                    head,
                 });
                 p.reset();
                 assert!(!p.started() && !p.in_body(), "reset left the parser started");
@@ -114,6 +128,15 @@ fn run(stream: &[u8], cuts: &[usize], head_request: bool, want_server: bool) -> 
     assert!(!ends_on_close || in_body, "a body delimited by the close is a body");
     out.push(Outcome::Open { header_bytes, body_bytes, started, in_body, ends_on_close });
     out
+}
+
+/// The kept head is the final (not 1xx) head, whole: the text of the
+/// bytes just before the body. Heads begin with `HTTP/` and end with a line
+/// feed, both ASCII, so the text of the stream up to the body ends with it.
+fn check_head(upto_body: &[u8], head: Option<&str>) {
+    let head = head.expect("the first complete response's head was not kept");
+    assert!(head.starts_with("HTTP/") && head.ends_with('\n'), "kept head {head:?}");
+    assert!(String::from_utf8_lossy(upto_body).ends_with(head), "kept head {head:?} is not the last head read");
 }
 
 /// Past these, the parser's limits (a 4 KiB chunk-size or trailer line, a
@@ -373,6 +396,7 @@ fn round_trip(r: &Response) {
         }
         wire.extend_from_slice(eol);
     }
+    let final_head = wire.len();
     wire.extend_from_slice(format!("HTTP/{version} {status} ").as_bytes());
     wire.extend_from_slice(&r.reason.bytes());
     wire.extend_from_slice(eol);
@@ -470,6 +494,7 @@ fn round_trip(r: &Response) {
             body_bytes: (wire.len() - head_len) as u64,
             reusable,
             server: want_server.clone(),
+            head: r.want_server.then(|| String::from_utf8_lossy(&wire[final_head..head_len]).into_owned()),
         }
     };
     assert_eq!(got[0], want, "{:?}", String::from_utf8_lossy(&wire));

@@ -100,6 +100,11 @@ class ScheduleSummary(_Model):
     send_lag_p50_us: int
     send_lag_p99_us: int
     send_lag_max_us: int
+    # The sum of the worker threads' peaks: an upper bound of the
+    # simultaneous peak, exact with one thread.
+    peak_in_flight: int = 0
+    # Little's law (L = λW; Little 1961) over the window.
+    mean_in_flight: float = 0.0
     kept: bool
 
 

@@ -45,6 +45,9 @@ def test_open_loop_sees_the_stalls_a_closed_loop_hides():
     assert open_loop.failed == 0 and open_loop.schedule.dropped == 0 and open_loop.schedule.late == 0
     assert abs(corrected.at(99.0) - expected) <= 0.2 * expected, (corrected.at(99.0), expected)
     assert abs(corrected.max_us - pause_s * 1e6) <= 0.2 * pause_s * 1e6, corrected.max_us
+    # A stall holds every request due in it: 1000/s for 0.5 s puts ~500 in
+    # flight at once (the sum of the threads' peaks bounds that from above).
+    assert 400 <= open_loop.schedule.peak_in_flight <= 1000, open_loop.schedule.peak_in_flight
     # A closed loop: each connection records one long request per stall, so
     # the maximum is right but the percentiles are not.
     assert closed.latency_us.total.at(99.0) < expected / 4, closed.latency_us.total.at(99.0)
@@ -54,6 +57,17 @@ def test_open_loop_sees_the_stalls_a_closed_loop_hides():
     assert open_10.schedule.late > 0
     assert open_10.latency_us.uncorrected.at(99.0) < expected / 4
     assert open_10.latency_us.total.max_us >= 0.8 * pause_s * 1e6
+
+
+def test_mean_in_flight_is_littles_law():
+    # 200/s to a page that answers in 20 ms: L = λW = 4 in flight on average
+    # (Little 1961), and one thread's peak is exact, at least that mean.
+    with Served("--model", "async", "--workers", "1") as srv:
+        r = corebench.load(srv.url + "sleep?ms=20", rate=200, duration=2.0, concurrency=50, threads=1, keep_alive=True)
+    s = r.schedule
+    assert r.failed == 0 and s.kept, (s, r.error_samples)
+    assert 3.6 <= s.mean_in_flight <= 5.0, s.mean_in_flight
+    assert 4 <= s.peak_in_flight <= 50, s.peak_in_flight
 
 
 def _accounted(r) -> None:

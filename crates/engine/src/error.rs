@@ -19,6 +19,10 @@ pub enum EngineError {
     Tls(String),
     #[error("could not start the event loop: {0}")]
     Io(#[from] std::io::Error),
+    /// The process or the system ran out of descriptors before the first
+    /// request: the machine's limit, the user's to raise, not a bug.
+    #[error("out of file descriptors starting {threads} load threads ({source}): raise the limit (ulimit -n), or use fewer connections or threads")]
+    Descriptors { threads: usize, source: std::io::Error },
     #[error("a load worker panicked: {0}")]
     WorkerPanic(String),
     #[error("agent parts do not fit together: {0}")]

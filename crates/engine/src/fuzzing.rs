@@ -27,6 +27,16 @@ impl ResponseParser {
         ResponseParser(p)
     }
 
+    /// Keeps the first final response's head as text, as a run does for
+    /// ab's -v 2 and wrk's head printout.
+    pub fn keep_head(&mut self) {
+        self.0.want_head = true;
+    }
+
+    pub fn head_text(&self) -> Option<&str> {
+        self.0.head_text.as_deref()
+    }
+
     /// Feeds the next bytes read from the socket. The error is the message
     /// the run reports.
     pub fn feed(&mut self, data: &[u8], head_request: bool) -> Result<Progress, String> {

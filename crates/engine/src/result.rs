@@ -47,6 +47,13 @@ pub struct ScheduleSummary {
     pub send_lag_p50_us: u64,
     pub send_lag_p99_us: u64,
     pub send_lag_max_us: u64,
+    /// The most requests in flight at once: the sum of the workers' peaks,
+    /// an upper bound of the simultaneous peak (exact with one thread).
+    pub peak_in_flight: u64,
+    /// The mean number in flight over the window, by Little's law (L = λW;
+    /// Little 1961): the sum of response times from the actual send over
+    /// the window's length.
+    pub mean_in_flight: f64,
     /// Nothing dropped, at most 1% late, not interrupted.
     pub kept: bool,
 }

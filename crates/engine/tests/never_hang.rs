@@ -3,33 +3,11 @@
 
 mod server;
 
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use corebench_engine::config::RateConfig;
-use corebench_engine::{run, run_with, Control, LoadConfig, LoadResult};
-use server::{start, Reply};
-
-/// The run, in a thread of its own: a run that hangs fails the test after
-/// `limit` instead of hanging the test binary.
-fn within(limit: Duration, cfg: LoadConfig, stop_after: Option<Duration>) -> (LoadResult, Duration) {
-    let (tx, rx) = mpsc::channel();
-    let t0 = Instant::now();
-    std::thread::spawn(move || {
-        let control = Control::default();
-        let r = std::thread::scope(|s| {
-            let h = s.spawn(|| run_with(&cfg, &control));
-            if let Some(after) = stop_after {
-                std::thread::sleep(after);
-                control.stop();
-            }
-            h.join().unwrap()
-        });
-        let _ = tx.send(r.unwrap());
-    });
-    let r = rx.recv_timeout(limit).unwrap_or_else(|_| panic!("the run did not end within {limit:?}"));
-    (r, t0.elapsed())
-}
+use corebench_engine::{run, LoadConfig};
+use server::{start, within, Reply};
 
 fn silent(concurrency: u32) -> (server::TestServer, LoadConfig) {
     let srv = start(Reply::Silent);

@@ -67,7 +67,7 @@ impl Drop for AccessLog {
 
 /// Apache's ap_escape_logitem: quotes and backslashes escaped, control and
 /// non-ASCII bytes as \xhh, so one request is always one line.
-fn escape(out: &mut Vec<u8>, raw: &[u8]) {
+pub(crate) fn escape(out: &mut Vec<u8>, raw: &[u8]) {
     for &c in raw {
         match c {
             b'"' => out.extend_from_slice(b"\\\""),

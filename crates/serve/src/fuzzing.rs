@@ -2,11 +2,13 @@
 //! feature `fuzzing`, off in every build of corebench itself): a thin
 //! wrapper over `http::parse`, the parser every process model calls on the
 //! bytes a connection has received, so that none of its items has to
-//! become public.
+//! become public. The access-log writer's escaping and calendar too: the
+//! access-log target writes lines with them, so what the server logs is
+//! what the replay parser is checked to read back.
 
 use std::ops::Range;
 
-use crate::http;
+use crate::{clf, http};
 
 /// Longer heads are refused with 431.
 pub const MAX_HEAD_BYTES: usize = http::MAX_HEAD_BYTES;
@@ -57,4 +59,17 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
             referer: h.referer.map(range),
         }),
     }
+}
+
+/// Days since 1970-01-01 to (year, month, day), as the access log dates lines.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    clf::civil_from_days(days)
+}
+
+/// A quoted field of the access log, escaped as the server writes it
+/// (Apache's `ap_escape_logitem`).
+pub fn escape_log_item(raw: &[u8]) -> String {
+    let mut out = Vec::with_capacity(raw.len());
+    clf::escape(&mut out, raw);
+    String::from_utf8(out).expect("escaped bytes are ASCII")
 }

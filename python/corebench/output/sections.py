@@ -27,6 +27,8 @@ def schedule(r: LoadResult) -> list[str]:
         f"  Sent on schedule:     {s.sent - s.late} of {s.sent + s.dropped}; late {s.late}, dropped {s.dropped}",
         f"  Send lag (ms):        p50 {_ms(s.send_lag_p50_us)}, p99 {_ms(s.send_lag_p99_us)}, "
         f"max {_ms(s.send_lag_max_us)}",
+        f"  In flight:            mean {s.mean_in_flight:.1f} (Little's law), "
+        f"{_peak(r)} of {r.concurrency} connections",
     ]
     if not s.kept and not r.interrupted:
         out.append(
@@ -40,6 +42,13 @@ def schedule(r: LoadResult) -> list[str]:
             label = "max" if p == 100.0 else f"p{p:g}"
             out.append(f"  {label:<8}{_ms(corrected.at(p)):>20}{_ms(raw.at(p)):>33}")
     return out
+
+
+def _peak(r: LoadResult) -> str:
+    assert r.schedule is not None
+    # Each thread keeps its own peak, and they need not coincide.
+    bound = "peak" if r.threads == 1 else "peak at most"
+    return f"{bound} {r.schedule.peak_in_flight}"
 
 
 def _statuses(u: UrlSummary) -> str:

@@ -131,7 +131,12 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
     let schedule = p.schedule(config);
     let conc = u64::from(config.share_of_concurrency());
-    let loops = (0..workers).map(|_| EventLoop::new()).collect::<std::io::Result<Vec<_>>>().map_err(EngineError::Io)?;
+    let loops = (0..workers).map(|_| EventLoop::new()).collect::<std::io::Result<Vec<_>>>().map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::EMFILE | libc::ENFILE) => EngineError::Descriptors { threads: workers as usize, source: e },
+            _ => EngineError::Io(e),
+        }
+    })?;
     let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
         Some(at) => {
             wait_until(at, control)?;

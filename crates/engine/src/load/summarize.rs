@@ -104,6 +104,11 @@ fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSum
         Shape::Log { .. } if window_s > 0.0 => scheduled as f64 / window_s,
         Shape::Log { .. } => 0.0,
     };
+    let wire = &s.uncorrected_us;
+    let mean_in_flight = match window_s > 0.0 {
+        true => wire.mean() * wire.len() as f64 / 1e6 / window_s,
+        false => 0.0,
+    };
     let lag = &s.send_lag_us;
     let at = |q: f64| if lag.is_empty() { 0 } else { lag.value_at_quantile(q) };
     ScheduleSummary {
@@ -115,6 +120,8 @@ fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSum
         send_lag_p50_us: at(0.5),
         send_lag_p99_us: at(0.99),
         send_lag_max_us: if lag.is_empty() { 0 } else { lag.max() },
+        peak_in_flight: c.peak_in_flight,
+        mean_in_flight,
         kept: !interrupted && c.dropped == 0 && c.late * 100 <= c.sent,
     }
 }

@@ -361,6 +361,8 @@ impl Worker<'_> {
                 self.stats.connections_opened += 1;
             }
             self.in_flight += 1;
+            let peak = &mut self.stats.schedule.peak_in_flight;
+            *peak = (*peak).max(self.in_flight as u64);
             match self.settle(i, step, now) {
                 After::Busy => return false,
                 After::Free => retry = false,

@@ -183,6 +183,11 @@ pub struct ScheduleCounts {
     pub late: u64,
     /// Due before the end of the run but never sent: no connection was free.
     pub dropped: u64,
+    /// The most requests in flight at once on one worker. Merged as a sum,
+    /// so across workers it bounds the simultaneous peak from above (exact
+    /// with one worker): a shared counter would put an atomic on every send.
+    #[serde(default)]
+    pub peak_in_flight: u64,
 }
 
 /// Each response's own figures, kept only when asked (`LoadConfig::trace`,
@@ -372,6 +377,7 @@ impl Stats {
         self.schedule.sent += o.schedule.sent;
         self.schedule.late += o.schedule.late;
         self.schedule.dropped += o.schedule.dropped;
+        self.schedule.peak_in_flight += o.schedule.peak_in_flight;
         for (a, b) in self.urls.iter_mut().zip(&o.urls) {
             a.merge(b);
         }

@@ -6,7 +6,9 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use corebench_engine::{run_with, Control, LoadConfig, LoadResult};
 
 pub struct TestServer {
     pub url: String,
@@ -124,4 +126,26 @@ pub fn refused_url() -> String {
     let port = l.local_addr().unwrap().port();
     drop(l);
     format!("http://127.0.0.1:{port}/")
+}
+
+/// The run, in a thread of its own: a run that hangs fails the test after
+/// `limit` instead of hanging the test binary.
+#[allow(dead_code)] // each test binary compiles this module; not all use it
+pub fn within(limit: Duration, cfg: LoadConfig, stop_after: Option<Duration>) -> (LoadResult, Duration) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t0 = Instant::now();
+    thread::spawn(move || {
+        let control = Control::default();
+        let r = thread::scope(|s| {
+            let h = s.spawn(|| run_with(&cfg, &control));
+            if let Some(after) = stop_after {
+                thread::sleep(after);
+                control.stop();
+            }
+            h.join().unwrap()
+        });
+        let _ = tx.send(r.unwrap());
+    });
+    let r = rx.recv_timeout(limit).unwrap_or_else(|_| panic!("the run did not end within {limit:?}"));
+    (r, t0.elapsed())
 }
