@@ -34,3 +34,20 @@ def parse_rate(text: str) -> tuple[float, float | None]:
         return float(start), (float(end) if sep else None)
     except ValueError:
         raise ValueError(f"{text!r} is not a rate: use requests per second, like 5000, or START..END") from None
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+_SCALE_B = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size_bytes(text: str) -> int:
+    """`512MB`, `1GiB`, `2g`, or a bare number of bytes; K, M, G, T are
+    binary (1024), as mkfs, dd and PostgreSQL read them."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a size: use a number with KB, MB, GB or TB, like 512MB or 1GB")
+    unit = (m.group(2) or "").lower()[:1]
+    size = float(m.group(1)) * _SCALE_B["b" if unit == "b" else unit]
+    if not math.isfinite(size) or size > 2**62:
+        raise ValueError(f"{text[:20]!r} is not a size a disk can have")
+    return int(size)

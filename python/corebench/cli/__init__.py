@@ -38,7 +38,7 @@ def _root(
 
 
 def _register() -> None:
-    from corebench.cli import capacity, fit, load, replay, report, run, serve  # noqa: F401  (registers the commands)
+    from corebench.cli import capacity, cleanup, fit, load, replay, report, run, serve  # noqa: F401  (registers the commands)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from corebench.config.cluster import ClusterConfig
 from corebench.config.settings import LoadSettings
 from corebench.plan.objective import SearchSettings
-from corebench.units import parse_duration_s
+from corebench.units import parse_duration_s, parse_size_bytes
 
 # An adaptive experiment looks at its intervals from this many rounds on: a
 # standard deviation from fewer runs is too unreliable to stop on.
@@ -69,6 +69,9 @@ class Experiment(_Section):
     schedule: Literal["interleaved", "blocked"] = "interleaved"
     # Measure the load generator's own ceiling before the first run.
     calibrate: bool = True
+    # Before each measured run, write dirty pages and drop the page cache,
+    # dentries and inodes (needs root): every run starts with a cold cache.
+    drop_caches: bool = False
     duration_s: float | None = Field(None, gt=0, alias="duration")
     requests: int | None = Field(None, ge=1)
     cooldown_s: float = Field(0.0, ge=0, alias="cooldown")
@@ -153,6 +156,37 @@ class File(_Section):
         return self
 
 
+# The filesystem types a target's image can have: the names a plan uses,
+# each with its mkfs and mount options in targets/filesystem.py.
+FsTypeName = Literal["ext4", "ext4-journal", "ext4-ordered", "ext4-writeback", "xfs", "btrfs"]
+
+
+class Filesystem(_Section):
+    """A fresh loop-mounted image for each start of the target, mounted on
+    its folder ({dir}); every field may be a factor's placeholder."""
+
+    type: FsTypeName
+    # Access times: "atime" writes one on every read (strictatime).
+    atime: Literal["atime", "relatime", "noatime"] | None = None
+    # More mount options, e.g. ["nobarrier"] or ["commit=60"].
+    options: list[str] = []
+    # The image's size; sparse, so only what is written takes disk space.
+    size_bytes: int = Field(1024**3, ge=128 * 1024**2, alias="size")
+
+    @field_validator("size_bytes", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> Any:
+        return parse_size_bytes(v) if isinstance(v, str) else v
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: list[str]) -> list[str]:
+        for o in v:
+            if not o or any(c in o for c in ", \t\n") or o in ("loop", "remount", "bind", "move"):
+                raise ValueError(f"mount option {o!r}: give one option per item, not loop, remount, bind or move")
+        return v
+
+
 def _ip(v: Any) -> Any:
     if isinstance(v, str):
         try:
@@ -190,6 +224,7 @@ class Target(_Section):
     # Prints the server's version, stored with the host facts.
     version_command: list[str] | None = None
     cpus: float | None = Field(None, gt=0, le=4096)
+    filesystem: Filesystem | None = None
     # "config": restart when a factor of the target changes; "point": for every point.
     restart: Literal["config", "point"] = "config"
 
@@ -222,6 +257,8 @@ class Target(_Section):
             raise ValueError("command is an empty argument list")
         if self.url is not None and self.cpus is not None:
             raise ValueError("cpus limits a target corebench starts; a running server (url) is not started here")
+        if self.url is not None and self.filesystem is not None:
+            raise ValueError("a filesystem is made for a target corebench starts; a running server (url) is not")
         return self
 
 

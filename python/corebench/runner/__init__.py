@@ -31,7 +31,7 @@ from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backen
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
 from corebench.store import Store
-from corebench.targets import process, recipes
+from corebench.targets import filesystem, process, recipes
 from corebench.targets.cpus import CpuControl, Layout
 
 
@@ -60,6 +60,7 @@ class _Running:
     target: Target
     layout: Layout
     started: process.Started | None = None
+    mounted: filesystem.Mounted | None = None
     error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -119,6 +120,7 @@ def _run_all(
     show.console.print(show.plan_line(e.rounds_max if e.repetitions == "auto" else None))
     work_dir = Path(tempfile.mkdtemp(prefix="corebench-run-"))
     os.chmod(work_dir, 0o755)  # servers that drop privileges read their folders in it
+    filesystem.claim(work_dir)  # its images are not a killed run's leftovers
     affinity = os.sched_getaffinity(0)
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     running: _Running | None = None
@@ -233,12 +235,15 @@ def _ensure_target(
         run_dir = work_dir / f"target-{out.starts}"
         out.starts += 1
         try:
+            if t.filesystem is not None:
+                running.mounted = filesystem.mount(t.filesystem, run_dir)
+                running.info["filesystem"] = running.mounted.facts
             running.started = process.start(t, point.levels, layout, exp.path.parent, run_dir, point.load.path)
         except BaseException:
-            CpuControl.release(layout)  # start() stopped the process; its cgroups go too
+            _stop(exp, running)  # start() stopped the process; its cgroups and filesystem go too
             raise
         out.starts_s += time.monotonic() - began
-        running.info = {
+        running.info |= {
             "kind": "builtin" if t.builtin else t.recipe or "command",
             "pid": running.started.proc.pid,
             "argv": running.started.argv,
@@ -246,7 +251,7 @@ def _ensure_target(
             "ready_s": running.started.ready_s,
             "cpus_allowed": _cpus_allowed(running.started.proc.pid),
         }
-    except process.TargetError as e:
+    except (process.TargetError, filesystem.FilesystemError) as e:
         running.error = f"target not started: {e}"
         Progress.note(running.error)
     return running
@@ -271,6 +276,10 @@ def _stop(exp: Experiment, running: _Running | None) -> None:
         process.stop(running.started.proc, running.target)
         running.started = None
     CpuControl.release(running.layout)
+    if running.mounted is not None:
+        # The target's log lives on the image: kept beside it, for the record.
+        filesystem.unmount(running.mounted, keep=("target.log",))
+        running.mounted = None
 
 
 def _one(
@@ -295,6 +304,8 @@ def _one(
         if running.layout.method != "none":
             os.sched_setaffinity(0, running.layout.generator_cpus)
         pid = running.started.proc.pid if running.started else None
+        if e.drop_caches and not run.warmup:
+            host.drop_caches()
         with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
             try:
                 if exp.plan.search is None or run.warmup:

@@ -51,3 +51,14 @@ def facts(cpu_method: str, server: str | None) -> dict[str, Any]:
         "server_version": server,
         "memory_bytes": psutil.virtual_memory().total,
     }
+
+
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def drop_caches() -> None:
+    """Writes dirty pages out, then drops the clean page cache, dentries and
+    inodes (3: both kinds; the kernel's Documentation/admin-guide/sysctl/vm.rst)."""
+    os.sync()
+    with open(DROP_CACHES, "w") as f:
+        f.write("3\n")

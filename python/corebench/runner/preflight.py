@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 from dataclasses import dataclass, field
 
 from corebench import engine
@@ -17,8 +18,8 @@ from corebench.errors import UsageError
 from corebench.plan import Experiment, Point
 from corebench.plan.engine_config import run_config
 from corebench.plan.source import where
-from corebench.runner import schedule
-from corebench.targets import recipes
+from corebench.runner import host, schedule
+from corebench.targets import filesystem, recipes
 from corebench.targets.cpus import check as check_cpus
 from corebench.targets.cpus import control_method, online_cpus
 
@@ -48,6 +49,13 @@ def check(exp: Experiment) -> Checked:
         except SettingError as e:
             raise UsageError(f"{_at(exp, 'load', e.key)}: {e} (at {p.label()})") from None
         _check_reach(exp, p, cfg)
+        if p.target.filesystem is not None and (why := filesystem.missing(p.target.filesystem)):
+            raise UsageError(f"{_at(exp, 'target', 'filesystem')}: {why} (at {p.label()})")
+    if exp.plan.experiment.drop_caches and not os.access(host.DROP_CACHES, os.W_OK):
+        raise UsageError(
+            f"{_at(exp, 'experiment', 'drop_caches')}: dropping the page cache needs root "
+            f"({host.DROP_CACHES} is not writable): run corebench as root, or remove drop_caches"
+        )
     return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online))
 
 
