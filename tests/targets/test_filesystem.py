@@ -166,12 +166,27 @@ def test_cleanup_stops_and_removes_what_a_killed_corebench_left(tmp_path):
     assert again.returncode == 0 and "Nothing to clean up" in again.stdout
 
 
-def test_without_root_the_plan_is_refused_in_one_line(tmp_path):
-    # The check as an unprivileged process makes it: a child of this one,
-    # switched to nobody (which may not run this checkout's interpreter).
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        ("", "filesystem: [target.filesystem] makes and mounts filesystem images (mkfs, mount): run corebench as root"),
+        ("calibrate = false\ndrop_caches = true", "drop_caches: dropping the page cache needs root"),
+    ],
+)
+def test_without_root_the_plan_is_refused_in_one_line(tmp_path, edit, says):
     plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN.format(extra=""))
-    exp = load_plan(plan)
+    text = PLAN.format(extra="")
+    if edit:  # the same plan without the filesystem, dropping caches instead
+        text = text.replace("calibrate = false", edit).replace("filesystem = {", "# filesystem = {")
+    plan.write_text(text)
+    said = _checked_as_nobody(load_plan(plan))
+    assert len(said.splitlines()) == 1 and "plan.toml" in said and says in said, said
+
+
+def _checked_as_nobody(exp) -> str:
+    """The preflight check as an unprivileged process makes it: a child of
+    this one, switched to nobody (which may not run this checkout's
+    interpreter); what it raised, or "passed"."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -191,5 +206,4 @@ def test_without_root_the_plan_is_refused_in_one_line(tmp_path):
     with os.fdopen(read) as f:
         said = f.read()
     os.waitpid(pid, 0)
-    assert len(said.splitlines()) == 1, said
-    assert "plan.toml" in said and "filesystem" in said and "run corebench as root" in said, said
+    return said
