@@ -143,6 +143,7 @@ def test_a_plan_searches_each_configuration_and_answers_in_cores(tmp_path):
     plan.write_text(
         f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 name = "searched"
 repetitions = 1
 

@@ -87,6 +87,7 @@ def test_compare_writes_the_overlay_with_svg(tmp_path):
         tmp_path,
         """
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 name = "svg"
 repetitions = 2
 duration = "0.5s"

@@ -30,6 +30,7 @@ TARGET_SH = (
 
 PLAN = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 name = "cores {SCRIPT.replace('"', "")}"
 repetitions = 2
 warmup = 0

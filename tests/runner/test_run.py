@@ -30,6 +30,7 @@ def test_cores_by_concurrency_by_repetitions(tmp_path):
     serve = f"exec {PY} -m corebench serve --port {{port}} --workers {{cpus}}"
     text = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 3
 warmup = 1
 duration = "0.5s"
@@ -93,6 +94,7 @@ def test_a_target_that_dies_mid_run_fails_that_run_and_is_restarted(tmp_path):
     # (blocked: runs share a start unless the target dies).
     text = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 4
 requests = 100
 randomize = false
@@ -117,6 +119,7 @@ keep_alive = true
 def test_a_target_that_never_becomes_ready(tmp_path):
     text = """
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 2
 duration = "1s"
 
@@ -143,6 +146,7 @@ def test_fractional_cpus_get_a_quota(tmp_path):
     proof = tmp_path / "cgroup.txt"
     text = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 1
 duration = "0.5s"
 
@@ -190,6 +194,7 @@ def test_a_real_server_with_a_configuration_rendered_per_point(tmp_path, nginx):
     (tmp_path / "nginx.conf.j2").write_text(NGINX_CONF)
     text = """
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 1
 duration = "0.5s"
 
@@ -222,6 +227,7 @@ def test_targets_leave_nothing_behind(tmp_path):
     serve = f"exec {PY} -m corebench serve --port $PORT --workers 1"
     text = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 1
 duration = "0.3s"
 
@@ -246,6 +252,7 @@ def test_a_target_listens_on_the_address_asked_for(tmp_path):
     the built-in server listens there and the load goes there."""
     text = """
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 1
 duration = "0.3s"
 
@@ -281,6 +288,7 @@ def test_fast_errors_are_never_throughput(tmp_path):
     # and the slower correct server is the best.
     text = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 2
 warmup = 0
 duration = "1s"
@@ -319,6 +327,7 @@ def test_a_dead_url_fails_every_run_and_keeps_what_was_measured(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/"
     text = f"""
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 2
 warmup = 0
 requests = 50

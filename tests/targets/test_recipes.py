@@ -23,6 +23,7 @@ def test_apache_prefork_worker_event(tmp_path):
     before = servers_running("apache2")
     text = """
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 2
 warmup = 1
 duration = "0.5s"
@@ -57,6 +58,7 @@ concurrency = "{concurrency}"
 def test_nginx_worker_processes(tmp_path):
     text = """
 [experiment]
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 repetitions = 1
 duration = "0.5s"
 
