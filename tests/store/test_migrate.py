@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from corebench.store import Store
+from corebench.store import SCHEMA_VERSION, Store
 
 V2 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,7 +57,7 @@ def test_schema_2_is_renumbered_and_keeps_its_figures(tmp_path):
     assert all(r["round"] is None and r["lower_bound"] is None for r in rows)
     assert s.done(1) == {("a", 1), ("a", 2), ("b", 1), ("b", 2)}
     assert s.db.execute("SELECT count(*) FROM samples").fetchone()[0] == 6
-    assert s.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    assert s.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     common = dict(
         point={},
         status="ok",
@@ -74,4 +74,5 @@ def test_schema_2_is_renumbered_and_keeps_its_figures(tmp_path):
     with pytest.raises(sqlite3.IntegrityError):
         s.add_run(1, seq=9, point_key="a", repetition=2, warmup=False, **common)
     s.close()
-    assert Store(path).experiment(1)["calibration_json"] is None
+    old = Store(path).experiment(1)
+    assert old["calibration_json"] is None and old["baseline_json"] is None

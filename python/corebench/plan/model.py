@@ -288,6 +288,27 @@ class Load(LoadSettings):
         return self
 
 
+class Hackbench(_Section):
+    """hackbench (Debian's rt-tests): groups of senders and receivers passing
+    messages over sockets (or pipes): CPU-bound and scheduler-heavy, the
+    third field report's calibration of what the cores can do."""
+
+    groups: int = Field(10, ge=1, le=1000)
+    loops: int = Field(1000, ge=1, le=1_000_000)
+    # Threads instead of processes (-T), pipes instead of sockets (-p).
+    threads: bool = False
+    pipe: bool = False
+    # Runs at each cpus level, interleaved over the levels; the median counts.
+    repetitions: int = Field(3, ge=1, le=100)
+
+
+class Baseline(_Section):
+    """A CPU baseline measured at each cpus level before the first run, so
+    the report shows the server's speedup beside a CPU-bound program's."""
+
+    hackbench: Hackbench
+
+
 class Plan(_Section):
     experiment: Experiment = Experiment()
     machine: Machine = Machine()
@@ -301,3 +322,4 @@ class Plan(_Section):
     thresholds: dict[str, str] = {}
     # Each run a capacity search (the highest rate within `slo`) instead of a fixed load.
     search: SearchSettings | None = None
+    baseline: Baseline | None = None

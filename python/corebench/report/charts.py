@@ -62,6 +62,12 @@ def _x(p: PointStats, factor: str, levels: list[Any]) -> Any:
     return p.levels[factor] if _continuous(levels) else str(p.levels[factor])
 
 
+def _x_level(value: float, levels: list[Any]) -> Any:
+    """The axis position of a numeric value that is one of the factor's levels."""
+    level = next((v for v in levels if float(v) == value), value)
+    return level if _continuous(levels) else str(level)
+
+
 def _series(points: list[PointStats], factor: str, order: list[Any] | None = None) -> dict[str, list[PointStats]]:
     """Points grouped by the levels of every other factor, in the order of
     `factor`'s levels in the plan (levels may mix numbers and text)."""
@@ -105,6 +111,11 @@ def efficiency(d: ReportData) -> str | None:
         n0, x0 = float(base.levels["cpus"]), base.throughput.mean
         xs = [_x(p, "cpus", d.factors["cpus"]) for p in ps]
         ax.plot(xs, [p.throughput.mean / (float(p.levels["cpus"]) / n0 * x0) for p in ps], marker="o", label=label)
+    measured = [(b.cpus, b.speedup / b.ideal) for b in d.baseline if b.speedup is not None]
+    if len(measured) >= 2:
+        # The CPU-bound yardstick on the same cores: its speedup over the ideal.
+        xs = [_x_level(c, d.factors["cpus"]) for c, _ in measured]
+        ax.plot(xs, [e for _, e in measured], color="black", linestyle=":", marker="s", label="hackbench")
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     # From zero: on a narrow axis (0.94 to 1.04) noise looks like a trend.
     ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))

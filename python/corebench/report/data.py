@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from corebench.analysis.anova import Anova, anova
+from corebench.analysis.baseline import BaselineRow
+from corebench.analysis.baseline import rows as baseline_rows
+from corebench.analysis.baseline import sentence as baseline_sentence
 from corebench.analysis.capacity import capacities, cores_needed
 from corebench.analysis.capacity import table as capacity_table
 from corebench.analysis.diagnose import Diagnosis, diagnose
@@ -63,6 +66,8 @@ class ReportData:
     verdicts: list[str]
     fits: list[ScalingFit] = field(default_factory=list)
     scaling: list[ScalingRow] = field(default_factory=list)
+    # The plan's CPU baseline (hackbench) at each cpus level.
+    baseline: list[BaselineRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
     anova: list[Anova] = field(default_factory=list)
     thresholds: list[Judged] = field(default_factory=list)
@@ -142,6 +147,11 @@ def load(
         data.verdicts.insert(0, "--traffic needs an experiment of capacity searches (a plan with [search]).")
     data.verdicts += schedule_lines(plan["plan"].get("experiment", {}), runs, points)
     data.verdicts += generator_lines(exp, points)
+    found = json.loads(exp.get("baseline_json") or "null")
+    data.baseline = baseline_rows(found)
+    yardstick = baseline_sentence(found, data.scaling)
+    if yardstick:
+        data.verdicts.append(yardstick)
     cpus = data.factors.get("cpus", [])
     if 0 < len(cpus) < 3 and not caps:
         data.verdicts.append(

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from corebench.analysis.baseline import server_speedup
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
 from corebench.report import charts, table
@@ -33,6 +34,7 @@ def _fmt(x: float | None, digits: int = 0) -> str:
 
 
 _ENV.filters["num"] = _fmt
+_ENV.globals["server_speedup"] = server_speedup
 
 
 def _script_json(value: object) -> str:

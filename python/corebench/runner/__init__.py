@@ -26,7 +26,7 @@ from corebench.plan.engine_config import run_config
 from corebench.plan.model import Target
 from corebench.plan.objective import SearchSettings
 from corebench.result import LoadResult
-from corebench.runner import adaptive, calibrate, capacity, host, schedule
+from corebench.runner import adaptive, baseline, calibrate, capacity, host, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
@@ -127,6 +127,7 @@ def _run_all(
     started = time.monotonic()
     try:
         ceilings = _ceilings(exp, store, exp_id, control, backend, work_dir)
+        _baseline(exp, store, exp_id, control)
         rnd = max((r.round for r in runs), default=0)
         while True:
             for run in todo:
@@ -187,6 +188,20 @@ def _ceilings(
     for c in found:
         Progress.note(c.sentence())
     return found
+
+
+def _baseline(exp: Experiment, store: Store, exp_id: int, control: CpuControl) -> None:
+    """The plan's CPU baseline at each cpus level, once per experiment (a
+    resumed one keeps what it stored)."""
+    if exp.plan.baseline is None or (store.experiment(exp_id) or {}).get("baseline_json"):
+        return
+    found = baseline.measure(exp, control)
+    store.set_baseline(exp_id, found)
+    for level in found["levels"]:
+        at = "no limit" if level["cpus"] is None else f"cpus={level['cpus']:g}"
+        times = ", ".join(f"{t:.3f}" for t in level["seconds"]) or "none"
+        why = f"; {level['error']}" if level["error"] else ""
+        Progress.note(f"baseline {' '.join(found['argv'])} at {at}: {times} s{why}")
 
 
 def _search(

@@ -18,7 +18,7 @@ from corebench.errors import UsageError
 from corebench.plan import Experiment, Point
 from corebench.plan.engine_config import run_config
 from corebench.plan.source import where
-from corebench.runner import host, schedule
+from corebench.runner import baseline, host, schedule
 from corebench.targets import filesystem, recipes
 from corebench.targets.cpus import check as check_cpus
 from corebench.targets.cpus import control_method, online_cpus
@@ -51,6 +51,8 @@ def check(exp: Experiment) -> Checked:
         _check_reach(exp, p, cfg)
         if p.target.filesystem is not None and (why := filesystem.missing(p.target.filesystem)):
             raise UsageError(f"{_at(exp, 'target', 'filesystem')}: {why} (at {p.label()})")
+    if exp.plan.baseline is not None and (why := baseline.missing()):
+        raise UsageError(f"{_at(exp, 'baseline', 'hackbench')}: {why}")
     if exp.plan.experiment.drop_caches and not os.access(host.DROP_CACHES, os.W_OK):
         raise UsageError(
             f"{_at(exp, 'experiment', 'drop_caches')}: dropping the page cache needs root "

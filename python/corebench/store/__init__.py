@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _RUNS = """
 CREATE TABLE {name} (
     id INTEGER PRIMARY KEY,
@@ -64,7 +64,9 @@ CREATE TABLE IF NOT EXISTS experiments (
     created_unix REAL NOT NULL,
     corebench_version TEXT NOT NULL,
     -- The load generator's own ceiling, measured before the first run (schema 3).
-    calibration_json TEXT
+    calibration_json TEXT,
+    -- The CPU baseline (hackbench) at each cpus level (schema 4).
+    baseline_json TEXT
 );
 """
     + _RUNS.format(name="IF NOT EXISTS runs")
@@ -133,6 +135,9 @@ class Store:
         self.db.execute(
             "UPDATE experiments SET calibration_json = ? WHERE id = ?", (json.dumps(calibration), experiment_id)
         )
+
+    def set_baseline(self, experiment_id: int, found: dict[str, Any]) -> None:
+        self.db.execute("UPDATE experiments SET baseline_json = ? WHERE id = ?", (json.dumps(found), experiment_id))
 
     def latest_of_plan(self, plan_toml: str) -> dict[str, Any] | None:
         """The last experiment run from this plan's exact text, with any overrides."""
@@ -267,8 +272,10 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE runs ADD COLUMN search_json TEXT")
     if "round" not in columns:
         _renumber(db)
-    if "calibration_json" not in {row[1] for row in db.execute("PRAGMA table_info(experiments)")}:
-        db.execute("ALTER TABLE experiments ADD COLUMN calibration_json TEXT")
+    experiments = {row[1] for row in db.execute("PRAGMA table_info(experiments)")}
+    for column in ("calibration_json", "baseline_json"):
+        if column not in experiments:
+            db.execute(f"ALTER TABLE experiments ADD COLUMN {column} TEXT")
     db.execute(_MEASURED_ONCE)
     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 

@@ -1,0 +1,75 @@
+"""The CPU baseline's speedup (hackbench at each cpus level: fixed work, so
+its speedup is the ratio of its times, the fewest CPUs' over each level's;
+Jain 1991, The Art of Computer Systems Performance Analysis), and the
+server's beside it."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from corebench.analysis.scaling import ScalingRow
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    cpus: float
+    median_s: float | None  # hackbench's median wall time at this level
+    runs: int
+    speedup: float | None  # the fewest CPUs' median time over this level's
+    ideal: float  # cpus over the fewest CPUs
+    error: str | None
+
+
+def rows(found: dict[str, Any] | None) -> list[BaselineRow]:
+    """The stored baseline's levels with a CPU limit, fewest CPUs first."""
+    if not found:
+        return []
+    levels = sorted((lv for lv in found["levels"] if lv["cpus"] is not None), key=lambda lv: lv["cpus"])
+    if not levels:
+        return []
+    medians = [statistics.median(lv["seconds"]) if lv["seconds"] else None for lv in levels]
+    low, t_low = levels[0]["cpus"], medians[0]
+    return [
+        BaselineRow(
+            cpus=float(lv["cpus"]),
+            median_s=t,
+            runs=len(lv["seconds"]),
+            speedup=t_low / t if t_low and t else None,
+            ideal=lv["cpus"] / low,
+            error=lv["error"],
+        )
+        for lv, t in zip(levels, medians, strict=True)
+    ]
+
+
+def server_speedup(scaling: list[ScalingRow], cpus: float) -> float | None:
+    """The server's best point at `cpus` over its best at the fewest CPUs."""
+    if not scaling:
+        return None
+    at = next((r for r in scaling if r.cores == cpus), None)
+    return at.throughput / scaling[0].throughput if at and scaling[0].throughput > 0 else None
+
+
+def sentence(found: dict[str, Any] | None, scaling: list[ScalingRow]) -> str | None:
+    """One line: the baseline's speedup at each level, the server's beside it."""
+    table = rows(found)
+    if len(table) < 2 or found is None:
+        return None
+    low = table[0]
+    parts = []
+    for r in table[1:]:
+        if r.speedup is None:
+            parts.append(f"cpus={r.cpus:g}: not measured ({r.error or low.error or 'no time'})")
+            continue
+        said = f"{r.speedup:.2f}x at cpus={r.cpus:g} (ideal {r.ideal:.2f}x)"
+        server = server_speedup(scaling, r.cpus)
+        if server is not None:
+            said += f", the server {server:.2f}x ({server / r.speedup:.0%} of the baseline's)"
+        parts.append(said)
+    runs = min((r.runs for r in table if r.runs), default=0)
+    return (
+        f"CPU baseline ({' '.join(found['argv'])}, median of {runs} run(s) per level, speedup over "
+        f"cpus={low.cpus:g}): " + "; ".join(parts) + "."
+    )
