@@ -104,7 +104,7 @@ def throughput_by(d: ReportData, factor: str) -> str:
 def efficiency(d: ReportData) -> str | None:
     if "cpus" not in d.factors or not _numeric(d.factors["cpus"]) or len(d.factors["cpus"]) < 2:
         return None
-    ghz = d.plan["plan"].get("machine", {}).get("clock_ghz")
+    ghz = d.clock_ghz
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, "cpus", d.factors.get("cpus")).items():
         base = [p for p in ps if float(p.levels["cpus"]) == min(float(q.levels["cpus"]) for q in ps)][0]

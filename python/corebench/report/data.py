@@ -66,6 +66,9 @@ class ReportData:
     verdicts: list[str]
     fits: list[ScalingFit] = field(default_factory=list)
     scaling: list[ScalingRow] = field(default_factory=list)
+    # The clock per-core-GHz figures use, and where it came from.
+    clock_ghz: float | None = None
+    clock_source: str = ""
     # The plan's CPU baseline (hackbench) at each cpus level.
     baseline: list[BaselineRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
@@ -129,7 +132,13 @@ def load(
         ),
     )
     data.fits = scaling_fits(points, data.factors)
-    data.scaling = cores_table(points, data.factors, plan["plan"].get("machine", {}).get("clock_ghz"))
+    data.clock_ghz, data.clock_source = clock(plan["plan"], host)
+    data.scaling = cores_table(points, data.factors, data.clock_ghz)
+    if data.scaling and data.clock_ghz is None:
+        data.verdicts.append(
+            "Requests per second per core-GHz: unknown, this machine's clock was not readable (cpufreq, "
+            "/proc/cpuinfo); give it as [machine] clock_ghz."
+        )
     data.knees = knees(points, data.factors)
     data.anova = factor_anova(points, data.factors)
     criteria = [parse_threshold(f"{k}{v}") for k, v in plan["plan"].get("thresholds", {}).items()]
@@ -208,6 +217,17 @@ def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:
             "the server, set the figure: the server can do at least that much."
         )
     return out
+
+
+def clock(plan: dict[str, Any], host: dict[str, Any]) -> tuple[float | None, str]:
+    """The plan's [machine] clock_ghz, else the clock the host reported when
+    the experiment began (cpufreq or /proc/cpuinfo, through psutil)."""
+    given = plan.get("machine", {}).get("clock_ghz")
+    if given:
+        return float(given), "the plan's [machine] clock_ghz"
+    if host.get("mhz"):
+        return round(float(host["mhz"]) / 1000, 3), "the host's reported clock (cpufreq or /proc/cpuinfo)"
+    return None, ""
 
 
 def cores_table(points: list[PointStats], factors: dict[str, list[Any]], ghz: float | None) -> list[ScalingRow]:
