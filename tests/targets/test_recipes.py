@@ -3,11 +3,24 @@ Apache httpd with each MPM and nginx, a short plan each that runs, stores
 and reports; the system's own instances are never touched."""
 
 import json
+import os
+import re
+import shutil
 import subprocess
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import pytest
 
 from corebench import report
+from corebench.plan.model import Target
+from corebench.targets import process, recipes
+from corebench.targets.cpus import CpuControl
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
+
+APP = Path(__file__).resolve().parents[2] / "examples" / "cores-worth-it" / "wsgi"
 
 
 def experiment(tmp_path, text):
@@ -92,3 +105,52 @@ def test_a_bad_recipe_setting_fails_before_any_run(tmp_path):
         p.returncode == 2
         and "plan.toml:3: target.settings: mpm 'threaded' is not one of prefork, worker, event" in p.stderr
     )
+
+
+def test_apache_mod_wsgi_serves_the_framework_page(tmp_path):
+    """The first field report's page on Apache + mod_wsgi, in embedded and
+    daemon mode: the page comes through the route, the controller (the
+    time) and the layout, and every request of a run succeeds."""
+    before = servers_running("apache2")
+    t = Target(recipe="apache", settings={"mpm": "prefork", "max_request_workers": 4, "wsgi_app": str(APP)})
+    # A folder Apache's children (www-data) can reach, as the runner's is.
+    run_dir = Path(tempfile.mkdtemp(prefix="corebench-test-"))
+    os.chmod(run_dir, 0o755)
+    started = process.start(t, {}, CpuControl().layout(None), tmp_path, run_dir / "direct", "/app/")
+    try:
+        with urllib.request.urlopen(started.base_url + "app/", timeout=10) as r:
+            page = r.read().decode()
+    finally:
+        process.stop(started.proc, recipes.expand(t))
+        shutil.rmtree(run_dir)
+    assert "<p>Autohandler called</p>" in page and re.search(r"The time here is \d{4}-\d\d-\d\d \d\d:", page), page
+    text = f"""
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.5s"
+
+[factors]
+mode = ["embedded", "daemon"]
+
+[target]
+recipe = "apache"
+settings = {{ mpm = "prefork", max_request_workers = 8, wsgi_app = "{APP}", wsgi_mode = "{{mode}}" }}
+
+[load]
+path = "/app/"
+concurrency = 4
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert (out.ok, out.failed) == (2, 0), [r["error"] for r in runs if r["error"]]
+    for r in runs:
+        result = json.loads(r["result_json"])
+        assert result["failed"] == 0 and result["responses"] > 0, result["error_samples"]
+        assert result["document_length"] == len(page.encode())
+    assert servers_running("apache2") == before, "no Apache left running"
+
+
+def test_a_wsgi_app_that_is_not_there_fails_its_start_in_one_line(tmp_path):
+    t = Target(recipe="apache", settings={"wsgi_app": "nowhere"})
+    with pytest.raises(process.TargetError, match="recipe apache: wsgi_app: no app.wsgi in"):
+        process.start(t, {}, CpuControl().layout(None), tmp_path, tmp_path / "t", "/app/")

@@ -142,6 +142,10 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
     # Servers that drop privileges (Apache's children run as www-data) must read their folder.
     os.chmod(run_dir, 0o755)
     _pages(t, run_dir)
+    try:
+        recipes.place_wsgi_app(values, plan_dir, run_dir)
+    except recipes.RecipeError as e:
+        raise TargetError(f"recipe {t.recipe}: {e}") from None
     _render(t, values, plan_dir, run_dir)
     argv = [str(a) for a in substitute(builtin_command(t) if t.builtin else list(t.command or []), values)]
     base_url = f"http://{host}:{port}/"

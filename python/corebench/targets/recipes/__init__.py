@@ -5,7 +5,10 @@ a port and in a folder of its own, never touching the system's instance.
 
 from __future__ import annotations
 
+import os
+import shutil
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from corebench.plan.model import File, Target
@@ -27,6 +30,16 @@ APACHE_DEFAULTS: dict[str, Any] = {
     "min_spare_threads": 25,
     "max_spare_threads": 75,
     "access_log": False,
+    # A Python WSGI application (mod_wsgi, Debian's libapache2-mod-wsgi-py3):
+    # its folder, relative to the plan, copied into the start's own folder;
+    # the script in it; the URL path it answers under; in Apache's own
+    # children ("embedded", as mod_python ran) or in daemon processes.
+    "wsgi_app": None,
+    "wsgi_script": "app.wsgi",
+    "wsgi_mount": "/app",
+    "wsgi_mode": "embedded",
+    "wsgi_processes": 2,
+    "wsgi_threads": 15,
 }
 NGINX_DEFAULTS: dict[str, Any] = {
     "binary": "/usr/sbin/nginx",
@@ -38,6 +51,9 @@ NGINX_DEFAULTS: dict[str, Any] = {
 }
 RECIPES = {"apache": APACHE_DEFAULTS, "nginx": NGINX_DEFAULTS}
 MPMS = ("prefork", "worker", "event")
+WSGI_MODES = ("embedded", "daemon")
+# Where a start's copy of the WSGI application goes, in its own folder.
+WSGI_DIR = "wsgi-app"
 
 
 class RecipeError(ValueError):
@@ -57,7 +73,28 @@ def settings(t: Target) -> dict[str, Any]:
     values = {**defaults, **t.settings}
     if t.recipe == "apache" and values["mpm"] not in MPMS:
         raise RecipeError(f"mpm {values['mpm']!r} is not one of {', '.join(MPMS)}")
+    if t.recipe == "apache" and values["wsgi_mode"] not in WSGI_MODES:
+        raise RecipeError(f"wsgi_mode {values['wsgi_mode']!r} is not one of {', '.join(WSGI_MODES)}")
+    if t.recipe == "apache" and values["wsgi_app"]:
+        if not Path(values["modules"], "mod_wsgi.so").is_file():
+            raise RecipeError("wsgi_app needs mod_wsgi: install Debian's libapache2-mod-wsgi-py3 (make test does)")
+        values["wsgi_dir"] = WSGI_DIR
     return values
+
+
+def place_wsgi_app(values: dict[str, Any], plan_dir: Path, run_dir: Path) -> None:
+    """Copies the WSGI application into the start's folder, which Apache's
+    children (another user) can read, as a deployment would install it."""
+    if not values.get("wsgi_app"):
+        return
+    src = plan_dir / str(values["wsgi_app"])
+    if not (src / str(values["wsgi_script"])).is_file():
+        raise RecipeError(f"wsgi_app: no {values['wsgi_script']} in {src}")
+    dest = run_dir / WSGI_DIR
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+    for folder, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            os.chmod(os.path.join(folder, name), 0o755 if name in dirs else 0o644)
 
 
 def expand(t: Target) -> Target:
