@@ -105,6 +105,8 @@ def test_a_plan_runs_each_filesystem_level_and_records_the_mount(tmp_path):
         assert mount["type"] == levels["fs"] and mount["kernel_type"] in ("ext4", "xfs")
         assert mount["atime"] == ("strictatime" if levels["atime"] == "atime" else "noatime"), mount
         seen.add((levels["fs"], levels["atime"], mount["device"]))
+        # The image's device is watched during the run.
+        assert json.loads(run["monitor_json"])["disk_devices"] == [Path(mount["device"]).name]
     assert len(seen) == 4
 
 

@@ -1,6 +1,8 @@
 """The monitor stage: per-core utilisation of the machine, the target's CPU
-and memory (its whole process tree), the generator's own CPU and the
-context switches, sampled several times a second during a run."""
+(user and system apart), memory and storage I/O (its whole process tree),
+the I/O of the block devices it writes to (a filesystem image's loop
+device), the generator's own CPU and the context switches, sampled several
+times a second during a run."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import psutil
 
@@ -22,21 +24,44 @@ _CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle", "steal")
 # VM's vCPUs were runnable but not run) measured less than the machine gives.
 STEAL_NOTABLE_CORES = 0.05
 
-# (monotonic s, per-core CPU times, the target tree's _tree_times, this process's CPU s, context switches)
-_Reading = tuple[float, Sequence[tuple[float, ...]], tuple[float, float, int, int], float, int]
+SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own
 
 
-def _tree_times(pid: int | None) -> tuple[float, float, int, int]:
-    """(user s, system s, rss bytes, context switches) of a process and its children."""
+class Tree(NamedTuple):
+    """A process and its children, summed: CPU seconds, memory, context
+    switches and the bytes they made the storage read and write."""
+
+    user_s: float = 0.0
+    system_s: float = 0.0
+    rss_bytes: int = 0
+    ctx: int = 0
+    read_bytes: int = 0
+    write_bytes: int = 0
+
+
+class Disk(NamedTuple):
+    """Block devices, summed (/proc/diskstats): bytes read and written, and
+    the milliseconds each spent with I/O in flight."""
+
+    read_bytes: int = 0
+    write_bytes: int = 0
+    busy_ms: int = 0
+
+
+# (monotonic s, per-core CPU times, the target's tree, this process's CPU s, context switches, the devices)
+_Reading = tuple[float, Sequence[tuple[float, ...]], Tree, float, int, Disk]
+
+
+def _tree_times(pid: int | None) -> Tree:
     if pid is None:
-        return 0.0, 0.0, 0, 0
+        return Tree()
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
-        return 0.0, 0.0, 0, 0
+        return Tree()
     user = system = 0.0
-    rss = ctx = 0
+    rss = ctx = read = write = 0
     for p in procs:
         try:
             with p.oneshot():
@@ -46,9 +71,31 @@ def _tree_times(pid: int | None) -> tuple[float, float, int, int]:
                 rss += p.memory_info().rss
                 c = p.num_ctx_switches()
                 ctx += c.voluntary + c.involuntary
-        except psutil.Error:
+                io = p.io_counters()
+                read += io.read_bytes
+                write += io.write_bytes
+        except (psutil.Error, AttributeError):
             continue  # a worker that exited between listing and reading
-    return user, system, rss, ctx
+    return Tree(user, system, rss, ctx, read, write)
+
+
+def disk(devices: Sequence[str], path: str = "/proc/diskstats") -> Disk:
+    """The devices' counters (Documentation/admin-guide/iostats.rst: fields
+    6 and 10 are sectors read and written, 13 the time spent doing I/O)."""
+    if not devices:
+        return Disk()
+    read = write = busy = 0
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 13 and fields[2] in devices:
+                    read += int(fields[5]) * SECTOR_BYTES
+                    write += int(fields[9]) * SECTOR_BYTES
+                    busy += int(fields[12])
+    except OSError:
+        return Disk()
+    return Disk(read, write, busy)
 
 
 @dataclass
@@ -62,6 +109,17 @@ class Sample:
     ctx_switches_per_s: float
     # Cores' worth of time the hypervisor took from this VM over the interval.
     steal_cpu: float = 0.0
+    # The target's CPU in user and in kernel code, cores' worth.
+    target_user_cpu: float = 0.0
+    target_system_cpu: float = 0.0
+    # What the target's processes made the storage read and write.
+    target_read_bps: float = 0.0
+    target_write_bps: float = 0.0
+    # The monitored devices: bytes per second, and the share of the interval
+    # with I/O in flight (summed over the devices).
+    disk_read_bps: float = 0.0
+    disk_write_bps: float = 0.0
+    disk_busy: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -71,6 +129,8 @@ class Sample:
 class Monitor:
     target_pid: int | None
     generator_cores: int
+    # Block devices to watch by their /proc/diskstats name (e.g. loop0).
+    devices: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
 
     def __enter__(self) -> Monitor:
@@ -93,6 +153,7 @@ class Monitor:
             _tree_times(self.target_pid),
             me.user + me.system,
             psutil.cpu_stats().ctx_switches,
+            disk(self.devices),
         )
 
     def _loop(self) -> None:
@@ -114,12 +175,20 @@ class Monitor:
         for x, y in zip(a[1], b[1], strict=False):
             total = max(sum(y) - sum(x), 1e-9)
             cores.append({f: max(0.0, getattr(y, f, 0.0) - getattr(x, f, 0.0)) / total for f in _CORE_FIELDS})
-        (tu0, ts0, _, _), (tu1, ts1, rss, _) = a[2], b[2]
+        t0, t1, d0, d1 = a[2], b[2], a[5], b[5]
+        user, system = max(0.0, t1.user_s - t0.user_s) / dt, max(0.0, t1.system_s - t0.system_s) / dt
         return Sample(
             t_s=round(b[0] - self._start, 3),
             cores=cores,
-            target_cpu=max(0.0, (tu1 + ts1) - (tu0 + ts0)) / dt,
-            target_rss_bytes=rss,
+            target_cpu=user + system,
+            target_rss_bytes=t1.rss_bytes,
+            target_user_cpu=user,
+            target_system_cpu=system,
+            target_read_bps=max(0, t1.read_bytes - t0.read_bytes) / dt,
+            target_write_bps=max(0, t1.write_bytes - t0.write_bytes) / dt,
+            disk_read_bps=max(0, d1.read_bytes - d0.read_bytes) / dt,
+            disk_write_bps=max(0, d1.write_bytes - d0.write_bytes) / dt,
+            disk_busy=max(0, d1.busy_ms - d0.busy_ms) / 1000 / dt,
             generator_cpu=max(0.0, b[3] - a[3]) / dt,
             ctx_switches_per_s=(b[4] - a[4]) / dt,
             steal_cpu=sum(
@@ -142,11 +211,22 @@ class Monitor:
         cores = [{f: sum(x.cores[i][f] for x in s) / n for f in _CORE_FIELDS} for i in range(len(s[0].cores))]
         generator = mean(lambda x: x.generator_cpu)
         steal = mean(lambda x: x.steal_cpu)
+        user, system = mean(lambda x: x.target_user_cpu), mean(lambda x: x.target_system_cpu)
         return {
             "samples": n,
             "interval_s": INTERVAL_S,
             "cores": cores,
             "target_cpu": mean(lambda x: x.target_cpu),
+            "target_user_cpu": user,
+            "target_system_cpu": system,
+            # The kernel's share of the target's CPU (the second field report's "sys time").
+            "target_system_share": system / (user + system) if user + system > 0 else None,
+            "target_read_bps": mean(lambda x: x.target_read_bps),
+            "target_write_bps": mean(lambda x: x.target_write_bps),
+            "disk_devices": self.devices,
+            "disk_read_bps": mean(lambda x: x.disk_read_bps),
+            "disk_write_bps": mean(lambda x: x.disk_write_bps),
+            "disk_busy": mean(lambda x: x.disk_busy),
             "target_rss_max_bytes": max(x.target_rss_bytes for x in s),
             "generator_cpu": generator,
             "generator_cores": self.generator_cores,

@@ -29,9 +29,16 @@ COLUMNS = [
     "unsuccessful_responses",  # 4xx and 5xx
     "client_bound",
     "target_cpu",
+    "target_system_share",  # the kernel's share of the target's CPU
+    "target_write_bps",  # bytes/s the target's processes made the storage write
+    "disk_write_bps",  # bytes/s written to the filesystem image's device
+    "disk_busy",  # share of the run the device had I/O in flight
     "generator_cpu",
     "started_unix",
 ]
+
+
+MONITORED = ("target_cpu", "target_system_share", "target_write_bps", "disk_write_bps", "disk_busy", "generator_cpu")
 
 
 def rows(d: ReportData) -> list[dict[str, Any]]:
@@ -43,7 +50,7 @@ def rows(d: ReportData) -> list[dict[str, Any]]:
         monitor = json.loads(r["monitor_json"]) if r["monitor_json"] else {}
         levels = json.loads(r["point_json"])
         row = {k: r.get(k) for k in COLUMNS if k in r}
-        row.update({"target_cpu": monitor.get("target_cpu"), "generator_cpu": monitor.get("generator_cpu")})
+        row.update({k: monitor.get(k) for k in MONITORED})
         if r.get("result_json"):
             result = json.loads(r["result_json"])
             row["goodput_rps"] = goodput_rps(result)

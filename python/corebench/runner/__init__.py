@@ -321,7 +321,8 @@ def _one(
         pid = running.started.proc.pid if running.started else None
         if e.drop_caches and not run.warmup:
             host.drop_caches()
-        with Monitor(pid, len(running.layout.generator_cpus)) as monitor:
+        devices = [Path(running.mounted.facts["device"]).name] if running.mounted and running.mounted.facts else []
+        with Monitor(pid, len(running.layout.generator_cpus), devices) as monitor:
             try:
                 if exp.plan.search is None or run.warmup:
                     result = backend.run(cfg, show.tick)
