@@ -48,8 +48,9 @@ class Disk(NamedTuple):
     busy_ms: int = 0
 
 
-# (monotonic s, per-core CPU times, the target's tree, this process's CPU s, context switches, the devices)
-_Reading = tuple[float, Sequence[tuple[float, ...]], Tree, float, int, Disk]
+# (monotonic s, per-core CPU times, the target's tree, this process's CPU s,
+# context switches, the devices, each service's tree)
+_Reading = tuple[float, Sequence[tuple[float, ...]], Tree, float, int, Disk, dict[str, Tree]]
 
 
 def _tree_times(pid: int | None) -> Tree:
@@ -77,6 +78,18 @@ def _tree_times(pid: int | None) -> Tree:
         except (psutil.Error, AttributeError):
             continue  # a worker that exited between listing and reading
     return Tree(user, system, rss, ctx, read, write)
+
+
+def _tree_rates(a: Tree, b: Tree, dt: float) -> dict[str, float]:
+    user, system = max(0.0, b.user_s - a.user_s) / dt, max(0.0, b.system_s - a.system_s) / dt
+    return {
+        "cpu": user + system,
+        "user_cpu": user,
+        "system_cpu": system,
+        "rss_bytes": float(b.rss_bytes),
+        "read_bps": max(0, b.read_bytes - a.read_bytes) / dt,
+        "write_bps": max(0, b.write_bytes - a.write_bytes) / dt,
+    }
 
 
 def disk(devices: Sequence[str], path: str = "/proc/diskstats") -> Disk:
@@ -120,6 +133,9 @@ class Sample:
     disk_read_bps: float = 0.0
     disk_write_bps: float = 0.0
     disk_busy: float = 0.0
+    # Each service (a database): cpu, user_cpu, system_cpu (cores' worth),
+    # rss_bytes, read_bps, write_bps.
+    services: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -131,6 +147,8 @@ class Monitor:
     generator_cores: int
     # Block devices to watch by their /proc/diskstats name (e.g. loop0).
     devices: list[str] = field(default_factory=list)
+    # The target's services by name: the pid of each one's process tree.
+    groups: dict[str, int] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
 
     def __enter__(self) -> Monitor:
@@ -154,6 +172,7 @@ class Monitor:
             me.user + me.system,
             psutil.cpu_stats().ctx_switches,
             disk(self.devices),
+            {name: _tree_times(pid) for name, pid in self.groups.items()},
         )
 
     def _loop(self) -> None:
@@ -189,6 +208,7 @@ class Monitor:
             disk_read_bps=max(0, d1.read_bytes - d0.read_bytes) / dt,
             disk_write_bps=max(0, d1.write_bytes - d0.write_bytes) / dt,
             disk_busy=max(0, d1.busy_ms - d0.busy_ms) / 1000 / dt,
+            services={name: _tree_rates(a[6][name], b[6][name], dt) for name in b[6]},
             generator_cpu=max(0.0, b[3] - a[3]) / dt,
             ctx_switches_per_s=(b[4] - a[4]) / dt,
             steal_cpu=sum(
@@ -227,6 +247,7 @@ class Monitor:
             "disk_read_bps": mean(lambda x: x.disk_read_bps),
             "disk_write_bps": mean(lambda x: x.disk_write_bps),
             "disk_busy": mean(lambda x: x.disk_busy),
+            "services": {name: _service_summary([x.services[name] for x in s]) for name in self.groups},
             "target_rss_max_bytes": max(x.target_rss_bytes for x in s),
             "generator_cpu": generator,
             "generator_cores": self.generator_cores,
@@ -237,3 +258,12 @@ class Monitor:
             "steal_s": sum(x.steal_cpu for x in s) * INTERVAL_S,
             "steal_notable": steal >= STEAL_NOTABLE_CORES,
         }
+
+
+def _service_summary(samples: list[dict[str, float]]) -> dict[str, float | None]:
+    n = len(samples)
+    out: dict[str, float | None] = {k: sum(x[k] for x in samples) / n for k in samples[0] if k != "rss_bytes"}
+    out["rss_max_bytes"] = max(x["rss_bytes"] for x in samples)
+    cpu = out["user_cpu"] or 0.0, out["system_cpu"] or 0.0
+    out["system_share"] = cpu[1] / (cpu[0] + cpu[1]) if cpu[0] + cpu[1] > 0 else None
+    return out

@@ -17,7 +17,7 @@ import pydantic
 
 from corebench.errors import UsageError
 from corebench.plan import factors as fx
-from corebench.plan.model import Load, Plan, Target
+from corebench.plan.model import SERVICE_VALUES, Load, Plan, Target
 from corebench.plan.source import where
 from corebench.plan.thresholds import parse as parse_threshold
 
@@ -114,7 +114,7 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     target_raw = dict(plan.target)
     if "cpus" in levels and "cpus" not in target_raw and "url" not in target_raw:
         target_raw["cpus"] = "{cpus}"  # a cpus factor limits the target unless said otherwise
-    known = set(levels) | BUILTIN_NAMES
+    known = set(levels) | BUILTIN_NAMES | service_names(target_raw)
     # Files are jinja2 templates with the same values; their {{ }} are not placeholders.
     files = target_raw.pop("files", [])
     paths = {"files": [f.get("path") for f in files if isinstance(f, dict)]} if isinstance(files, list) else {}
@@ -162,6 +162,14 @@ def _searched(path: Path, text: str, raw: dict[str, Any], plan: Plan) -> None:
             )
 
 
+def service_names(target_raw: dict[str, Any]) -> set[str]:
+    """The placeholders the target's services fill in: {db_port}, {db_dir}, ..."""
+    services = target_raw.get("services")
+    if not isinstance(services, dict):
+        return set()
+    return {f"{name}_{v}" for name in services for v in SERVICE_VALUES}
+
+
 def _template_factors(files: list[Any], levels: dict[str, list[fx.Level]], plan_dir: Path) -> set[str]:
     """Factors a configuration file uses change the target too."""
     text = ""
@@ -178,8 +186,8 @@ def _template_factors(files: list[Any], levels: dict[str, list[fx.Level]], plan_
 def _point(
     path: Path, text: str, target_raw: dict[str, Any], load_raw: dict[str, Any], levels: dict[str, Any]
 ) -> Point:
-    # {port}, {dir}, {address} and {host} stay as text until the target starts.
-    values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES}}
+    # {port}, {dir}, {address}, {host} and the services' stay as text until the target starts.
+    values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES | service_names(target_raw)}}
     at = " (at " + " ".join(f"{k}={v}" for k, v in levels.items()) + ")" if levels else ""
     files = target_raw.get("files", [])
     try:

@@ -198,6 +198,77 @@ def _ip(v: Any) -> Any:
     return v
 
 
+class Service(_Section):
+    """A process the target needs (a database), started before it in the
+    order of `after`, checked ready, stopped after it in reverse; on the
+    target's CPUs, in a folder of its own ({NAME_dir}), on a port of its own
+    ({NAME_port}), both filled into the target's settings, command, env and
+    files."""
+
+    # A ready service by name, its settings overriding the recipe's defaults.
+    recipe: Literal["postgresql"] | None = None
+    settings: dict[str, Any] = {}
+    # Or any command, with {port} and {dir} its own.
+    command: list[str] | None = None
+    env: dict[str, str] = {}
+    # Polled until it exits 0 (default for a command: its port accepts).
+    ready_command: list[str] | None = None
+    ready_timeout_s: float = Field(60.0, gt=0, alias="ready_timeout")
+    stop_signal: str = "SIGTERM"
+    stop_timeout_s: float = Field(30.0, gt=0, alias="stop_timeout")
+    # Services started (and ready) before this one.
+    after: list[str] = []
+
+    _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
+        classmethod(lambda cls, v: _duration(v))
+    )
+    _argvs = field_validator("command", "ready_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
+
+    @field_validator("stop_signal")
+    @classmethod
+    def _signal(cls, v: str) -> str:
+        if not hasattr(signal, v) or not v.startswith("SIG"):
+            raise ValueError(f"{v!r} is not a signal name like SIGTERM or SIGINT")
+        return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Service:
+        if (self.recipe is None) == (self.command is None):
+            raise ValueError('give a service either a recipe (recipe = "postgresql") or a command')
+        if self.settings and self.recipe is None:
+            raise ValueError('settings belong to a recipe (recipe = "postgresql")')
+        return self
+
+
+# What each service adds to the target's placeholders: {NAME_port} etc.
+SERVICE_VALUES = ("port", "dir", "host")
+
+
+def _services(v: dict[str, Service]) -> dict[str, Service]:
+    for name, svc in v.items():
+        if not name.isidentifier() or not name.islower():
+            raise ValueError(f"service name {name!r}: use lower-case letters, digits and _ (e.g. db)")
+        unknown = set(svc.after) - set(v)
+        if unknown:
+            raise ValueError(f"service {name}: after names no service {sorted(unknown)[0]!r}")
+    order(v)
+    return v
+
+
+def order(services: dict[str, Service]) -> list[str]:
+    """Names in an order that starts each after the ones it names."""
+    done: list[str] = []
+    pending = dict(services)
+    while pending:
+        ready = [n for n, s in pending.items() if set(s.after) <= set(done)]
+        if not ready:
+            raise ValueError(f"services {', '.join(sorted(pending))} wait for each other: break the circle in after")
+        for n in ready:
+            done.append(n)
+            del pending[n]
+    return done
+
+
 class Target(_Section):
     # Exactly one of: the built-in server, a command, or a server already running.
     builtin: Builtin | None = None
@@ -225,6 +296,8 @@ class Target(_Section):
     version_command: list[str] | None = None
     cpus: float | None = Field(None, gt=0, le=4096)
     filesystem: Filesystem | None = None
+    # Processes the target needs (a database): [target.services.db].
+    services: dict[str, Service] = {}
     # "config": restart when a factor of the target changes; "point": for every point.
     restart: Literal["config", "point"] = "config"
 
@@ -233,6 +306,7 @@ class Target(_Section):
     )
     _argvs = field_validator("command", "version_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
     _address = field_validator("address", mode="before")(classmethod(lambda cls, v: _ip(v)))
+    _check_services = field_validator("services")(classmethod(lambda cls, v: _services(v)))
 
     @field_validator("stop_signal")
     @classmethod
@@ -257,6 +331,8 @@ class Target(_Section):
             raise ValueError("command is an empty argument list")
         if self.url is not None and self.cpus is not None:
             raise ValueError("cpus limits a target corebench starts; a running server (url) is not started here")
+        if self.url is not None and self.services:
+            raise ValueError("services are started with a target corebench starts; a running server (url) is not")
         if self.url is not None and self.filesystem is not None:
             raise ValueError("a filesystem is made for a target corebench starts; a running server (url) is not")
         return self

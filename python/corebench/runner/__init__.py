@@ -31,7 +31,7 @@ from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backen
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
 from corebench.store import Store
-from corebench.targets import filesystem, process, recipes
+from corebench.targets import filesystem, process, recipes, services
 from corebench.targets.cpus import CpuControl, Layout
 
 
@@ -61,6 +61,7 @@ class _Running:
     layout: Layout
     started: process.Started | None = None
     mounted: filesystem.Mounted | None = None
+    services: list[services.StartedService] = field(default_factory=list)
     error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -253,7 +254,11 @@ def _ensure_target(
             if t.filesystem is not None:
                 running.mounted = filesystem.mount(t.filesystem, run_dir)
                 running.info["filesystem"] = running.mounted.facts
-            running.started = process.start(t, point.levels, layout, exp.path.parent, run_dir, point.load.path)
+            if t.services:
+                running.services = services.start_all(t.services, point.levels, layout, exp.path.parent, run_dir)
+                running.info["services"] = {s.name: s.facts() for s in running.services}
+            values = point.levels | services.values_of(running.services)
+            running.started = process.start(t, values, layout, exp.path.parent, run_dir, point.load.path)
         except BaseException:
             _stop(exp, running)  # start() stopped the process; its cgroups and filesystem go too
             raise
@@ -290,6 +295,8 @@ def _stop(exp: Experiment, running: _Running | None) -> None:
     if running.started is not None:
         process.stop(running.started.proc, running.target)
         running.started = None
+    services.stop_all(running.services)
+    running.services = []
     CpuControl.release(running.layout)
     if running.mounted is not None:
         # The target's log lives on the image: kept beside it, for the record.
@@ -322,7 +329,8 @@ def _one(
         if e.drop_caches and not run.warmup:
             host.drop_caches()
         devices = [Path(running.mounted.facts["device"]).name] if running.mounted and running.mounted.facts else []
-        with Monitor(pid, len(running.layout.generator_cpus), devices) as monitor:
+        groups = {s.name: s.proc.pid for s in running.services}
+        with Monitor(pid, len(running.layout.generator_cpus), devices, groups) as monitor:
             try:
                 if exp.plan.search is None or run.warmup:
                     result = backend.run(cfg, show.tick)

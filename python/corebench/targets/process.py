@@ -138,12 +138,14 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
     port = free_port()
     host = f"[{t.address}]" if ":" in t.address else t.address
     values = {**levels, **settings, "port": port, "dir": str(run_dir), "address": t.address, "host": host}
+    # A recipe's settings may name what the start fills in, e.g. a service's {db_port}.
+    values |= substitute(settings, values)
     run_dir.mkdir(parents=True, exist_ok=True)
     # Servers that drop privileges (Apache's children run as www-data) must read their folder.
     os.chmod(run_dir, 0o755)
     _pages(t, run_dir)
     try:
-        recipes.place_wsgi_app(values, plan_dir, run_dir)
+        recipes.place_apps(values, plan_dir, run_dir)
     except recipes.RecipeError as e:
         raise TargetError(f"recipe {t.recipe}: {e}") from None
     _render(t, values, plan_dir, run_dir)

@@ -40,6 +40,14 @@ APACHE_DEFAULTS: dict[str, Any] = {
     "wsgi_mode": "embedded",
     "wsgi_processes": 2,
     "wsgi_threads": 15,
+    # PHP through mod_php (Debian's libapache2-mod-php; prefork only): a
+    # folder of .php files (relative to the plan) copied into the document
+    # root, and environment for it (e.g. { DB_PORT = "{db_port}" }).
+    "php": False,
+    "php_app": None,
+    "php_env": {},
+    # PHP's opcode cache (the report's APC; opcache since PHP 5.5).
+    "opcache": True,
 }
 NGINX_DEFAULTS: dict[str, Any] = {
     "binary": "/usr/sbin/nginx",
@@ -75,6 +83,10 @@ def settings(t: Target) -> dict[str, Any]:
         raise RecipeError(f"mpm {values['mpm']!r} is not one of {', '.join(MPMS)}")
     if t.recipe == "apache" and values["wsgi_mode"] not in WSGI_MODES:
         raise RecipeError(f"wsgi_mode {values['wsgi_mode']!r} is not one of {', '.join(WSGI_MODES)}")
+    if t.recipe == "apache" and (values["php"] or values["php_app"]):
+        if values["mpm"] != "prefork":
+            raise RecipeError(f"mod_php runs under the prefork MPM only, not {values['mpm']}")
+        values["php"], values["php_module"] = True, _php_module(Path(values["modules"]))
     if t.recipe == "apache" and values["wsgi_app"]:
         if not Path(values["modules"], "mod_wsgi.so").is_file():
             raise RecipeError("wsgi_app needs mod_wsgi: install Debian's libapache2-mod-wsgi-py3 (make test does)")
@@ -82,15 +94,30 @@ def settings(t: Target) -> dict[str, Any]:
     return values
 
 
-def place_wsgi_app(values: dict[str, Any], plan_dir: Path, run_dir: Path) -> None:
-    """Copies the WSGI application into the start's folder, which Apache's
-    children (another user) can read, as a deployment would install it."""
-    if not values.get("wsgi_app"):
-        return
-    src = plan_dir / str(values["wsgi_app"])
-    if not (src / str(values["wsgi_script"])).is_file():
-        raise RecipeError(f"wsgi_app: no {values['wsgi_script']} in {src}")
-    dest = run_dir / WSGI_DIR
+def _php_module(modules: Path) -> str:
+    found = sorted(modules.glob("libphp*.so"))
+    if not found:
+        raise RecipeError("php needs mod_php: install Debian's libapache2-mod-php (make test does)")
+    return str(found[-1])
+
+
+def place_apps(values: dict[str, Any], plan_dir: Path, run_dir: Path) -> None:
+    """Copies the WSGI application, and the PHP one into the document root,
+    into the start's folder, which Apache's children (another user) can
+    read, as a deployment would install them."""
+    if values.get("wsgi_app"):
+        src = plan_dir / str(values["wsgi_app"])
+        if not (src / str(values["wsgi_script"])).is_file():
+            raise RecipeError(f"wsgi_app: no {values['wsgi_script']} in {src}")
+        _copy(src, run_dir / WSGI_DIR)
+    if values.get("php_app"):
+        src = plan_dir / str(values["php_app"])
+        if not src.is_dir():
+            raise RecipeError(f"php_app: no such folder {src}")
+        _copy(src, run_dir / "htdocs")
+
+
+def _copy(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, dirs_exist_ok=True)
     for folder, dirs, files in os.walk(dest):
         for name in dirs + files:

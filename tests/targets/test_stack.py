@@ -1,0 +1,124 @@
+"""A target made of several processes on the real parts: PostgreSQL (Debian's
+postgresql, a fresh cluster per start, run as the postgres user) as a
+service of Apache httpd with mod_php and php-pgsql; shared_buffers as a
+factor, the database on a loop-mounted image, the data set loaded per
+start, each process's CPU monitored apart; a stack that fails to start
+fails its runs with the reason and leaves nothing running or mounted."""
+
+import json
+import os
+import subprocess
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from corebench.plan.model import Service, Target, order
+from corebench.targets import filesystem, process, recipes, services
+from corebench.targets.cpus import CpuControl
+from tests.support.experiments import run_plan
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "stack"
+
+PLAN = """
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.5s"
+
+[factors]
+buffers = BUFFERS
+
+[target]
+recipe = "apache"
+settings = { mpm = "prefork", max_request_workers = 8, php_app = "DATA/php", php_env = { DB_PORT = "{db_port}" } }
+filesystem = { type = "ext4-ordered", size = "256MB" }
+
+[target.services.db]
+recipe = "postgresql"
+settings = { shared_buffers = "{buffers}", fsync = "off", init_sql = "DATA/init.sql" }
+
+[load]
+path = "/index.php"
+concurrency = 2
+""".replace("DATA", str(DATA))
+
+
+def _plan(buffers: str) -> str:
+    return PLAN.replace("BUFFERS", buffers)
+
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="PostgreSQL runs as its own user: needs root")
+
+
+def _running(name: str) -> int:
+    return int(subprocess.run(["pgrep", "-c", "-x", name], capture_output=True, text=True).stdout.strip() or 0)
+
+
+@pytest.fixture(autouse=True)
+def nothing_left():
+    before = (_running("postgres"), _running("apache2"))
+    yield
+    assert (_running("postgres"), _running("apache2")) == before, "a process of the stack outlived it"
+    assert not [left for left in filesystem.leftovers() if filesystem.owner(Path(left["image"])) is None]
+
+
+def test_services_start_in_the_order_of_after():
+    db = Service(recipe="postgresql")
+    cache = Service(command=["memcached"], after=["db"])
+    web = Service(command=["x"], after=["cache", "db"])
+    assert order({"web": web, "cache": cache, "db": db}) == ["db", "cache", "web"]
+    with pytest.raises(ValueError, match="wait for each other"):
+        Target(
+            recipe="apache",
+            services={"a": Service(command=["a"], after=["b"]), "b": Service(command=["b"], after=["a"])},
+        )
+
+
+def test_php_on_postgresql_per_shared_buffers_level(tmp_path):
+    ran = run_plan(tmp_path, _plan('["8MB", "28MB"]'))
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r["error"] for r in ran.runs if r["error"]]
+    for run in ran.runs:
+        levels, target = json.loads(run["point_json"]), json.loads(run["target_json"])
+        db = target["services"]["db"]
+        assert db["kind"] == "postgresql" and f"shared_buffers={levels['buffers']}" in db["argv"]
+        assert target["filesystem"]["kernel_type"] == "ext4"
+        result = json.loads(run["result_json"])
+        assert result["failed"] == 0 and result["responses"] > 0, result["error_samples"]
+        # The page's length is that of "articles=250 shared_buffers=8MB\n" (or 28MB): the data loaded.
+        assert result["document_length"] == len(f"articles=250 shared_buffers={levels['buffers']}\n")
+        monitor = json.loads(run["monitor_json"])
+        assert monitor["services"]["db"]["cpu"] > 0 and monitor["target_cpu"] > 0, monitor["services"]
+        assert 0 <= monitor["services"]["db"]["system_share"] <= 1
+
+
+def test_a_stack_whose_database_fails_fails_its_runs_and_leaves_nothing(tmp_path):
+    ran = run_plan(tmp_path, _plan('["lots"]'))
+    assert (ran.out.ok, ran.out.failed) == (0, 1)
+    error = ran.runs[0]["error"]
+    assert error.startswith("target not started: service db exited with status"), error
+    assert 'invalid value for parameter "shared_buffers": "lots"' in error, error
+
+
+def test_the_page_answers_through_the_stack(tmp_path):
+    """The same stack started by hand: the page reads the loaded rows."""
+    run_dir = Path(tempfile.mkdtemp(prefix="corebench-test-"))
+    os.chmod(run_dir, 0o755)
+    layout = CpuControl().layout(None)
+    db = Service(recipe="postgresql", settings={"init_sql": str(DATA / "init.sql"), "shared_buffers": "16MB"})
+    started = services.start_all({"db": db}, {}, layout, tmp_path, run_dir)
+    try:
+        t = Target(
+            recipe="apache",
+            settings={"mpm": "prefork", "php_app": str(DATA / "php"), "php_env": {"DB_PORT": "{db_port}"}},
+        )
+        web = process.start(t, services.values_of(started), layout, tmp_path, run_dir, "/index.php")
+        try:
+            with urllib.request.urlopen(web.base_url + "index.php", timeout=10) as r:
+                assert r.read().decode() == "articles=250 shared_buffers=16MB\n"
+        finally:
+            process.stop(web.proc, recipes.expand(t))
+    finally:
+        services.stop_all(started)
+        subprocess.run(["rm", "-rf", str(run_dir)], check=False)
