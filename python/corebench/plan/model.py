@@ -296,6 +296,9 @@ class Target(_Section):
     version_command: list[str] | None = None
     cpus: float | None = Field(None, gt=0, le=4096)
     filesystem: Filesystem | None = None
+    # Run before each start, in the plan's folder, after the target's files
+    # are in place (e.g. static files generated into {dir}/htdocs).
+    prepare: list[str] | None = None
     # Processes the target needs (a database): [target.services.db].
     services: dict[str, Service] = {}
     # "config": restart when a factor of the target changes; "point": for every point.
@@ -304,7 +307,9 @@ class Target(_Section):
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
         classmethod(lambda cls, v: _duration(v))
     )
-    _argvs = field_validator("command", "version_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
+    _argvs = field_validator("command", "version_command", "prepare", mode="before")(
+        classmethod(lambda cls, v: _argv(v))
+    )
     _address = field_validator("address", mode="before")(classmethod(lambda cls, v: _ip(v)))
     _check_services = field_validator("services")(classmethod(lambda cls, v: _services(v)))
 

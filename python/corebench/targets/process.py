@@ -27,6 +27,7 @@ from corebench.targets import recipes
 from corebench.targets.cpus import Layout
 
 TAIL_BYTES = 2000
+PREPARE_TIMEOUT_S = 600
 
 
 class TargetError(Exception):
@@ -96,6 +97,16 @@ def _render(t: Target, values: dict[str, Any], plan_dir: Path, run_dir: Path) ->
         dest.write_text(text)
 
 
+def _prepare(argv: list[str], plan_dir: Path) -> None:
+    try:
+        p = subprocess.run(argv, cwd=plan_dir, capture_output=True, text=True, timeout=PREPARE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise TargetError(f"prepare {argv[0]}: {e}") from None
+    if p.returncode != 0:
+        said = (p.stderr or p.stdout).strip()[-TAIL_BYTES:]
+        raise TargetError(f"prepare {' '.join(argv)} exited with status {p.returncode}:\n{said}")
+
+
 # Readiness is asked of the server itself, never through an http_proxy.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -149,6 +160,8 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
     except recipes.RecipeError as e:
         raise TargetError(f"recipe {t.recipe}: {e}") from None
     _render(t, values, plan_dir, run_dir)
+    if t.prepare:
+        _prepare([str(a) for a in substitute(t.prepare, values)], plan_dir)
     argv = [str(a) for a in substitute(builtin_command(t) if t.builtin else list(t.command or []), values)]
     base_url = f"http://{host}:{port}/"
     ready_url = substitute(t.ready_url, values) if t.ready_url else base_url.rstrip("/") + "/" + load_path.lstrip("/")

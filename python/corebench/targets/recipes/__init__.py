@@ -46,6 +46,8 @@ APACHE_DEFAULTS: dict[str, Any] = {
     "php": False,
     "php_app": None,
     "php_env": {},
+    # A front controller for every path that is not a file (FallbackResource).
+    "php_front": None,
     # PHP's opcode cache (the report's APC; opcache since PHP 5.5).
     "opcache": True,
 }

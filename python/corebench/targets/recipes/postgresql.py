@@ -25,8 +25,10 @@ DEFAULTS: dict[str, Any] = {
     "max_connections": 100,
     # Any other postgresql.conf setting: { work_mem = "4MB" }.
     "conf": {},
-    # SQL run once the server is ready (relative to the plan): the data set.
+    # SQL run once the server is ready (relative to the plan): the data set;
+    # init_vars are its psql variables (:name), e.g. { articles = 20000 }.
     "init_sql": None,
+    "init_vars": {},
 }
 _BIN = Path("/usr/lib/postgresql")
 _NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
@@ -57,6 +59,9 @@ def settings(given: dict[str, Any]) -> dict[str, Any]:
     for key in values["conf"]:
         if not _NAME.match(str(key)):
             raise PostgresError(f"conf key {key!r} is not a postgresql.conf name")
+    for key in values["init_vars"]:
+        if not _NAME.match(str(key)):
+            raise PostgresError(f"init_vars key {key!r} is not a psql variable name")
     return values
 
 
@@ -116,6 +121,8 @@ def load(values: dict[str, Any], plan_dir: Path, port: int) -> None:
     if not sql.is_file():
         raise PostgresError(f"init_sql: no such file {sql}")
     argv = [str(bin_dir(values) / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-q"]
+    for name, value in values["init_vars"].items():
+        argv += ["-v", f"{name}={_text(value)}"]
     p = subprocess.run(
         [*argv, "-v", "ON_ERROR_STOP=1", "-f", str(sql)], capture_output=True, text=True, timeout=600, check=False
     )
