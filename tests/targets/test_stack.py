@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from corebench.plan.model import Service, Target, order
+from corebench.report import charts
+from corebench.report.data import load
 from corebench.targets import filesystem, process, recipes, services
 from corebench.targets.cpus import CpuControl
 from tests.support.experiments import run_plan
@@ -91,6 +93,13 @@ def test_php_on_postgresql_per_shared_buffers_level(tmp_path):
         monitor = json.loads(run["monitor_json"])
         assert monitor["services"]["db"]["cpu"] > 0 and monitor["target_cpu"] > 0, monitor["services"]
         assert 0 <= monitor["services"]["db"]["system_share"] <= 1
+    # The report: each process at each point, and a chart of their CPU.
+    d = load(ran.store)
+    assert sorted({(r.point, r.process) for r in d.processes}) == [
+        (f"buffers={b}", name) for b in ("28MB", "8MB") for name in ("db", "target")
+    ]
+    assert all(r.system_share is not None and r.user_cpu + r.system_cpu > 0 for r in d.processes)
+    assert "db system" in dict(charts.all_charts(d))["CPU by process"]
 
 
 def test_a_stack_whose_database_fails_fails_its_runs_and_leaves_nothing(tmp_path):

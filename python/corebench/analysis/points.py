@@ -15,9 +15,23 @@ from corebench.result import goodput_rps as goodput_rps  # re-exported
 
 
 def failed_requests(result: dict[str, Any]) -> int:
-    """Transport errors plus responses with an unsuccessful status."""
+    """Transport errors plus responses with an unsuccessful status, less a
+    replay's responses that had the status its log recorded for the same
+    request (the site answered as it did then: not a failure of this run)."""
     bad = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) not in SUCCESS)
-    return int(result.get("failed", 0)) + bad
+    return int(result.get("failed", 0)) + bad - as_logged(result)
+
+
+def as_logged(result: dict[str, Any]) -> int:
+    """A replay's unsuccessful (4xx, 5xx) responses whose status the log
+    also recorded for that method and target."""
+    if not result.get("replay"):
+        return 0
+    n = 0
+    for u in result.get("urls", []):
+        logged = u.get("status_logged") or {}
+        n += sum(int(c) for code, c in u.get("status_seen", {}).items() if int(code) not in SUCCESS and code in logged)
+    return n
 
 
 @dataclass

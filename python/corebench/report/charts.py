@@ -342,6 +342,28 @@ def searches(d: ReportData) -> str | None:
     return _svg(fig)
 
 
+def processes(d: ReportData) -> str | None:
+    """Stacked bars: each point's CPU by process, user and system time apart."""
+    if not d.processes:
+        return None
+    names = list(dict.fromkeys(r.process for r in d.processes))
+    points = list(dict.fromkeys(r.point for r in d.processes))
+    at = {(r.point, r.process): r for r in d.processes}
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.35 * len(points)))
+    left = [0.0] * len(points)
+    for i, name in enumerate(names):
+        for part, hatch in (("user_cpu", None), ("system_cpu", "//")):
+            widths = [getattr(at[(p, name)], part) if (p, name) in at else 0.0 for p in points]
+            label = f"{name} {part.removesuffix('_cpu')}"
+            ax.barh(points, widths, left=left, color=f"C{i}", hatch=hatch, edgecolor="white", label=label)
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_xlabel("CPU (cores' worth); hatched: system time")
+    ax.tick_params(axis="y", labelsize=6)
+    ax.set_title("CPU by process (mean of measured runs)")
+    ax.legend(fontsize=6, ncol=2)
+    return _svg(fig)
+
+
 def all_charts(d: ReportData) -> list[tuple[str, str]]:
     """(title, svg) for every chart the data supports."""
     out = [(f"Throughput by {f}", throughput_by(d, f)) for f in d.factors]
@@ -351,6 +373,7 @@ def all_charts(d: ReportData) -> list[tuple[str, str]]:
         ("Latency distribution", distribution),
         ("Variability", variability),
         ("CPU heat map", heatmap),
+        ("CPU by process", processes),
         ("Latency vs offered rate", searches),
     ):
         svg = make(d)

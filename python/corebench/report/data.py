@@ -19,7 +19,8 @@ from corebench.analysis.drift import drift
 from corebench.analysis.gates import Judged, judge
 from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
-from corebench.analysis.points import PointStats, goodput_rps, point_stats
+from corebench.analysis.points import PointStats, as_logged, goodput_rps, point_stats
+from corebench.analysis.processes import ProcessRow, processes
 from corebench.analysis.scaling import Fit, ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
 from corebench.analysis.verdict import Slo, load_factors, verdicts
@@ -69,6 +70,8 @@ class ReportData:
     # The clock per-core-GHz figures use, and where it came from.
     clock_ghz: float | None = None
     clock_source: str = ""
+    # Each process of the stack (target and services) at each point.
+    processes: list[ProcessRow] = field(default_factory=list)
     # The plan's CPU baseline (hackbench) at each cpus level.
     baseline: list[BaselineRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
@@ -140,6 +143,7 @@ def load(
             "/proc/cpuinfo); give it as [machine] clock_ghz."
         )
     data.knees = knees(points, data.factors)
+    data.processes = processes(points)
     data.anova = factor_anova(points, data.factors)
     criteria = [parse_threshold(f"{k}{v}") for k, v in plan["plan"].get("thresholds", {}).items()]
     data.thresholds = judge(criteria, points)
@@ -156,6 +160,7 @@ def load(
         data.verdicts.insert(0, "--traffic needs an experiment of capacity searches (a plan with [search]).")
     data.verdicts += schedule_lines(plan["plan"].get("experiment", {}), runs, points)
     data.verdicts += generator_lines(exp, points)
+    data.verdicts += replay_lines(runs)
     found = json.loads(exp.get("baseline_json") or "null")
     data.baseline = baseline_rows(found)
     yardstick = baseline_sentence(found, data.scaling)
@@ -203,6 +208,19 @@ def schedule_lines(experiment: dict[str, Any], runs: list[dict[str, Any]], point
     if found is not None and found.rounds >= 3:
         out.append(found.sentence())
     return out
+
+
+def replay_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """Say it when a replay's unsuccessful responses were the log's own."""
+    results = [json.loads(r["result_json"]) for r in runs if r["result_json"] and not r["warmup"]]
+    same = sum(as_logged(x) for x in results)
+    if not same:
+        return []
+    return [
+        f"Replay: {same:,} unsuccessful responses (4xx, 5xx) over the measured runs had the status the log "
+        "recorded for the same request (the site answered as it did then); they are not counted as failures, "
+        "nor as throughput."
+    ]
 
 
 def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:

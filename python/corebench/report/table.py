@@ -7,7 +7,7 @@ import io
 import json
 from typing import Any
 
-from corebench.analysis.points import failed_requests, goodput_rps
+from corebench.analysis.points import as_logged, failed_requests, goodput_rps
 from corebench.report.data import ReportData
 
 COLUMNS = [
@@ -27,6 +27,7 @@ COLUMNS = [
     "p99_us",
     "failed_requests",
     "unsuccessful_responses",  # 4xx and 5xx
+    "as_logged",  # of those, a replay's with the status its log recorded: not failures
     "client_bound",
     "target_cpu",
     "target_system_share",  # the kernel's share of the target's CPU
@@ -54,7 +55,8 @@ def rows(d: ReportData) -> list[dict[str, Any]]:
         if r.get("result_json"):
             result = json.loads(r["result_json"])
             row["goodput_rps"] = goodput_rps(result)
-            row["unsuccessful_responses"] = failed_requests(result) - int(result.get("failed", 0))
+            row["unsuccessful_responses"] = failed_requests(result) + as_logged(result) - int(result.get("failed", 0))
+            row["as_logged"] = as_logged(result)
         row.update({f: levels.get(f) for f in factors})
         out.append(row)
     return out

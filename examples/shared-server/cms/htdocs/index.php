@@ -2,9 +2,9 @@
 // A small CMS on PostgreSQL: articles with authors, tags and comments. Every
 // request that is not a file goes through this front controller (Apache's
 // FallbackResource). The real access log's paths map onto its routes:
-//   /                            the listing, newest first (page 1)
+//   /, /blog/, /articles/        the listing, newest first (page 1); without the slash a 301
 //   .../page/N                   the listing, page N
-//   /blog/tags/T, /presentations/X/, /projects/X/   a tag's articles
+//   /blog/tags/T, /presentations/X/, /projects/X/, other folders .../   a tag's articles
 //   /blog/..., /articles/...     an article (the path picks one of N), view counter +1
 //   ?s=WORDS, /search/WORDS      search in titles and bodies
 //   POST anything                a comment on the article the path picks
@@ -110,14 +110,19 @@ if ($_SERVER["REQUEST_METHOD"] === "POST") {
     search($_GET["s"]);
 } elseif (preg_match("#^/search/(.+)#", $path, $m)) {
     search(urldecode($m[1]));
-} elseif ($path === "/" || $path === "/index.php") {
+} elseif ($path === "/articles" || $path === "/blog") {
+    http_response_code(301);  // as the logged site answered: its folder, with the slash
+    header("Location: $path/");
+} elseif ($path === "/" || $path === "/index.php" || $path === "/articles/" || $path === "/blog/") {
     listing(1);
 } elseif (preg_match("#/page/(\d+)#", $path, $m)) {
     listing(max(1, min(1000, (int) $m[1])));
-} elseif (preg_match("#^/blog/tags/([^/]+)#", $path, $m) || preg_match("#^/(?:presentations|projects)/([^/.]+)/?$#", $path, $m)) {
+} elseif (preg_match("#^/blog/tags/([^/]+)#", $path, $m) || preg_match("#^/(?:presentations|projects)/([^/]+)/?$#", $path, $m)) {
     tag($m[1]);
 } elseif (preg_match("#^/(?:blog|articles)/.+#", $path)) {
     article($path);
+} elseif (substr($path, -1) === "/") {
+    tag(trim($path, "/"));  // a folder of the logged site: a page of articles under a tag
 } else {
     http_response_code(404);
     layout("Not found", "<h1>Not found</h1><p>" . h($path) . "</p>");

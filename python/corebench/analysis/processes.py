@@ -1,0 +1,72 @@
+"""Each process of the target's stack (the server itself and its services,
+a database) at each point: its CPU in user and in system time, its memory
+and its storage writes, means over the point's measured runs. The system
+share (system over user + system time) is what the second field report
+read from top: over 20% for a database short of buffers, under 5% once
+tuned."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from corebench.analysis.points import PointStats
+
+TARGET = "target"
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    point: str
+    process: str  # "target", or a service's name
+    user_cpu: float  # cores' worth
+    system_cpu: float
+    rss_max_bytes: float | None
+    write_bps: float | None
+    runs: int
+
+    @property
+    def system_share(self) -> float | None:
+        total = self.user_cpu + self.system_cpu
+        return self.system_cpu / total if total > 0 else None
+
+
+def processes(points: list[PointStats]) -> list[ProcessRow]:
+    """Rows only when some run has services: a lone target's CPU is shown already."""
+    out: list[ProcessRow] = []
+    for p in points:
+        if p.searched:
+            continue  # a search's monitor spans every step: no one rate's figures
+        monitors = [json.loads(r["monitor_json"]) for r in p.measured if r.get("monitor_json")]
+        monitors = [m for m in monitors if m.get("services")]
+        if not monitors:
+            continue
+        groups: dict[str, list[dict[str, Any]]] = {TARGET: [_target(m) for m in monitors]}
+        for name in monitors[0]["services"]:
+            groups[name] = [m["services"][name] for m in monitors if name in m["services"]]
+        for name, rows in groups.items():
+            n = len(rows)
+            out.append(
+                ProcessRow(
+                    point=p.label(),
+                    process=name,
+                    user_cpu=sum(float(r["user_cpu"] or 0.0) for r in rows) / n,
+                    system_cpu=sum(float(r["system_cpu"] or 0.0) for r in rows) / n,
+                    rss_max_bytes=max(
+                        (r["rss_max_bytes"] for r in rows if r.get("rss_max_bytes") is not None), default=None
+                    ),
+                    write_bps=sum(r.get("write_bps") or 0.0 for r in rows) / n,
+                    runs=n,
+                )
+            )
+    return out
+
+
+def _target(m: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "user_cpu": m.get("target_user_cpu") or 0.0,
+        "system_cpu": m.get("target_system_cpu") or 0.0,
+        "rss_max_bytes": m.get("target_rss_max_bytes"),
+        "write_bps": m.get("target_write_bps"),
+    }
