@@ -131,3 +131,56 @@ def test_the_page_answers_through_the_stack(tmp_path):
     finally:
         services.stop_all(started)
         subprocess.run(["rm", "-rf", str(run_dir)], check=False)
+
+
+def test_a_command_service_with_its_own_rendered_file(tmp_path):
+    """A service's files are jinja2 templates rendered into its folder with
+    its own {port} and the plan's factors; a factor used only there still
+    restarts the stack when it changes, and the plan is stored whole."""
+    text = """
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.2s"
+
+[factors]
+level = [1, 2]
+
+[target]
+builtin = { model = "async", workers = 1 }
+
+[target.services.files]
+command = ["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1", "--directory", "{dir}"]
+files = [{ path = "level.txt", content = "level {{ level }} on {{ port }}\\n" }]
+
+[load]
+path = "/static/10"
+concurrency = 1
+"""
+    ran = run_plan(tmp_path, text)
+    assert (ran.out.ok, ran.out.starts) == (2, 2), [r["error"] for r in ran.runs if r["error"]]
+    ports = {
+        json.loads(r["point_json"])["level"]: json.loads(r["target_json"])["services"]["files"]["port"]
+        for r in ran.runs
+    }
+    assert len(set(ports.values())) == 2
+    from corebench.store import Store
+
+    s = Store(ran.store, read_only=True)
+    try:
+        plan = json.loads(s.experiment(ran.out.experiment_id)["plan_json"])
+    finally:
+        s.close()
+    assert plan["plan"]["target"]["services"]["files"]["files"][0]["path"] == "level.txt"
+    # Started by hand: the file as the service serves it.
+    svc = Service(
+        command=["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1", "--directory", "{dir}"],
+        files=[{"path": "level.txt", "content": "level {{ level }} on {{ port }}\n"}],
+    )
+    started = services.start_all({"files": svc}, {"level": 7}, CpuControl().layout(None), tmp_path, tmp_path / "run")
+    try:
+        port = started[0].port
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/level.txt", timeout=10) as r:
+            assert r.read().decode() == f"level 7 on {port}\n"
+    finally:
+        services.stop_all(started)

@@ -117,6 +117,7 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     known = set(levels) | BUILTIN_NAMES | service_names(target_raw)
     # Files are jinja2 templates with the same values; their {{ }} are not placeholders.
     files = target_raw.pop("files", [])
+    service_files = _pop_service_files(target_raw)
     paths = {"files": [f.get("path") for f in files if isinstance(f, dict)]} if isinstance(files, list) else {}
     for section, body in (("target", {**target_raw, **paths}), ("load", plan.load)):
         for key, value in body.items():
@@ -133,14 +134,15 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     if plan.target.get("restart") == "point":
         target_factors = set(levels)
     target_raw["files"] = files
-    points = [_point(path, text, target_raw, plan.load, lv) for lv in fx.factorial(levels)]
+    points = [_point(path, text, target_raw, service_files, plan.load, lv) for lv in fx.factorial(levels)]
+    every_file = files + [f for fs in service_files.values() for f in fs] if isinstance(files, list) else files
     return Experiment(
         path,
         text,
         plan,
         levels,
         points,
-        target_factors | _template_factors(files, levels, path.parent),
+        target_factors | _template_factors(every_file, levels, path.parent),
         dict(overrides),
     )
 
@@ -183,17 +185,37 @@ def _template_factors(files: list[Any], levels: dict[str, list[fx.Level]], plan_
     return {name for name in levels if re.search(rf"\b{re.escape(name)}\b", text)}
 
 
+def _pop_service_files(target_raw: dict[str, Any]) -> dict[str, list[Any]]:
+    """Each service's files, taken out like the target's (their {{ }} are
+    jinja2's); the services are copied, so the plan as given keeps them."""
+    services = target_raw.get("services")
+    if not isinstance(services, dict):
+        return {}
+    target_raw["services"] = {n: dict(s) if isinstance(s, dict) else s for n, s in services.items()}
+    out = {}
+    for name, svc in target_raw["services"].items():
+        if isinstance(svc, dict) and isinstance(svc.get("files"), list):
+            out[name] = svc.pop("files")
+    return out
+
+
 def _point(
-    path: Path, text: str, target_raw: dict[str, Any], load_raw: dict[str, Any], levels: dict[str, Any]
+    path: Path,
+    text: str,
+    target_raw: dict[str, Any],
+    service_files: dict[str, list[Any]],
+    load_raw: dict[str, Any],
+    levels: dict[str, Any],
 ) -> Point:
     # {port}, {dir}, {address}, {host} and the services' stay as text until the target starts.
     values = {**levels, **{n: "{" + n + "}" for n in BUILTIN_NAMES | service_names(target_raw)}}
     at = " (at " + " ".join(f"{k}={v}" for k, v in levels.items()) + ")" if levels else ""
     files = target_raw.get("files", [])
+    body = {**fx.substitute({k: v for k, v in target_raw.items() if k != "files"}, values), "files": files}
+    for name, svc_files in service_files.items():
+        body["services"][name]["files"] = svc_files
     try:
-        target = Target.model_validate(
-            {**fx.substitute({k: v for k, v in target_raw.items() if k != "files"}, values), "files": files}
-        )
+        target = Target.model_validate(body)
     except pydantic.ValidationError as e:
         raise _pydantic(path, text, ("target",), e, at) from None
     try:

@@ -211,6 +211,9 @@ class Service(_Section):
     # Or any command, with {port} and {dir} its own.
     command: list[str] | None = None
     env: dict[str, str] = {}
+    # Rendered into its folder at each start (jinja2), with its {port}, {dir}
+    # and the plan's factors.
+    files: list[File] = []
     # Polled until it exits 0 (default for a command: its port accepts).
     ready_command: list[str] | None = None
     ready_timeout_s: float = Field(60.0, gt=0, alias="ready_timeout")

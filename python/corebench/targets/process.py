@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 
 from corebench.plan.factors import substitute
-from corebench.plan.model import Target
+from corebench.plan.model import File, Target
 from corebench.targets import recipes
 from corebench.targets.cpus import Layout
 
@@ -82,16 +82,17 @@ def tail(path: Path) -> str:
         return ""
 
 
-def _render(t: Target, values: dict[str, Any], plan_dir: Path, run_dir: Path) -> None:
+def render(files: list[File], values: dict[str, Any], plan_dir: Path, run_dir: Path, whose: str = "target") -> None:
+    """Each file (jinja2) into `run_dir`, rendered with `values`."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(plan_dir)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
-    for f in t.files:
+    for f in files:
         try:
             tmpl = env.get_template(f.template) if f.template else env.from_string(f.content or "")
             text = tmpl.render(**values)
         except jinja2.TemplateError as e:
-            raise TargetError(f"target file {f.path}: {e}") from None
+            raise TargetError(f"{whose} file {f.path}: {e}") from None
         dest = run_dir / substitute(f.path, values)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text)
@@ -159,7 +160,7 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
         recipes.place_apps(values, plan_dir, run_dir)
     except recipes.RecipeError as e:
         raise TargetError(f"recipe {t.recipe}: {e}") from None
-    _render(t, values, plan_dir, run_dir)
+    render(t.files, values, plan_dir, run_dir)
     if t.prepare:
         _prepare([str(a) for a in substitute(t.prepare, values)], plan_dir)
     argv = [str(a) for a in substitute(builtin_command(t) if t.builtin else list(t.command or []), values)]

@@ -21,7 +21,7 @@ from typing import Any
 from corebench.plan.factors import substitute
 from corebench.plan.model import Service, order
 from corebench.targets.cpus import Layout
-from corebench.targets.process import TargetError, free_port, tail
+from corebench.targets.process import TargetError, free_port, render, tail
 from corebench.targets.recipes import postgresql
 
 
@@ -79,6 +79,7 @@ def _start(
     own = values | {"port": port, "dir": str(folder)}
     settings: dict[str, Any] = {}
     ready: list[str] | None
+    render(spec.files, own, plan_dir, folder, f"service {name}")
     try:
         if spec.recipe == "postgresql":
             settings = postgresql.settings(substitute(spec.settings, own))
