@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from corebench.report import charts
 from corebench.report.data import load
 from corebench.targets import filesystem, process, recipes, services
 from corebench.targets.cpus import CpuControl
+from tests.conftest import CLI, run_cli
 from tests.support.experiments import run_plan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stack"
@@ -184,3 +186,26 @@ concurrency = 1
             assert r.read().decode() == f"level 7 on {port}\n"
     finally:
         services.stop_all(started)
+
+
+def test_cleanup_stops_the_stack_a_killed_corebench_left(tmp_path):
+    plan = tmp_path / "plan.toml"
+    text = _plan('["8MB"]').replace('duration = "0.5s"', 'duration = "60s"')
+    plan.write_text(text.replace('filesystem = { type = "ext4-ordered", size = "256MB" }\n', ""))
+    before = _running("postgres")
+    proc = subprocess.Popen([*CLI, "run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q"])
+    deadline = time.monotonic() + 90
+    while _running("postgres") <= before or _running("apache2") == 0:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(1)
+    proc.kill()  # no cleanup of its own: PostgreSQL and Apache stay
+    proc.wait()
+    work = filesystem.dead_work_dirs()
+    assert work and _running("postgres") > before
+    r = run_cli("cleanup")
+    assert r.returncode == 0 and "Stopped the processes a killed corebench left in" in r.stdout, r.stdout + r.stderr
+    deadline = time.monotonic() + 10
+    while _running("postgres") > before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(d.exists() for d in work)

@@ -1,9 +1,10 @@
-"""`corebench cleanup`: what a killed corebench left behind (loop-mounted
-filesystem images of targets, and the targets still using them), stopped,
-unmounted, detached and deleted. A running corebench's images are left be."""
+"""`corebench cleanup`: what a killed corebench left behind (its targets and
+services still running, its loop-mounted filesystem images, its folders),
+stopped, unmounted, detached and deleted. A running corebench's are left be."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from corebench.cli import app, fail
@@ -16,21 +17,28 @@ def _orphans() -> list[dict[str, str]]:
 
 @app.command("cleanup")
 def cleanup() -> None:
-    """Stop the targets, unmount and delete the filesystem images a killed corebench left behind."""
+    """Stop the targets and services, unmount the images and delete the folders a killed corebench left."""
     busy = sorted({o for left in filesystem.leftovers() if (o := filesystem.owner(Path(left["image"])))})
     if busy:
         print(f"Left alone: the images of the running corebench {', '.join(map(str, busy))}.")
-    if not _orphans():
-        print("Nothing to clean up: no filesystem image of a killed corebench is mounted or attached.")
+    dead = filesystem.dead_work_dirs()
+    if not _orphans() and not dead:
+        print("Nothing to clean up: no process, folder or filesystem image of a killed corebench is left.")
         return
     try:
         found = filesystem.cleanup()
+        for left in found:
+            where = f" (mounted on {left['mounted_on']})" if left["mounted_on"] else ""
+            stopped = f"; stopped the processes using it: {left['stopped']}" if left["stopped"] else ""
+            print(f"Removed {left['device']}: {left['image']}{where}{stopped}")
+        for work_dir in dead:
+            pids = filesystem.stop_users(work_dir)
+            if pids:
+                print(f"Stopped the processes a killed corebench left in {work_dir}: {', '.join(map(str, pids))}")
+            shutil.rmtree(work_dir, ignore_errors=True)
+            print(f"Removed {work_dir}")
     except OSError as e:
         raise fail(f"cleanup: {e}; run it as root") from None
-    for left in found:
-        where = f" (mounted on {left['mounted_on']})" if left["mounted_on"] else ""
-        stopped = f"; stopped the processes using it: {left['stopped']}" if left["stopped"] else ""
-        print(f"Removed {left['device']}: {left['image']}{where}{stopped}")
     still = _orphans()
     if still:
         raise fail(f"{len(still)} image(s) still attached, e.g. {still[0]['device']}; is a process using them?", 1)

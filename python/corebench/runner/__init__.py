@@ -119,7 +119,7 @@ def _run_all(
     out = Outcome(exp_id, skipped=sum(not r.warmup and (r.point.key, r.repetition) in done for r in runs))
     show = Progress(todo, exp, quiet)
     show.console.print(show.plan_line(e.rounds_max if e.repetitions == "auto" else None))
-    work_dir = Path(tempfile.mkdtemp(prefix="corebench-run-"))
+    work_dir = Path(tempfile.mkdtemp(prefix=filesystem.WORK_PREFIX))
     os.chmod(work_dir, 0o755)  # servers that drop privileges read their folders in it
     filesystem.claim(work_dir)  # its images are not a killed run's leftovers
     affinity = os.sched_getaffinity(0)

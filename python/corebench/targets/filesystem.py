@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ from corebench.plan.model import Filesystem, FsTypeName
 IMAGE_SUFFIX = ".corebench-fs.img"
 # In the folder of a running experiment's images: the pid of its corebench.
 OWNER_FILE = "corebench.pid"
+# An experiment's folder (tempfile's), where its targets and services run.
+WORK_PREFIX = "corebench-run-"
 _LOOP_SYS = Path("/sys/block")
 
 
@@ -252,11 +255,32 @@ def claim(work_dir: Path) -> None:
 
 def owner(image: Path) -> int | None:
     """The live corebench whose images these are, if any."""
+    return _live_owner(image.parent)
+
+
+def _live_owner(work_dir: Path) -> int | None:
     try:
-        pid = int((image.parent / OWNER_FILE).read_text())
+        pid = int((work_dir / OWNER_FILE).read_text())
     except (OSError, ValueError):
         return None
     return pid if Path(f"/proc/{pid}").exists() and not _zombie(pid) else None
+
+
+def dead_work_dirs(tmp: Path | None = None) -> list[Path]:
+    """Experiments' folders (corebench-run-*) whose corebench is gone."""
+    base = tmp or Path(tempfile.gettempdir())
+    return [d for d in sorted(base.glob(f"{WORK_PREFIX}*")) if (d / OWNER_FILE).exists() and _live_owner(d) is None]
+
+
+def stop_users(folder: Path) -> list[int]:
+    """Stops the processes working in `folder` (the targets and services of
+    a killed corebench); returns their pids."""
+    pids = users(folder)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _wait_gone(pids)
+    return pids
 
 
 def cleanup() -> list[dict[str, str]]:
@@ -266,12 +290,7 @@ def cleanup() -> list[dict[str, str]]:
     found = [left for left in leftovers() if owner(Path(left["image"])) is None]
     for left in found:
         at = Path(left["mounted_on"]) if left["mounted_on"] else None
-        pids = users(at) if at is not None else []
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        left["stopped"] = ",".join(map(str, pids))
-        _wait_gone(pids)
+        left["stopped"] = ",".join(map(str, stop_users(at) if at is not None else []))
         _release(at, Path(left["image"]))
     return found
 
