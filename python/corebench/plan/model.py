@@ -187,6 +187,12 @@ class Filesystem(_Section):
         return v
 
 
+def _signal_name(v: str) -> str:
+    if not hasattr(signal, v) or not v.startswith("SIG"):
+        raise ValueError(f"{v!r} is not a signal name like SIGTERM, SIGINT or SIGWINCH")
+    return v
+
+
 def _ip(v: Any) -> Any:
     if isinstance(v, str):
         try:
@@ -227,12 +233,7 @@ class Service(_Section):
     )
     _argvs = field_validator("command", "ready_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
 
-    @field_validator("stop_signal")
-    @classmethod
-    def _signal(cls, v: str) -> str:
-        if not hasattr(signal, v) or not v.startswith("SIG"):
-            raise ValueError(f"{v!r} is not a signal name like SIGTERM or SIGINT")
-        return v
+    _signal = field_validator("stop_signal")(classmethod(lambda cls, v: _signal_name(v)))
 
     @model_validator(mode="after")
     def _one_kind(self) -> Service:
@@ -316,12 +317,7 @@ class Target(_Section):
     _address = field_validator("address", mode="before")(classmethod(lambda cls, v: _ip(v)))
     _check_services = field_validator("services")(classmethod(lambda cls, v: _services(v)))
 
-    @field_validator("stop_signal")
-    @classmethod
-    def _signal(cls, v: str) -> str:
-        if not hasattr(signal, v) or not v.startswith("SIG"):
-            raise ValueError(f"{v!r} is not a signal name like SIGTERM or SIGWINCH")
-        return v
+    _signal = field_validator("stop_signal")(classmethod(lambda cls, v: _signal_name(v)))
 
     @model_validator(mode="after")
     def _one_kind(self) -> Target:
