@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import psutil
+import pytest
 
 from tests.conftest import ACCESS_LOG, CLI, run_cli
 
@@ -247,11 +248,13 @@ concurrency = 2
 
 def test_an_agent_that_stops_answering_fails_the_run_without_a_hang(ray_cluster, nginx):
     """SIGSTOP: the process lives, so Ray sees no death; corebench's own
-    check (an agent must answer within 30 s) ends the run, long before its
-    120 s duration."""
+    check (an agent must answer within --agent-timeout, here 5 s) ends the
+    run, long before its 120 s duration."""
     earlier = _agent_pids()
     proc = subprocess.Popen(
-        CLI + ["load", nginx.url, "-c", "4", "-t", "120s", "-k", "--ray", ray_cluster.address, "--agents", "2"],
+        CLI
+        + ["load", nginx.url, "-c", "4", "-t", "120s", "-k", "--ray", ray_cluster.address, "--agents", "2"]
+        + ["--agent-timeout", "5s"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -268,8 +271,20 @@ def test_an_agent_that_stops_answering_fails_the_run_without_a_hang(ray_cluster,
     finally:
         proc.kill()
     assert proc.returncode == 1, err
-    assert "did not answer for 30 s: lost or stalled" in err, err
-    assert time.monotonic() - stopped < 60
+    assert "did not answer for 5 s: lost or stalled" in err, err
+    assert time.monotonic() - stopped < 30
     assert not psutil.pid_exists(frozen) or psutil.Process(frozen).status() == psutil.STATUS_ZOMBIE, (
         "killed, not left frozen"
     )
+
+
+@pytest.mark.parametrize("given, said", [("soon", "is not a duration"), ("2h", "less than or equal to 3600")])
+def test_a_bad_agent_timeout_is_one_line(given, said):
+    r = subprocess.run(
+        CLI + ["load", "--ray", "127.0.0.1:1", "--agent-timeout", given, "http://127.0.0.1:9/"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and r.stderr.startswith("corebench: error: --agent-timeout: ") and said in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from corebench.cli.validate import build
 from corebench.config import engine as _engine_models
 from corebench.config.load import LoadConfig
 from corebench.config.settings import LoadSettings, SettingError, engine_config
@@ -120,6 +121,11 @@ AGENT_CPUS = typer.Option(
     "--agent-cpus",
     help="With --ray: the CPUs each agent reserves on its node, and (without --threads) its load threads.",
 )
+AGENT_TIMEOUT = typer.Option(
+    None,
+    "--agent-timeout",
+    help="With --ray: how long an agent may stay silent before the run fails as lost (default 30s).",
+)
 STRICT_SPREAD = typer.Option(
     False, "--strict-spread", help="With --ray: every agent on a node of its own, or an error before any load."
 )
@@ -177,7 +183,9 @@ def to_config(s: LoadSettings, flags: dict[str, str] = FLAGS, *, local: bool = T
     return config
 
 
-def cluster(ray: str | None, agents: int, strict_spread: bool, agent_cpus: float = 1.0) -> Any | None:
+def cluster(
+    ray: str | None, agents: int, strict_spread: bool, agent_cpus: float = 1.0, agent_timeout: str | None = None
+) -> Any | None:
     """The --ray settings, or None for a load from this process alone."""
     if ray is None:
         if strict_spread:
@@ -189,7 +197,11 @@ def cluster(ray: str | None, agents: int, strict_spread: bool, agent_cpus: float
         raise UsageError(f"--agents {agents}: give at least 1 agent")
     if not agent_cpus > 0:
         raise UsageError(f"--agent-cpus {agent_cpus:g}: give a positive number of CPUs")
-    return ClusterConfig(address=ray, agents=agents, strict_spread=strict_spread, agent_cpus=agent_cpus)
+    more = {} if agent_timeout is None else {"agent_timeout": agent_timeout}
+    flags = {"agent_timeout": "--agent-timeout", "agent_cpus": "--agent-cpus", "agents": "--agents"}
+    return build(
+        ClusterConfig, flags, address=ray, agents=agents, strict_spread=strict_spread, agent_cpus=agent_cpus, **more
+    )
 
 
 def print_config(config: LoadConfig) -> None:

@@ -167,6 +167,7 @@ def load(
     agents: int = common.AGENTS,
     strict_spread: bool = common.STRICT_SPREAD,
     agent_cpus: float = common.AGENT_CPUS,
+    agent_timeout: str | None = common.AGENT_TIMEOUT,
     version: bool = typer.Option(
         False, "-V", "--version", callback=_version, is_eager=True, help="Print the version and exit (ab -V)."
     ),
@@ -246,7 +247,7 @@ def load(
         common.print_config(config)
         return
     criteria = common.thresholds(threshold)
-    cluster = common.cluster(ray, agents, strict_spread, agent_cpus)
+    cluster = common.cluster(ray, agents, strict_spread, agent_cpus, agent_timeout)
     common.run_and_report(config, None, None, cluster, criteria, outputs, quiet=quiet)
 
 

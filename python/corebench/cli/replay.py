@@ -49,6 +49,7 @@ def replay(
     agents: int = common.AGENTS,
     strict_spread: bool = common.STRICT_SPREAD,
     agent_cpus: float = common.AGENT_CPUS,
+    agent_timeout: str | None = common.AGENT_TIMEOUT,
     hgrm: Path | None = common.HGRM,
 ) -> None:
     """Replay an access log against a server; every line is replayed or skipped with its reason."""
@@ -79,6 +80,5 @@ def replay(
         common.print_config(config)
         return
     criteria = common.thresholds(threshold)
-    common.run_and_report(
-        config, json_out, hgrm, common.cluster(ray, agents, strict_spread, agent_cpus), criteria, quiet=quiet
-    )
+    cluster = common.cluster(ray, agents, strict_spread, agent_cpus, agent_timeout)
+    common.run_and_report(config, json_out, hgrm, cluster, criteria, quiet=quiet)

@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 # machine took to check the load (reading a log, say): time for every agent
 # to receive and prepare its part, so that all begin at the same instant.
 START_AHEAD_S = 1.0
-# Beyond a run's duration and per-request timeout (or since an agent last
-# answered), how long before a silent agent counts as lost.
-GRACE_S = 30.0
 CONNECT_TIMEOUT_S = 60.0
 PLACE_TIMEOUT_S = 60.0
 POLL_S = 0.25
@@ -246,7 +243,7 @@ class Session:
             refs[a.handle.run.remote(run_id, part_config, config.body or None)] = a
         deadline = None
         if config.duration_s is not None:
-            deadline = start_at + config.duration_s + config.timeout_s + GRACE_S
+            deadline = start_at + config.duration_s + config.timeout_s + self.cluster.agent_timeout_s
         parts = _Collect(self, refs, run_id, deadline, config.timeout_s, progress).parts()
         self.last_parts = parts
         try:
@@ -307,7 +304,7 @@ class _Collect:
                     raise
                 interrupted = True
                 print("corebench: stopping the agents; Ctrl-C again abandons them", file=sys.stderr)
-                self._stop_all(self.timeout_s + GRACE_S)
+                self._stop_all(self.timeout_s + self.s.cluster.agent_timeout_s)
             except self.s.ray.exceptions.RayError as e:  # the cluster itself failed (head lost)
                 self._abandon(self.pending)
                 raise AgentFailed(f"the Ray cluster failed during the run: {_reason(e)}") from None
@@ -330,22 +327,23 @@ class _Collect:
             return
         finished = self._ask()
         now = time.time()
-        silent = [r for r in self.pending if now - self.answered[self.refs[r].index] > GRACE_S]
+        grace = self.s.cluster.agent_timeout_s
+        silent = [r for r in self.pending if now - self.answered[self.refs[r].index] > grace]
         late = self.deadline is not None and now > self.deadline
         if silent or late:
             lost = silent or self.pending
             names = ", ".join(f"agent {self.refs[r].index} on {self.refs[r].node}" for r in lost)
             why = (
-                f"did not answer for {GRACE_S:.0f} s"
+                f"did not answer for {grace:g} s"
                 if silent
-                else f"did not finish within the run's duration, timeout and {GRACE_S:.0f} s"
+                else f"did not finish within the run's duration, timeout and {grace:g} s"
             )
             self.failure = self.failure or AgentFailed(f"{names} {why}: lost or stalled")
             self._abandon(self.pending)
             self.pending = []
             return
         if self.progress is not None and not self.stopping and self.progress(finished) is False:
-            self._stop_all(self.timeout_s + GRACE_S)
+            self._stop_all(self.timeout_s + self.s.cluster.agent_timeout_s)
 
     def _ask(self) -> int:
         """Requests finished so far over the running agents; notes which
