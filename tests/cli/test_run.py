@@ -16,6 +16,7 @@ PLAN = """\
 repetitions = 2
 warmup = 1
 duration = "1s"
+calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 
 [factors]
 concurrency = [1, 2, 4]
@@ -47,7 +48,7 @@ def runs_in(store):
         (('duration = "1s"', "duration = true"), "plan.toml:4: experiment.duration"),
         (
             ('concurrency = "{concurrency}"', 'concurrency = "{conc}"'),
-            "plan.toml:13: load.concurrency: {conc} is not a factor",
+            "plan.toml:14: load.concurrency: {conc} is not a factor",
         ),
         (("workers = 1 }", "workers = 1 }\ncpus = 64"), "target.cpus: cpus = 64 is more than the"),
     ],
