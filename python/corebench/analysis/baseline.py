@@ -66,7 +66,8 @@ def sentence(found: dict[str, Any] | None, scaling: list[ScalingRow]) -> str | N
         said = f"{r.speedup:.2f}x at cpus={r.cpus:g} (ideal {r.ideal:.2f}x)"
         server = server_speedup(scaling, r.cpus)
         if server is not None:
-            said += f", the server {server:.2f}x ({server / r.speedup:.0%} of the baseline's)"
+            # Means of the best points: the comparison between cpus levels says how sure they are.
+            said += f", the server {server:.2f}x at its best points' means ({server / r.speedup:.0%} of the baseline's)"
         parts.append(said)
     runs = min((r.runs for r in table if r.runs), default=0)
     return (
