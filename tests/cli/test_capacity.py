@@ -175,7 +175,10 @@ precision = "5%"
     truth = 1e6 / SERVICE_US - math.log(10) / SLO_S
     for found in searches:
         lo, hi = found["bracket"]
-        assert found["outcome"] == "found" and (lo + hi) / 2 == pytest.approx(truth, rel=0.1), found["bracket"]
+        # 2 s steps: a queue's p90 near 83% utilisation is autocorrelated, and
+        # one CI run saw 15, 32 and 26 ms at the same rate (theory 13 ms): the
+        # bracket lands within ±15%. The ±5% accuracy is the test above's.
+        assert found["outcome"] == "found" and (lo + hi) / 2 == pytest.approx(truth, rel=0.15), found["bracket"]
     rep = run_cli("report", str(store), "-o", str(tmp_path / "r.html"), "--traffic", "500")
     assert rep.returncode == 0, rep.stderr
     assert "To serve 500 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout

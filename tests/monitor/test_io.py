@@ -55,6 +55,8 @@ def test_writes_to_the_image_are_seen_on_its_device_and_in_the_writer(tmp_path):
         assert s["disk_devices"] == [dev]
         assert s["disk_write_bps"] * seconds >= 0.8 * 16 * 2**20, s
         assert s["target_write_bps"] * seconds >= 0.8 * 16 * 2**20, s
-        assert 0 < s["disk_busy"] <= 1.0 + 1e-9
+        # Busy time is the device's own io_ticks: a loop device may not count
+        # it (seen 0 on one machine, 0.1 on another), so only its range is sure.
+        assert 0 <= s["disk_busy"] <= 1.0 + 1e-9
     finally:
         filesystem.unmount(m)
