@@ -27,6 +27,12 @@ def test_the_logs_own_statuses_are_not_failures():
     assert failed_requests(r) == 2 + (3 + 4 + 1) - 3
 
 
+def test_a_status_the_log_had_once_excuses_only_its_share():
+    # Logged 200 nine times and 500 once; the server answers 500 every time.
+    r = _result([{"status_seen": {"500": 20}, "status_logged": {"200": 9, "500": 1}}])
+    assert as_logged(r) == 2 and failed_requests(r) == 2 + 20 - 2
+
+
 def test_outside_a_replay_every_unsuccessful_status_is_a_failure():
     r = _result(URLS, replay=False)
     assert as_logged(r) == 0 and failed_requests(r) == 2 + 8

@@ -24,13 +24,19 @@ def failed_requests(result: dict[str, Any]) -> int:
 
 def as_logged(result: dict[str, Any]) -> int:
     """A replay's unsuccessful (4xx, 5xx) responses whose status the log
-    also recorded for that method and target."""
+    also recorded for that method and target, up to the share of the
+    target's log lines that had it: a page logged 200 nine times and 500
+    once, answered 500 every time, has one tenth of its 500s as logged."""
     if not result.get("replay"):
         return 0
     n = 0
     for u in result.get("urls", []):
         logged = u.get("status_logged") or {}
-        n += sum(int(c) for code, c in u.get("status_seen", {}).items() if int(code) not in SUCCESS and code in logged)
+        seen = u.get("status_seen", {})
+        lines, answered = sum(int(c) for c in logged.values()), sum(int(c) for c in seen.values())
+        for code, c in seen.items():
+            if int(code) not in SUCCESS and code in logged and lines:
+                n += min(int(c), round(answered * int(logged[code]) / lines))
     return n
 
 
