@@ -18,6 +18,7 @@ import pytest
 from corebench.plan.model import Service, Target, order
 from corebench.report import charts
 from corebench.report.data import load
+from corebench.report.html import Html
 from corebench.targets import filesystem, process, recipes, services
 from corebench.targets.cpus import CpuControl
 from tests.conftest import CLI, run_cli
@@ -95,12 +96,15 @@ def test_php_on_postgresql_per_shared_buffers_level(tmp_path):
         monitor = json.loads(run["monitor_json"])
         assert monitor["services"]["db"]["cpu"] > 0 and monitor["target_cpu"] > 0, monitor["services"]
         assert 0 <= monitor["services"]["db"]["system_share"] <= 1
+        if json.loads(run["layout_json"])["accounting"]:  # each measured by a cgroup of its own
+            assert 0 <= monitor["services"]["db"]["io_wait"] <= 1 and monitor["target_io_wait"] is not None
     # The report: each process at each point, and a chart of their CPU.
     d = load(ran.store)
     assert sorted({(r.point, r.process) for r in d.processes}) == [
         (f"buffers={b}", name) for b in ("28MB", "8MB") for name in ("db", "target")
     ]
     assert all(r.system_share is not None and r.user_cpu + r.system_cpu > 0 for r in d.processes)
+    assert "<th>I/O wait</th>" in Html().render(d)
     assert "db system" in dict(charts.all_charts(d))["CPU by process"]
 
 
@@ -209,3 +213,52 @@ def test_cleanup_stops_the_stack_a_killed_corebench_left(tmp_path):
     while _running("postgres") > before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(d.exists() for d in work)
+
+
+SPIN = "import socket, sys, time\ns = socket.create_server(('127.0.0.1', int(sys.argv[1])))\nwhile True: pass"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a service with a core of its own needs 2 cores")
+def test_a_service_on_a_core_of_its_own_is_measured_apart(tmp_path):
+    """cpus = 1 for the target, cpus = 1 for a spinning service: each on its
+    own core, as the kernel reports it, and each process's CPU from its own
+    cgroup: the service's core busy, the target's not."""
+    text = f"""
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "1s"
+
+[target]
+builtin = {{ model = "async", workers = 1 }}
+cpus = 1
+
+[target.services.spin]
+command = ["python3", "-c", {json.dumps(SPIN)}, "{{port}}"]
+cpus = 1
+
+[load]
+model = "rate"
+path = "/static/10"
+rate = 50
+"""
+    ran = run_plan(tmp_path, text)
+    assert ran.out.ok == 1, [r["error"] for r in ran.runs if r["error"]]
+    run = ran.runs[-1]
+    layout, target = json.loads(run["layout_json"]), json.loads(run["target_json"])
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    assert layout["target_cpus"] == [first] and layout["services"]["spin"]["target_cpus"] == [second]
+    assert target["cpus_allowed"] == str(first) and target["services"]["spin"]["cpus_allowed"] == str(second)
+    monitor = json.loads(run["monitor_json"])
+    spin = monitor["services"]["spin"]
+    assert spin["cpu"] > 0.6 and monitor["target_cpu"] < 0.4, (spin, monitor["target_cpu"])
+    if layout["accounting"]:
+        assert spin["io_wait"] is not None and monitor["target_io_wait"] is not None
+
+
+def test_services_need_the_cores_they_ask_for():
+    with pytest.raises(ValueError, match="give the target cpus too"):
+        Target(builtin={"model": "async"}, services={"db": Service(recipe="postgresql", cpus=1)})
+    online = sorted(os.sched_getaffinity(0))
+    with pytest.raises(ValueError, match=f"need {len(online) + 1} cores; this machine lets corebench use"):
+        CpuControl().layout(len(online), {"db": 1})

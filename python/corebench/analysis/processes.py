@@ -1,9 +1,10 @@
 """Each process of the target's stack (the server itself and its services,
 a database) at each point: its CPU in user and in system time, its memory
-and its storage writes, means over the point's measured runs. The system
-share (system over user + system time) is what the second field report
-read from top: over 20% for a database short of buffers, under 5% once
-tuned."""
+and its storage writes, and where it had a cgroup of its own the share of
+the time some task of it waited on I/O (the per-group iowait: Linux PSI's
+"some" time), means over the point's measured runs. The system share
+(system over user + system time) is what the second field report read
+from top: over 20% for a database short of buffers, under 5% once tuned."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class ProcessRow:
     rss_max_bytes: float | None
     write_bps: float | None
     runs: int
+    io_wait: float | None = None
 
     @property
     def system_share(self) -> float | None:
@@ -58,6 +60,7 @@ def processes(points: list[PointStats]) -> list[ProcessRow]:
                     ),
                     write_bps=sum(r.get("write_bps") or 0.0 for r in rows) / n,
                     runs=n,
+                    io_wait=_mean_known([r.get("io_wait") for r in rows]),
                 )
             )
     return out
@@ -69,4 +72,10 @@ def _target(m: dict[str, Any]) -> dict[str, Any]:
         "system_cpu": m.get("target_system_cpu") or 0.0,
         "rss_max_bytes": m.get("target_rss_max_bytes"),
         "write_bps": m.get("target_write_bps"),
+        "io_wait": m.get("target_io_wait"),
     }
+
+
+def _mean_known(values: list[Any]) -> float | None:
+    known = [float(v) for v in values if v is not None]
+    return sum(known) / len(known) if known else None

@@ -1,6 +1,6 @@
 """`corebench cleanup`: what a killed corebench left behind (its targets and
-services still running, its loop-mounted filesystem images, its folders),
-stopped, unmounted, detached and deleted. A running corebench's are left be."""
+services still running, its loop-mounted filesystem images, its folders,
+its cgroups), stopped, unmounted, detached and deleted. A running corebench's are left be."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from corebench.cli import app, fail
-from corebench.targets import filesystem
+from corebench.targets import cpus, filesystem
 
 
 def _orphans() -> list[dict[str, str]]:
@@ -21,9 +21,9 @@ def cleanup() -> None:
     busy = sorted({o for left in filesystem.leftovers() if (o := filesystem.owner(Path(left["image"])))})
     if busy:
         print(f"Left alone: the images of the running corebench {', '.join(map(str, busy))}.")
-    dead = filesystem.dead_work_dirs()
-    if not _orphans() and not dead:
-        print("Nothing to clean up: no process, folder or filesystem image of a killed corebench is left.")
+    dead, groups = filesystem.dead_work_dirs(), cpus.leftover_groups()
+    if not _orphans() and not dead and not groups:
+        print("Nothing to clean up: no process, folder, cgroup or filesystem image of a killed corebench is left.")
         return
     try:
         found = filesystem.cleanup()
@@ -37,6 +37,10 @@ def cleanup() -> None:
                 print(f"Stopped the processes a killed corebench left in {work_dir}: {', '.join(map(str, pids))}")
             shutil.rmtree(work_dir, ignore_errors=True)
             print(f"Removed {work_dir}")
+        if groups:
+            pids = cpus.remove_groups(groups)
+            killed = f"; stopped the processes in them: {', '.join(map(str, pids))}" if pids else ""
+            print(f"Removed {len(groups)} cgroup(s) of a killed corebench{killed}")
     except OSError as e:
         raise fail(f"cleanup: {e}; run it as root") from None
     still = _orphans()

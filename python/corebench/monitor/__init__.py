@@ -2,7 +2,9 @@
 (user and system apart), memory and storage I/O (its whole process tree),
 the I/O of the block devices it writes to (a filesystem image's loop
 device), the generator's own CPU and the context switches, sampled several
-times a second during a run."""
+times a second during a run. The same for each service apart; where the
+target and each service have a measuring cgroup (cgroups.py), their CPU
+comes from it, and their I/O wait and block I/O are added."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import psutil
+
+from corebench.monitor import cgroups
 
 INTERVAL_S = 0.2
 # A shorter tail has too few clock ticks (10 ms each) to say anything.
@@ -29,7 +33,8 @@ SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the devic
 
 class Tree(NamedTuple):
     """A process and its children, summed: CPU seconds, memory, context
-    switches and the bytes they made the storage read and write."""
+    switches and the bytes they made the storage read and write; from its
+    cgroup, where it has one: seconds waiting on I/O and block I/O bytes."""
 
     user_s: float = 0.0
     system_s: float = 0.0
@@ -37,6 +42,9 @@ class Tree(NamedTuple):
     ctx: int = 0
     read_bytes: int = 0
     write_bytes: int = 0
+    io_wait_s: float | None = None
+    dev_read_bytes: int | None = None
+    dev_write_bytes: int | None = None
 
 
 class Disk(NamedTuple):
@@ -51,6 +59,21 @@ class Disk(NamedTuple):
 # (monotonic s, per-core CPU times, the target's tree, this process's CPU s,
 # context switches, the devices, each service's tree)
 _Reading = tuple[float, Sequence[tuple[float, ...]], Tree, float, int, Disk, dict[str, Tree]]
+
+
+def _group_times(pid: int | None, groups: Sequence[str], devices: set[str]) -> Tree:
+    tree = _tree_times(pid)
+    if not groups or pid is None:
+        return tree
+    c = cgroups.read(groups, devices)
+    if c.user_s is not None and c.system_s is not None:
+        # Exact: every process that ran in the group, not only those alive at each sample.
+        tree = tree._replace(user_s=c.user_s, system_s=c.system_s)
+    return tree._replace(io_wait_s=c.io_wait_s, dev_read_bytes=c.read_bytes, dev_write_bytes=c.write_bytes)
+
+
+def _delta(a: float | None, b: float | None, dt: float) -> float | None:
+    return None if a is None or b is None else max(0.0, b - a) / dt
 
 
 def _tree_times(pid: int | None) -> Tree:
@@ -80,7 +103,7 @@ def _tree_times(pid: int | None) -> Tree:
     return Tree(user, system, rss, ctx, read, write)
 
 
-def _tree_rates(a: Tree, b: Tree, dt: float) -> dict[str, float]:
+def _tree_rates(a: Tree, b: Tree, dt: float) -> dict[str, float | None]:
     user, system = max(0.0, b.user_s - a.user_s) / dt, max(0.0, b.system_s - a.system_s) / dt
     return {
         "cpu": user + system,
@@ -89,6 +112,9 @@ def _tree_rates(a: Tree, b: Tree, dt: float) -> dict[str, float]:
         "rss_bytes": float(b.rss_bytes),
         "read_bps": max(0, b.read_bytes - a.read_bytes) / dt,
         "write_bps": max(0, b.write_bytes - a.write_bytes) / dt,
+        "io_wait": _delta(a.io_wait_s, b.io_wait_s, dt),
+        "dev_read_bps": _delta(a.dev_read_bytes, b.dev_read_bytes, dt),
+        "dev_write_bps": _delta(a.dev_write_bytes, b.dev_write_bytes, dt),
     }
 
 
@@ -134,8 +160,14 @@ class Sample:
     disk_write_bps: float = 0.0
     disk_busy: float = 0.0
     # Each service (a database): cpu, user_cpu, system_cpu (cores' worth),
-    # rss_bytes, read_bps, write_bps.
-    services: dict[str, dict[str, float]] = field(default_factory=dict)
+    # rss_bytes, read_bps, write_bps, and from its cgroup io_wait,
+    # dev_read_bps, dev_write_bps (None without one).
+    services: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # From the target's cgroup: the share of the interval in which at least
+    # one of its tasks waited on I/O, and its block I/O (None without one).
+    target_io_wait: float | None = None
+    target_dev_read_bps: float | None = None
+    target_dev_write_bps: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -149,9 +181,12 @@ class Monitor:
     devices: list[str] = field(default_factory=list)
     # The target's services by name: the pid of each one's process tree.
     groups: dict[str, int] = field(default_factory=dict)
+    # Measuring cgroups by process group: "target", and each service's name.
+    accounting: dict[str, list[str]] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
 
     def __enter__(self) -> Monitor:
+        self._devnums = cgroups.device_numbers(self.devices)
         self._stop = threading.Event()
         self._me = psutil.Process()
         self._thread = threading.Thread(target=self._loop, name="corebench-monitor", daemon=True)
@@ -164,15 +199,15 @@ class Monitor:
         self._thread.join()
 
     def _read(self) -> _Reading:
-        me = self._me.cpu_times()
+        me, groups = self._me.cpu_times(), self.groups.items()
         return (
             time.monotonic(),
             psutil.cpu_times(percpu=True),
-            _tree_times(self.target_pid),
+            _group_times(self.target_pid, self.accounting.get("target", []), self._devnums),
             me.user + me.system,
             psutil.cpu_stats().ctx_switches,
             disk(self.devices),
-            {name: _tree_times(pid) for name, pid in self.groups.items()},
+            {name: _group_times(pid, self.accounting.get(name, []), self._devnums) for name, pid in groups},
         )
 
     def _loop(self) -> None:
@@ -205,6 +240,9 @@ class Monitor:
             target_system_cpu=system,
             target_read_bps=max(0, t1.read_bytes - t0.read_bytes) / dt,
             target_write_bps=max(0, t1.write_bytes - t0.write_bytes) / dt,
+            target_io_wait=_delta(t0.io_wait_s, t1.io_wait_s, dt),
+            target_dev_read_bps=_delta(t0.dev_read_bytes, t1.dev_read_bytes, dt),
+            target_dev_write_bps=_delta(t0.dev_write_bytes, t1.dev_write_bytes, dt),
             disk_read_bps=max(0, d1.read_bytes - d0.read_bytes) / dt,
             disk_write_bps=max(0, d1.write_bytes - d0.write_bytes) / dt,
             disk_busy=max(0, d1.busy_ms - d0.busy_ms) / 1000 / dt,
@@ -243,6 +281,9 @@ class Monitor:
             "target_system_share": system / (user + system) if user + system > 0 else None,
             "target_read_bps": mean(lambda x: x.target_read_bps),
             "target_write_bps": mean(lambda x: x.target_write_bps),
+            "target_io_wait": _mean_known([x.target_io_wait for x in s]),
+            "target_dev_read_bps": _mean_known([x.target_dev_read_bps for x in s]),
+            "target_dev_write_bps": _mean_known([x.target_dev_write_bps for x in s]),
             "disk_devices": self.devices,
             "disk_read_bps": mean(lambda x: x.disk_read_bps),
             "disk_write_bps": mean(lambda x: x.disk_write_bps),
@@ -260,10 +301,14 @@ class Monitor:
         }
 
 
-def _service_summary(samples: list[dict[str, float]]) -> dict[str, float | None]:
-    n = len(samples)
-    out: dict[str, float | None] = {k: sum(x[k] for x in samples) / n for k in samples[0] if k != "rss_bytes"}
-    out["rss_max_bytes"] = max(x["rss_bytes"] for x in samples)
+def _mean_known(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _service_summary(samples: list[dict[str, float | None]]) -> dict[str, float | None]:
+    out = {k: _mean_known([x[k] for x in samples]) for k in samples[0] if k != "rss_bytes"}
+    out["rss_max_bytes"] = max(x["rss_bytes"] or 0 for x in samples)
     cpu = out["user_cpu"] or 0.0, out["system_cpu"] or 0.0
     out["system_share"] = cpu[1] / (cpu[0] + cpu[1]) if cpu[0] + cpu[1] > 0 else None
     return out

@@ -227,6 +227,9 @@ class Service(_Section):
     stop_timeout_s: float = Field(30.0, gt=0, alias="stop_timeout")
     # Services started (and ready) before this one.
     after: list[str] = []
+    # Cores of its own, taken after the target's (the generator gets the
+    # rest); unset, it shares the target's cores and CPU quota.
+    cpus: float | None = Field(None, gt=0, le=4096)
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
         classmethod(lambda cls, v: _duration(v))
@@ -339,6 +342,12 @@ class Target(_Section):
             raise ValueError("services are started with a target corebench starts; a running server (url) is not")
         if self.url is not None and self.filesystem is not None:
             raise ValueError("a filesystem is made for a target corebench starts; a running server (url) is not")
+        own = [n for n, s in self.services.items() if s.cpus is not None]
+        if own and self.cpus is None:
+            raise ValueError(
+                f"service {own[0]} has cpus of its own, taken after the target's: give the target cpus too "
+                "(cpus in [target] or a cpus factor)"
+            )
         return self
 
 

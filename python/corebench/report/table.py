@@ -32,6 +32,7 @@ COLUMNS = [
     "target_cpu",
     "target_system_share",  # the kernel's share of the target's CPU
     "target_write_bps",  # bytes/s the target's processes made the storage write
+    "target_io_wait",  # share of the run some task of the target waited on I/O (its cgroup's PSI)
     "disk_write_bps",  # bytes/s written to the filesystem image's device
     "disk_busy",  # share of the run the device had I/O in flight
     "generator_cpu",
@@ -39,7 +40,15 @@ COLUMNS = [
 ]
 
 
-MONITORED = ("target_cpu", "target_system_share", "target_write_bps", "disk_write_bps", "disk_busy", "generator_cpu")
+MONITORED = (
+    "target_cpu",
+    "target_system_share",
+    "target_write_bps",
+    "target_io_wait",
+    "disk_write_bps",
+    "disk_busy",
+    "generator_cpu",
+)
 
 
 def rows(d: ReportData) -> list[dict[str, Any]]:

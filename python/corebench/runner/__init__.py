@@ -236,7 +236,8 @@ def _ensure_target(
     _stop(exp, running)
     t = point.target
     try:
-        layout = control.layout(t.cpus) if t.url is None else control.layout(None)
+        own = {name: svc.cpus for name, svc in t.services.items()}
+        layout = control.layout(t.cpus, own) if t.url is None else control.layout(None)
     except (OSError, RuntimeError) as e:
         running = _Running(key, t, control.layout(None))
         running.error = f"CPU layout: {e}"
@@ -269,24 +270,12 @@ def _ensure_target(
             "argv": running.started.argv,
             "base_url": running.started.base_url,
             "ready_s": running.started.ready_s,
-            "cpus_allowed": _cpus_allowed(running.started.proc.pid),
+            "cpus_allowed": process.cpus_allowed(running.started.proc.pid),
         }
     except (process.TargetError, filesystem.FilesystemError) as e:
         running.error = f"target not started: {e}"
         Progress.note(running.error)
     return running
-
-
-def _cpus_allowed(pid: int) -> str | None:
-    """What the kernel says the target may run on: the layout, verified."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Cpus_allowed_list:"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
 
 
 def _stop(exp: Experiment, running: _Running | None) -> None:
@@ -330,7 +319,10 @@ def _one(
             host.drop_caches()
         devices = [Path(running.mounted.facts["device"]).name] if running.mounted and running.mounted.facts else []
         groups = {s.name: s.proc.pid for s in running.services}
-        with Monitor(pid, len(running.layout.generator_cpus), devices, groups) as monitor:
+        accounting = {"target": running.layout.accounting} | {
+            s.name: running.layout.of(s.name).accounting for s in running.services
+        }
+        with Monitor(pid, len(running.layout.generator_cpus), devices, groups, accounting) as monitor:
             try:
                 if exp.plan.search is None or run.warmup:
                     result = backend.run(cfg, show.tick)

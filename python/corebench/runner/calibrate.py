@@ -73,24 +73,28 @@ def calibrate(exp: Experiment, control: CpuControl, work_dir: Path) -> list[Ceil
     """One ceiling per distinct layout of the plan's points."""
     connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
     threads = max((p.load.threads or 0 for p in exp.points), default=0) or None
-    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], float | None] = {}
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[float | None, dict[str, float]]] = {}
     for p in exp.points:
         cpus = p.target.cpus if p.target.url is None else None
-        target, generator = _layout_cpus(control, cpus)
-        seen.setdefault((tuple(target), tuple(generator)), cpus)
-    return [_measure(control, cpus, connections, threads, work_dir) for cpus in seen.values()]
+        # Services with cores of their own leave the generator fewer.
+        own = {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None}
+        target, generator = _layout_cpus(control, cpus, own)
+        seen.setdefault((tuple(target), tuple(generator)), (cpus, own))
+    return [_measure(control, cpus, own, connections, threads, work_dir) for cpus, own in seen.values()]
 
 
-def _layout_cpus(control: CpuControl, cpus: float | None) -> tuple[list[int], list[int]]:
-    target, generator, _ = plan_layout(cpus, control.online)
+def _layout_cpus(control: CpuControl, cpus: float | None, own: dict[str, float]) -> tuple[list[int], list[int]]:
+    target, generator, _ = plan_layout(cpus, control.online, own)
     return target, generator
 
 
-def _measure(control: CpuControl, cpus: float | None, connections: int, threads: int | None, work: Path) -> Ceiling:
+def _measure(
+    control: CpuControl, cpus: float | None, own: dict[str, float], connections: int, threads: int | None, work: Path
+) -> Ceiling:
     try:
-        layout = control.layout(cpus)
-    except (OSError, RuntimeError) as e:
-        target, generator = _layout_cpus(control, cpus)
+        layout = control.layout(cpus, own)
+    except (OSError, RuntimeError, ValueError) as e:
+        target, generator = _layout_cpus(control, cpus, own)
         return Ceiling(target, generator, generator == control.online, connections, 0.0, 0.0, 0.0, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)

@@ -80,7 +80,7 @@ def _at(exp: Experiment, *key: str) -> str:
 
 def _check_cpus(exp: Experiment, p: Point, online: list[int]) -> None:
     try:
-        check_cpus(p.target.cpus, online)
+        check_cpus(p.target.cpus, online, {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None})
     except ValueError as e:
         raise UsageError(f"{_at(exp, 'target', 'cpus')}: {e}") from None
     if p.target.cpus is not None and p.target.cpus != int(p.target.cpus) and control_method() == "affinity":

@@ -1,13 +1,23 @@
 """CPU control for the target: whole cores through a cgroup cpuset (v2 or
 v1, whichever this kernel offers and lets us write), otherwise CPU
 affinity; fractional CPUs through a CPU quota (cgroup v2 cpu.max or v1
-cfs_quota_us). The generator gets the cores the target does not."""
+cfs_quota_us). A service with cores of its own gets the next ones; the
+generator gets the cores nobody else has.
+
+Each process group (the target, each service) also joins cgroups of its
+own that only measure it (monitor/cgroups.py): on cgroup v2 a leaf under
+its CPU group, on a v1 + v2 hybrid a group in the v2 hierarchy (cpu.stat,
+io.pressure)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import re
+import signal
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,29 +38,56 @@ class Layout:
     # The generator has no core of its own: it competes with the target.
     shared: bool = False
     groups: list[str] = field(default_factory=list)
+    # Groups it joins only to be measured apart from the other processes.
+    accounting: list[str] = field(default_factory=list)
+    # Each service's placement: its own cores, or the target's.
+    services: dict[str, Layout] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def of(self, service: str) -> Layout:
+        return self.services.get(service, self)
 
 
 def online_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def check(cpus: float | None, online: list[int]) -> None:
+def check(cpus: float | None, online: list[int], services: Mapping[str, float] | None = None) -> None:
+    own = dict(services or {})
     if cpus is not None and cpus > len(online):
         raise ValueError(f"cpus = {cpus:g} is more than the {len(online)} CPUs this machine lets corebench use")
+    need = math.ceil(cpus or 0) + sum(math.ceil(c) for c in own.values())
+    if own and need > len(online):
+        each = ", ".join(f"{n} {c:g}" for n, c in own.items())
+        raise ValueError(
+            f"cpus = {cpus:g} for the target and {each} for its services need {need} cores; this machine lets "
+            f"corebench use {len(online)}"
+        )
 
 
-def plan_layout(cpus: float | None, online: list[int]) -> tuple[list[int], list[int], float | None]:
-    """The target takes the first ceil(cpus) cores, the generator the rest
-    (all of them, shared, when nothing is left)."""
+def plan_layout(
+    cpus: float | None, online: list[int], services: Mapping[str, float] | None = None
+) -> tuple[list[int], list[int], float | None]:
+    """The target takes the first ceil(cpus) cores, services with cores of
+    their own the next ones, the generator the rest (all of them, shared,
+    when nothing is left)."""
     if cpus is None:
         return online, online, None
     whole = math.ceil(cpus)
     target, rest = online[:whole], online[whole:]
+    rest = rest[sum(math.ceil(c) for c in (services or {}).values()) :]
     quota = cpus if cpus != whole else None
     return target, rest or online, quota
+
+
+def _service_cores(cpus: float, online: list[int], services: Mapping[str, float]) -> dict[str, list[int]]:
+    at, out = math.ceil(cpus), {}
+    for name, c in services.items():
+        out[name] = online[at : at + math.ceil(c)]
+        at += math.ceil(c)
+    return out
 
 
 def _writable_v2() -> bool:
@@ -63,6 +100,17 @@ def _writable_v2() -> bool:
 
 def _writable_v1() -> bool:
     return os.access(CGROUP / "cpuset" / "cpuset.cpus", os.W_OK) and os.access(CGROUP / "cpu", os.W_OK)
+
+
+# A v1 + v2 hybrid mounts the v2 hierarchy here, without controllers: its
+# cpu.stat and io.pressure still measure each group.
+V2_HYBRID = CGROUP / "unified"
+
+
+def _measuring_parents(sub: Layout) -> list[str]:
+    if (CGROUP / "cgroup.controllers").exists():  # cgroup v2 alone
+        return [sub.groups[0]] if sub.method == "cgroup2" and sub.groups else [str(CGROUP)]
+    return [str(V2_HYBRID)] if (V2_HYBRID / "cgroup.procs").exists() else []
 
 
 def _cpulist(cpus: list[int]) -> str:
@@ -82,33 +130,64 @@ class CpuControl:
         # Read once: the runner later narrows its own affinity to the generator's cores.
         self.online = online_cpus()
 
-    def layout(self, cpus: float | None) -> Layout:
-        online = self.online
-        check(cpus, online)
-        target, generator, quota = plan_layout(cpus, online)
+    def layout(self, cpus: float | None, services: Mapping[str, float | None] | None = None) -> Layout:
+        """Where the target and each of `services` (name: its own cpus, or
+        None to share the target's) run, their groups made."""
+        online, names = self.online, list(services or {})
+        own = {n: c for n, c in (services or {}).items() if c is not None}
+        check(cpus, online, own)
+        target, generator, quota = plan_layout(cpus, online, own)
+        self._made: list[str] = []  # for cleaning up a half-made layout
         if cpus is None:
-            return Layout("none", target, generator, None, shared=True)
-        layout = Layout(self.method, target, generator, quota, shared=generator == online)
-        if self.method == "affinity":
-            if quota is not None:
-                raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written")
-            return layout
+            layout = Layout("none", target, generator, None, shared=True)
+        else:
+            layout = Layout(self.method, target, generator, quota, shared=generator == online)
         try:
-            layout.groups = self._groups(target, quota)
+            if layout.method in ("cgroup2", "cgroup1"):
+                layout.groups = self._groups(target, quota)
+            for name, cores in _service_cores(cpus or 0, online, own).items():
+                c = own[name]
+                sub = Layout(layout.method, cores, generator, c if c != math.ceil(c) else None, layout.shared)
+                if sub.method in ("cgroup2", "cgroup1"):
+                    sub.groups = self._groups(cores, sub.quota_cpus)
+                layout.services[name] = sub
         except OSError:
-            CpuControl.release(Layout(self.method, [], [], groups=self._made))
+            self.release(Layout(self.method, [], [], groups=self._made))
             # A kernel that lists the controllers but refuses us: affinity still works.
             self.method = layout.method = "affinity"
-            if quota is not None:
-                raise RuntimeError(
-                    f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written"
-                ) from None
+            layout.groups, layout.services = [], {}
+        if layout.method == "affinity":
+            self._affinity(layout, cpus, own, online)
+        for name in names:
+            layout.services.setdefault(name, Layout(**{**asdict(layout), "services": {}}))
+        self._accounting(layout, names)
         return layout
+
+    @staticmethod
+    def _affinity(layout: Layout, cpus: float | None, own: dict[str, float], online: list[int]) -> None:
+        if layout.quota_cpus is not None or any(c != math.ceil(c) for c in own.values()):
+            raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written")
+        for name, cores in _service_cores(cpus or 0, online, own).items():
+            layout.services[name] = Layout("affinity", cores, layout.generator_cpus, None, layout.shared)
+
+    def _accounting(self, layout: Layout, services: list[str]) -> None:
+        """A measuring group for the target and each service, where this
+        machine lets us make one; measuring is best effort, never a failure."""
+        self.counter += 1
+        base = f"corebench-{os.getpid()}-{self.counter}"
+        for who, sub in [("target", layout), *((n, layout.services[n]) for n in services)]:
+            sub.accounting = []
+            for parent in _measuring_parents(sub):
+                g = Path(parent) / (who if parent in sub.groups else f"{base}-{who}")
+                # enter.py joins the CPU groups first, then these: on cgroup v2,
+                # where a process is in one group, it ends in the leaf under its CPU group.
+                with contextlib.suppress(OSError):
+                    g.mkdir()
+                    sub.accounting.append(str(g))
 
     def _groups(self, target: list[int], quota: float | None) -> list[str]:
         self.counter += 1
         name = f"corebench-{os.getpid()}-{self.counter}"
-        self._made: list[str] = []  # for cleaning up a half-made layout
         if self.method == "cgroup2":
             (CGROUP / "cgroup.subtree_control").write_text("+cpuset +cpu")
             g = CGROUP / name
@@ -134,9 +213,12 @@ class CpuControl:
 
     @staticmethod
     def release(layout: Layout) -> None:
-        """Removes the target's cgroups; a group is busy until the last
-        killed process in it is gone, so removal is retried for a moment."""
-        for g in layout.groups:
+        """Removes the target's and its services' cgroups, leaves first; a
+        group is busy until the last killed process in it is gone, so
+        removal is retried for a moment."""
+        subs = [layout, *layout.services.values()]
+        made = [g for sub in subs for g in sub.accounting] + [g for sub in subs for g in sub.groups]
+        for g in dict.fromkeys(made):
             for _ in range(50):
                 try:
                     os.rmdir(g)
@@ -145,3 +227,41 @@ class CpuControl:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+_OURS = re.compile(r"corebench-(\d+)-\d+(-\w+)?$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0]
+    except (OSError, IndexError):
+        return False
+
+
+def leftover_groups() -> list[Path]:
+    """The cgroups of corebench processes that are gone (killed before they
+    removed them), leaves before their parents."""
+    roots = [CGROUP, CGROUP / "cpuset", CGROUP / "cpu", V2_HYBRID]
+    found = []
+    for root in roots:
+        with contextlib.suppress(OSError):
+            for g in root.iterdir():
+                m = _OURS.match(g.name)
+                if m and g.is_dir() and not _alive(int(m.group(1))):
+                    found += [*(c for c in g.iterdir() if (c / "cgroup.procs").exists()), g]
+    return found
+
+
+def remove_groups(groups: list[Path]) -> list[int]:
+    """Kills what still runs in `groups` (a killed corebench's targets),
+    then removes them; returns the pids killed."""
+    pids = []
+    for g in groups:
+        with contextlib.suppress(OSError, ValueError):
+            pids += [int(p) for p in (g / "cgroup.procs").read_text().split()]
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    CpuControl.release(Layout("cleanup", [], [], groups=[str(g) for g in groups]))
+    return pids

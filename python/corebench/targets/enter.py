@@ -19,7 +19,8 @@ def main(argv: list[str]) -> int:
         return 2
     layout = json.loads(argv[0])
     try:
-        for group in layout.get("groups", []):
+        # The CPU groups, then the measuring ones (on cgroup v2 a leaf of the first).
+        for group in [*layout.get("groups", []), *layout.get("accounting", [])]:
             Path(group, "cgroup.procs").write_text(str(os.getpid()))
         if layout.get("method") not in (None, "none"):
             os.sched_setaffinity(0, layout["target_cpus"])

@@ -72,6 +72,18 @@ def builtin_command(t: Target) -> list[str]:
     ]
 
 
+def cpus_allowed(pid: int) -> str | None:
+    """What the kernel says a process may run on: its layout, verified."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def tail(path: Path) -> str:
     try:
         with path.open("rb") as f:

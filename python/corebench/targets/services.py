@@ -1,6 +1,6 @@
 """The processes a target needs (a database), started before it in
-dependency order, each checked ready, on the target's CPUs and in a folder
-and on a port of its own; stopped after it, in reverse order, also when a
+dependency order, each checked ready, on the target's CPUs or its own, in
+cgroups that measure it apart, and in a folder and on a port of its own; stopped after it, in reverse order, also when a
 later one or the target fails to start."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from corebench.plan.factors import substitute
 from corebench.plan.model import Service, order
 from corebench.targets.cpus import Layout
-from corebench.targets.process import TargetError, free_port, render, tail
+from corebench.targets.process import TargetError, cpus_allowed, free_port, render, tail
 from corebench.targets.recipes import postgresql
 
 
@@ -36,6 +36,7 @@ class StartedService:
     ready_s: float
     log_path: Path
     settings: dict[str, Any] = field(default_factory=dict)
+    cpus_allowed: str | None = None
 
     def facts(self) -> dict[str, Any]:
         """What is stored with each run: how it ran."""
@@ -46,6 +47,7 @@ class StartedService:
             "port": self.port,
             "ready_s": round(self.ready_s, 3),
             "settings": self.settings,
+            "cpus_allowed": self.cpus_allowed,
         }
 
 
@@ -95,7 +97,7 @@ def _start(
         raise TargetError(f"service {name}: cannot start {argv[0]}: no such program")
     log_path = folder / "service.log"
     env = {**os.environ, **{k: str(v) for k, v in substitute(spec.env, own).items()}}
-    placed = [sys.executable, "-m", "corebench.targets.enter", json.dumps(layout.to_json()), "--", *argv]
+    placed = [sys.executable, "-m", "corebench.targets.enter", json.dumps(layout.of(name).to_json()), "--", *argv]
     began = time.monotonic()
     with log_path.open("ab") as log:
         try:
@@ -117,6 +119,7 @@ def _start(
         stop(svc)
         raise
     svc.ready_s = time.monotonic() - began
+    svc.cpus_allowed = cpus_allowed(proc.pid)
     return svc
 
 
