@@ -22,3 +22,14 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 def nginx():
     with Nginx() as n:
         yield n
+
+
+@pytest.fixture
+def layout():
+    """No CPU limit, as the runner gives a target without `cpus`; its measuring
+    cgroups are removed afterwards."""
+    from corebench.targets.cpus import CpuControl
+
+    made = CpuControl().layout(None, {"db": None, "files": None})
+    yield made
+    CpuControl.release(made)

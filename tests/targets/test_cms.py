@@ -43,8 +43,8 @@ def _get(url: str, data: bytes | None = None) -> tuple[int, str]:
 def cms():
     run_dir = Path(tempfile.mkdtemp(prefix="corebench-test-"))
     os.chmod(run_dir, 0o755)
-    layout = CpuControl().layout(None)
     db = Service(recipe="postgresql", settings={"init_sql": "cms/schema.sql", "init_vars": {"articles": 500}})
+    layout = CpuControl().layout(None, {"db": None})
     started = services.start_all({"db": db}, {}, layout, EXAMPLE, run_dir)
     t = Target(
         recipe="apache",
@@ -65,6 +65,7 @@ def cms():
             process.stop(web.proc, recipes.expand(t))
     finally:
         services.stop_all(started)
+        CpuControl.release(layout)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

@@ -16,7 +16,6 @@ import pytest
 from corebench import report
 from corebench.plan.model import Target
 from corebench.targets import process, recipes
-from corebench.targets.cpus import CpuControl
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
 
@@ -107,7 +106,7 @@ def test_a_bad_recipe_setting_fails_before_any_run(tmp_path):
     )
 
 
-def test_apache_mod_wsgi_serves_the_framework_page(tmp_path):
+def test_apache_mod_wsgi_serves_the_framework_page(tmp_path, layout):
     """The first field report's page on Apache + mod_wsgi, in embedded and
     daemon mode: the page comes through the route, the controller (the
     time) and the layout, and every request of a run succeeds."""
@@ -116,7 +115,7 @@ def test_apache_mod_wsgi_serves_the_framework_page(tmp_path):
     # A folder Apache's children (www-data) can reach, as the runner's is.
     run_dir = Path(tempfile.mkdtemp(prefix="corebench-test-"))
     os.chmod(run_dir, 0o755)
-    started = process.start(t, {}, CpuControl().layout(None), tmp_path, run_dir / "direct", "/app/")
+    started = process.start(t, {}, layout, tmp_path, run_dir / "direct", "/app/")
     try:
         with urllib.request.urlopen(started.base_url + "app/", timeout=10) as r:
             page = r.read().decode()
@@ -150,7 +149,7 @@ concurrency = 4
     assert servers_running("apache2") == before, "no Apache left running"
 
 
-def test_a_wsgi_app_that_is_not_there_fails_its_start_in_one_line(tmp_path):
+def test_a_wsgi_app_that_is_not_there_fails_its_start_in_one_line(tmp_path, layout):
     t = Target(recipe="apache", settings={"wsgi_app": "nowhere"})
     with pytest.raises(process.TargetError, match="recipe apache: wsgi_app: no app.wsgi in"):
-        process.start(t, {}, CpuControl().layout(None), tmp_path, tmp_path / "t", "/app/")
+        process.start(t, {}, layout, tmp_path, tmp_path / "t", "/app/")

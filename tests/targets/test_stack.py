@@ -116,11 +116,10 @@ def test_a_stack_whose_database_fails_fails_its_runs_and_leaves_nothing(tmp_path
     assert 'invalid value for parameter "shared_buffers": "lots"' in error, error
 
 
-def test_the_page_answers_through_the_stack(tmp_path):
+def test_the_page_answers_through_the_stack(tmp_path, layout):
     """The same stack started by hand: the page reads the loaded rows."""
     run_dir = Path(tempfile.mkdtemp(prefix="corebench-test-"))
     os.chmod(run_dir, 0o755)
-    layout = CpuControl().layout(None)
     db = Service(recipe="postgresql", settings={"init_sql": str(DATA / "init.sql"), "shared_buffers": "16MB"})
     started = services.start_all({"db": db}, {}, layout, tmp_path, run_dir)
     try:
@@ -139,7 +138,7 @@ def test_the_page_answers_through_the_stack(tmp_path):
         subprocess.run(["rm", "-rf", str(run_dir)], check=False)
 
 
-def test_a_command_service_with_its_own_rendered_file(tmp_path):
+def test_a_command_service_with_its_own_rendered_file(tmp_path, layout):
     """A service's files are jinja2 templates rendered into its folder with
     its own {port} and the plan's factors; a factor used only there still
     restarts the stack when it changes, and the plan is stored whole."""
@@ -183,7 +182,7 @@ concurrency = 1
         command=["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1", "--directory", "{dir}"],
         files=[{"path": "level.txt", "content": "level {{ level }} on {{ port }}\n"}],
     )
-    started = services.start_all({"files": svc}, {"level": 7}, CpuControl().layout(None), tmp_path, tmp_path / "run")
+    started = services.start_all({"files": svc}, {"level": 7}, layout, tmp_path, tmp_path / "run")
     try:
         port = started[0].port
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/level.txt", timeout=10) as r:
