@@ -1,5 +1,5 @@
 """The shared-server example's CMS on its real stack (Apache prefork +
-mod_php, PostgreSQL with the generated data set, the log's static files
+mod_php, or Apache event + a php-fpm service; PostgreSQL with the generated data set, the log's static files
 written by its prepare step): every route answers as the access log's
 paths need it, the view counter and comments write the database, and a
 short replay of the real log through a plan succeeds."""
@@ -39,17 +39,30 @@ def _get(url: str, data: bytes | None = None) -> tuple[int, str]:
         return e.code, e.read().decode(errors="replace")
 
 
-@pytest.fixture(scope="module")
-def cms():
+# PHP in Apache's prefork children (mod_php), or in a php-fpm service behind
+# the event MPM (mod_proxy_fcgi): the same pages either way.
+HANDLERS = {
+    "mod_php": ({"mpm": "prefork"}, {}),
+    "php-fpm": (
+        {"mpm": "event", "php_fcgi": "127.0.0.1:{php_port}"},
+        {"php": Service(recipe="php-fpm", settings={"max_children": 4}, after=["db"])},
+    ),
+}
+
+
+@pytest.fixture(scope="module", params=list(HANDLERS))
+def cms(request):
+    web_settings, more = HANDLERS[request.param]
     run_dir = Path(tempfile.mkdtemp(prefix="corebench-test-"))
     os.chmod(run_dir, 0o755)
     db = Service(recipe="postgresql", settings={"init_sql": "cms/schema.sql", "init_vars": {"articles": 500}})
-    layout = CpuControl().layout(None, {"db": None})
-    started = services.start_all({"db": db}, {}, layout, EXAMPLE, run_dir)
+    stack = {"db": db, **more}
+    layout = CpuControl().layout(None, dict.fromkeys(stack))
+    started = services.start_all(stack, {}, layout, EXAMPLE, run_dir)
     t = Target(
         recipe="apache",
         settings={
-            "mpm": "prefork",
+            **web_settings,
             "max_request_workers": 8,
             "php_app": "cms/htdocs",
             "php_front": "/index.php",

@@ -212,7 +212,7 @@ class Service(_Section):
     files."""
 
     # A ready service by name, its settings overriding the recipe's defaults.
-    recipe: Literal["postgresql"] | None = None
+    recipe: Literal["postgresql", "php-fpm"] | None = None
     settings: dict[str, Any] = {}
     # Or any command, with {port} and {dir} its own.
     command: list[str] | None = None
@@ -241,9 +241,9 @@ class Service(_Section):
     @model_validator(mode="after")
     def _one_kind(self) -> Service:
         if (self.recipe is None) == (self.command is None):
-            raise ValueError('give a service either a recipe (recipe = "postgresql") or a command')
+            raise ValueError('give a service either a recipe (recipe = "postgresql" or "php-fpm") or a command')
         if self.settings and self.recipe is None:
-            raise ValueError('settings belong to a recipe (recipe = "postgresql")')
+            raise ValueError('settings belong to a recipe (recipe = "postgresql" or "php-fpm")')
         return self
 
 

@@ -22,7 +22,7 @@ from corebench.plan.factors import substitute
 from corebench.plan.model import Service, order
 from corebench.targets.cpus import Layout
 from corebench.targets.process import TargetError, cpus_allowed, free_port, render, tail
-from corebench.targets.recipes import postgresql
+from corebench.targets.recipes import phpfpm, postgresql
 
 
 @dataclass
@@ -88,10 +88,14 @@ def _start(
             postgresql.prepare(settings, folder)
             argv = postgresql.command(settings, folder, port)
             ready = postgresql.ready_command(settings, port)
+        elif spec.recipe == "php-fpm":
+            settings = phpfpm.settings(substitute(spec.settings, own))
+            phpfpm.prepare(settings, folder, port)
+            argv, ready = phpfpm.command(settings, folder), None
         else:
             argv = [str(a) for a in substitute(list(spec.command or []), own)]
             ready = [str(a) for a in substitute(spec.ready_command, own)] if spec.ready_command else None
-    except (postgresql.PostgresError, OSError, subprocess.SubprocessError) as e:
+    except (postgresql.PostgresError, phpfpm.PhpFpmError, OSError, subprocess.SubprocessError) as e:
         raise TargetError(f"service {name}: {e}") from None
     if shutil.which(argv[0]) is None and not Path(folder, argv[0]).is_file():
         raise TargetError(f"service {name}: cannot start {argv[0]}: no such program")

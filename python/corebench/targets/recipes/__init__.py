@@ -50,6 +50,10 @@ APACHE_DEFAULTS: dict[str, Any] = {
     "php_front": None,
     # PHP's opcode cache (the report's APC; opcache since PHP 5.5).
     "opcache": True,
+    # Or PHP in a php-fpm service, under any MPM: its address, e.g.
+    # "127.0.0.1:{php_port}" (the pages and php_env as above; opcache is
+    # then the service's setting).
+    "php_fcgi": None,
 }
 NGINX_DEFAULTS: dict[str, Any] = {
     "binary": "/usr/sbin/nginx",
@@ -85,9 +89,16 @@ def settings(t: Target) -> dict[str, Any]:
         raise RecipeError(f"mpm {values['mpm']!r} is not one of {', '.join(MPMS)}")
     if t.recipe == "apache" and values["wsgi_mode"] not in WSGI_MODES:
         raise RecipeError(f"wsgi_mode {values['wsgi_mode']!r} is not one of {', '.join(WSGI_MODES)}")
-    if t.recipe == "apache" and (values["php"] or values["php_app"]):
+    if t.recipe == "apache" and values["php_fcgi"]:
+        if "opcache" in t.settings:
+            raise RecipeError("with php_fcgi, opcache is the php-fpm service's setting")
+        values["php"] = True
+    elif t.recipe == "apache" and (values["php"] or values["php_app"]):
         if values["mpm"] != "prefork":
-            raise RecipeError(f"mod_php runs under the prefork MPM only, not {values['mpm']}")
+            raise RecipeError(
+                f"mod_php runs under the prefork MPM only, not {values['mpm']}: for {values['mpm']}, run PHP in a "
+                'php-fpm service ([target.services.php] recipe = "php-fpm") and set php_fcgi = "127.0.0.1:{php_port}"'
+            )
         values["php"], values["php_module"] = True, _php_module(Path(values["modules"]))
     if t.recipe == "apache" and values["wsgi_app"]:
         if not Path(values["modules"], "mod_wsgi.so").is_file():
