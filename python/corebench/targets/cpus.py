@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corebench.targets import filesystem
+
 CGROUP = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
 
@@ -232,13 +234,6 @@ class CpuControl:
 _OURS = re.compile(r"corebench-(\d+)-\d+(-\w+)?$")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0]
-    except (OSError, IndexError):
-        return False
-
-
 def leftover_groups() -> list[Path]:
     """The cgroups of corebench processes that are gone (killed before they
     removed them), leaves before their parents."""
@@ -248,7 +243,7 @@ def leftover_groups() -> list[Path]:
         with contextlib.suppress(OSError):
             for g in root.iterdir():
                 m = _OURS.match(g.name)
-                if m and g.is_dir() and not _alive(int(m.group(1))):
+                if m and g.is_dir() and not filesystem.alive(int(m.group(1))):
                     found += [*(c for c in g.iterdir() if (c / "cgroup.procs").exists()), g]
     return found
 

@@ -263,7 +263,12 @@ def _live_owner(work_dir: Path) -> int | None:
         pid = int((work_dir / OWNER_FILE).read_text())
     except (OSError, ValueError):
         return None
-    return pid if Path(f"/proc/{pid}").exists() and not _zombie(pid) else None
+    return pid if alive(pid) else None
+
+
+def alive(pid: int) -> bool:
+    """A process that runs (not gone, not a zombie awaiting its parent)."""
+    return Path(f"/proc/{pid}").exists() and not _zombie(pid)
 
 
 def dead_work_dirs(tmp: Path | None = None) -> list[Path]:
