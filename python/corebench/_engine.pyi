@@ -13,6 +13,7 @@ __all__ = [
     "check",
     "serve",
     "load_config_schema",
+    "io_uring_unavailable",
     "UsageError",
     "EngineFailure",
     "__version__",
@@ -65,3 +66,7 @@ def serve(config_json: str) -> None:
 
 def load_config_schema() -> str:
     """The JSON Schema of the load configuration (JSON)."""
+
+def io_uring_unavailable() -> str | None:
+    """None when the load threads can run on io_uring here (`io = "auto"`
+    then uses it); otherwise the reason, e.g. the kernel's refusal."""

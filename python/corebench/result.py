@@ -172,6 +172,7 @@ class AgentSummary(_Model):
     start_lag_s: float
     duration_s: float
     interrupted: bool
+    io: str = "epoll"
     requests: int
     responses: int
     failed: int
@@ -248,6 +249,9 @@ class LoadResult(_Model):
     timeline: list[TimelineSecond]
     cpu: CpuTimes
     busy_poll_us: int
+    # How the load threads reached the kernel: "io_uring" or "epoll" (results
+    # stored before corebench had io_uring ran on epoll).
+    io: str = "epoll"
     rate: RateConfig | None = None
     think_s: tuple[float, float] | None = None
     random_order: bool = False

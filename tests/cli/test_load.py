@@ -49,6 +49,8 @@ def refused_url() -> str:
         (["--users", "2", "-c", "3", "-t", "1s", "http://127.0.0.1/"], "disagree"),
         (["--rate", "100", "--users", "2", "--think", "1s", "-t", "1s", "http://127.0.0.1/"], "think"),
         (["--urls", "/nonexistent/urls.txt"], "urls.txt"),
+        (["--io", "fast", "http://127.0.0.1/"], "--io"),
+        (["--io", "uring", "https://127.0.0.1/"], "--io: io_uring takes plain http:// URLs"),
         ([], "URL"),
     ],
 )
@@ -255,10 +257,31 @@ def test_the_soft_descriptor_limit_is_raised_to_the_hard_one(nginx):
 
 def test_version():
     import corebench
+    from corebench import _engine
 
+    why = _engine.io_uring_unavailable()
     for flag in ("--version", "-V"):
         p = run_cli(flag)
         assert p.returncode == 0 and p.stdout.startswith(f"corebench {corebench.__version__} (Python ")
+        io = "io_uring (the default) and epoll" if why is None else f"epoll (io_uring unavailable: {why})"
+        assert f"\nLoad I/O: {io}\n" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_each_transport_counts_what_nginx_counts_and_names_itself(nginx, io):
+    from corebench import _engine
+
+    if io == "uring" and (why := _engine.io_uring_unavailable()):
+        pytest.skip(f"io_uring unavailable here: {why}")
+    before = nginx.served()
+    p = run_cli("load", "-k", "-c", "8", "-n", "3000", "--io", io, "--json", "-", nginx.url)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    name = {"epoll": "epoll", "uring": "io_uring"}[io]
+    assert r["io"] == name and r["responses"] == 3000 and r["failed"] == 0
+    assert nginx.served_since(before) == 3000
+    text = run_cli("load", "-k", "-c", "2", "-n", "100", "--io", io, nginx.url).stdout
+    assert f"threads on {name})" in text, text
 
 
 def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):

@@ -47,6 +47,7 @@ pub fn run_agent(config: &LoadConfig, control: &Control) -> Result<AgentPart> {
         duration_s: c.duration_s,
         interrupted: c.interrupted,
         cpu: c.cpu,
+        io: c.io.into(),
     };
     Ok(AgentPart { schema: PART_SCHEMA.into(), share, run, stats: m.stats })
 }
@@ -67,6 +68,11 @@ pub fn merge(config: &LoadConfig, mut parts: Vec<AgentPart>) -> Result<LoadResul
         duration_s: end - t0,
         interrupted: runs.iter().any(|r| r.interrupted),
         cpu: runs.iter().fold(CpuTimes::default(), |a, r| a + r.cpu),
+        io: match (runs.iter().any(|r| r.io == "io_uring"), runs.iter().any(|r| r.io == "epoll")) {
+            (true, true) => "io_uring and epoll",
+            (true, false) => "io_uring",
+            _ => "epoll",
+        },
     };
     let summaries = parts.iter().map(summary).collect();
     let mut stats = Stats::new(0, prepared.workload.requests.len());

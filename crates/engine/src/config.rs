@@ -15,6 +15,20 @@ pub enum HttpVersion {
     Http11,
 }
 
+/// How the load threads talk to the kernel about their sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IoBackend {
+    /// io_uring where the kernel and the sandbox allow it (and the URL is
+    /// plain http://), else epoll; the result says which ran.
+    #[default]
+    Auto,
+    /// io_uring or nothing: a run refuses to start where it is unavailable.
+    Uring,
+    /// Readiness events (epoll) and a read and a write per request, as wrk.
+    Epoll,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadConfig {
@@ -60,6 +74,10 @@ pub struct LoadConfig {
     /// looks fully busy, so use it only with the generator on cores of its own.
     #[schemars(range(max = MAX_BUSY_POLL_US))]
     pub busy_poll_us: u64,
+    /// The workers' I/O: io_uring (completions, several sockets' sends and
+    /// receives per system call) or epoll; `auto` takes io_uring where it
+    /// works. HTTPS runs on epoll.
+    pub io: IoBackend,
     /// Open loop: requests per second, scheduled whatever the responses do.
     pub rate: Option<RateConfig>,
     /// Closed loop with think time: after each response a connection (a
@@ -190,6 +208,7 @@ impl Default for LoadConfig {
             allow_remote: false,
             user_agent: concat!("corebench/", env!("CARGO_PKG_VERSION")).into(),
             busy_poll_us: 0,
+            io: IoBackend::Auto,
             rate: None,
             think_s: None,
             urls: Vec::new(),

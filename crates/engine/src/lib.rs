@@ -18,8 +18,9 @@ pub mod result;
 mod workload;
 
 pub use agent::{merge, run_agent, AgentPart, PART_SCHEMA};
-pub use config::{load_config_schema, split, HttpVersion, LoadConfig};
+pub use config::{load_config_schema, split, HttpVersion, IoBackend, LoadConfig};
 pub use error::{EngineError, Result};
 pub use load::control::{Control, Plan, SecondFigures};
+pub use load::io::io_uring_support;
 pub use load::{check, run, run_with};
 pub use result::LoadResult;

@@ -158,6 +158,8 @@ pub struct RunFacts {
     /// Non-zero when the workers busy-polled: their CPU then reads as fully
     /// used whether or not they were the limit.
     pub busy_poll_us: u64,
+    /// How the workers reached the kernel: "io_uring" or "epoll".
+    pub io: &'static str,
     pub rate: Option<RateConfig>,
     pub think_s: Option<(f64, f64)>,
     pub random_order: bool,
@@ -178,6 +180,9 @@ pub struct AgentRun {
     pub duration_s: f64,
     pub interrupted: bool,
     pub cpu: CpuTimes,
+    /// "io_uring" or "epoll".
+    #[serde(default)]
+    pub io: String,
 }
 
 /// One agent's line in a merged result: enough to see that each did its

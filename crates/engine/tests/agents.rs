@@ -22,6 +22,7 @@ fn now_s() -> f64 {
 /// Runs `agents` agents together in threads, starting 0.2 s from now, and
 /// returns their parts after a JSON round trip.
 fn run_agents(cfg: &LoadConfig, agents: u32) -> Vec<AgentPart> {
+    let cfg = &server::on_io(cfg);
     let start_at = now_s() + 0.2;
     let parts: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..agents)
@@ -33,14 +34,18 @@ fn run_agents(cfg: &LoadConfig, agents: u32) -> Vec<AgentPart> {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    parts.iter().map(|p| serde_json::from_str(p).unwrap()).collect()
+    let parts: Vec<AgentPart> = parts.iter().map(|p| serde_json::from_str(p).unwrap()).collect();
+    for p in &parts {
+        server::expect_io(cfg.io, &p.run.io);
+    }
+    parts
 }
 
 fn keep_alive(url: &str, concurrency: u32) -> LoadConfig {
     LoadConfig { url: url.into(), concurrency, keep_alive: true, threads: 2, ..Default::default() }
 }
 
-#[test]
+on_each_io! {
 fn closed_loop_parts_merge_to_the_servers_count_and_the_hand_merged_histogram() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig { requests: Some(1000), ..keep_alive(&srv.url, 7) };
@@ -67,8 +72,9 @@ fn closed_loop_parts_merge_to_the_servers_count_and_the_hand_merged_histogram() 
     assert_eq!(r.run.concurrency, 7);
     assert_eq!(r.run.threads, 6);
 }
+}
 
-#[test]
+on_each_io! {
 fn open_loop_agents_share_one_schedule() {
     let srv = start(Reply::Bytes(OK, true));
     let rate = Some(RateConfig { rps: 400.0, end_rps: None, ramp_s: None, arrivals: Arrivals::Uniform });
@@ -80,8 +86,9 @@ fn open_loop_agents_share_one_schedule() {
     assert_eq!(r.agents.iter().map(|a| a.sent).collect::<Vec<_>>(), vec![100, 100]);
     assert_eq!(srv.requests.load(Ordering::SeqCst), 200);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_url_list_is_shared_out_exactly_across_agents() {
     let srv = start(Reply::Bytes(OK, true));
     let urls = ["/a", "/b", "/c"]
@@ -98,8 +105,9 @@ fn a_url_list_is_shared_out_exactly_across_agents() {
     assert_eq!(counts, vec![3, 3, 3]);
     assert_eq!(r.agents.iter().map(|a| a.requests).collect::<Vec<_>>(), vec![5, 4]);
 }
+}
 
-#[test]
+on_each_io! {
 fn seconds_are_aligned_by_the_wall_clock() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig { requests: Some(40), ..keep_alive(&srv.url, 2) };
@@ -111,8 +119,9 @@ fn seconds_are_aligned_by_the_wall_clock() {
     assert_eq!(r.timeline.len(), 3, "{:?}", r.timeline);
     assert_eq!((r.timeline[0].completed, r.timeline[1].completed, r.timeline[2].completed), (20, 0, 20));
 }
+}
 
-#[test]
+on_each_io! {
 fn parts_that_do_not_fit_together_are_refused() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig { requests: Some(10), ..keep_alive(&srv.url, 2) };
@@ -121,11 +130,12 @@ fn parts_that_do_not_fit_together_are_refused() {
     assert!(matches!(merge(&cfg, parts), Err(EngineError::Part(_))));
     assert!(matches!(merge(&cfg, Vec::new()), Err(EngineError::Part(_))));
     let few = LoadConfig { agent: Some(AgentShare { index: 0, count: 3, node: String::new() }), ..cfg };
-    let err = run_agent(&few, &Control::default()).err().unwrap();
+    let err = run_agent(&server::on_io(&few), &Control::default()).err().unwrap();
     assert!(err.to_string().contains("each needs at least one"), "{err}");
 }
+}
 
-#[test]
+on_each_io! {
 fn a_late_agent_keeps_the_agreed_start_and_reports_its_lag() {
     let srv = start(Reply::Bytes(OK, true));
     let at = now_s() - 0.5;
@@ -136,4 +146,5 @@ fn a_late_agent_keeps_the_agreed_start_and_reports_its_lag() {
     assert_eq!(part.run.started_unix_s, at);
     assert!((0.5..5.0).contains(&part.run.start_lag_s), "{}", part.run.start_lag_s);
     assert_eq!(part.stats.responses, 10);
+}
 }

@@ -7,8 +7,8 @@ mod server;
 
 use std::time::{Duration, Instant};
 
-use corebench_engine::{run, EngineError, LoadConfig};
-use server::{start, within, Reply};
+use corebench_engine::{EngineError, LoadConfig};
+use server::{run, start, within, Reply};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
@@ -16,12 +16,22 @@ fn open_descriptors() -> u64 {
     std::fs::read_dir("/proc/self/fd").unwrap().count() as u64
 }
 
+// One test, on each transport in turn: the limit is the process's, so the
+// two must not run side by side.
 #[test]
 fn descriptors_running_out_mid_run_are_errors_and_the_run_still_ends() {
+    server::with_io(corebench_engine::IoBackend::Epoll, on_one_io);
+    server::with_io(corebench_engine::IoBackend::Uring, on_one_io);
+}
+
+fn on_one_io() {
     let srv = start(Reply::Bytes(OK, true));
     // Room for about 12 connections, both ends in this process: 40 asked.
     let limit = open_descriptors() + 24;
-    let lim = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+    // The soft limit alone, so that the next transport's case can set its own.
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    lim.rlim_cur = limit;
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
     let cfg = |duration_s: f64, keep_alive: bool| LoadConfig {
         url: srv.url.clone(),

@@ -4,8 +4,8 @@ mod server;
 
 use std::time::{Duration, Instant};
 
-use corebench_engine::{run, run_with, Control, LoadConfig};
-use server::{refused_url, start, Reply};
+use corebench_engine::{Control, LoadConfig};
+use server::{refused_url, run, run_with, start, Reply};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nServer: test/1\r\nContent-Length: 5\r\n\r\nhello";
 const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello";
@@ -14,7 +14,7 @@ fn config(url: &str, concurrency: u32, requests: u64) -> LoadConfig {
     LoadConfig { url: url.into(), concurrency, requests: Some(requests), threads: 2, ..Default::default() }
 }
 
-#[test]
+on_each_io! {
 fn keep_alive_requests_are_counted_exactly() {
     let srv = start(Reply::Bytes(OK, true));
     let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 10, 2000) }).unwrap();
@@ -30,21 +30,24 @@ fn keep_alive_requests_are_counted_exactly() {
     assert!(r.run.cpu.user_s + r.run.cpu.system_s > 0.0);
     assert_eq!(r.timeline.iter().map(|s| s.completed).sum::<u64>(), 2000);
 }
+}
 
-#[test]
+on_each_io! {
 fn without_keep_alive_each_request_opens_a_connection() {
     let srv = start(Reply::Bytes(OK_CLOSE, false));
     let r = run(&config(&srv.url, 4, 200)).unwrap();
     assert_eq!((r.responses, r.failed, r.connections_opened), (200, 0, 200));
 }
+}
 
-#[test]
+on_each_io! {
 fn refused_port_is_a_run_full_of_connect_errors() {
     let r = run(&config(&refused_url(), 5, 50)).unwrap();
     assert_eq!((r.requests, r.responses, r.errors.connect), (50, 0, 50));
 }
+}
 
-#[test]
+on_each_io! {
 fn silent_server_times_out_within_the_timeout() {
     let srv = start(Reply::Silent);
     let t0 = Instant::now();
@@ -52,15 +55,17 @@ fn silent_server_times_out_within_the_timeout() {
     assert_eq!(r.errors.timeout, 3);
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
+}
 
-#[test]
+on_each_io! {
 fn garbage_is_an_exception() {
     let srv = start(Reply::Bytes(b"\x00\x01 not http at all\r\n\r\n", false));
     let r = run(&config(&srv.url, 2, 10)).unwrap();
     assert_eq!((r.errors.exceptions, r.responses), (10, 0));
 }
+}
 
-#[test]
+on_each_io! {
 fn short_body_is_a_length_error_and_cut_head_a_receive_error() {
     let srv = start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this", false));
     let r = run(&config(&srv.url, 2, 10)).unwrap();
@@ -69,16 +74,18 @@ fn short_body_is_a_length_error_and_cut_head_a_receive_error() {
     let r = run(&config(&srv.url, 2, 10)).unwrap();
     assert_eq!(r.errors.receive, 10);
 }
+}
 
-#[test]
+on_each_io! {
 fn chunked_responses_are_complete() {
     let srv =
         start(Reply::Bytes(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", true));
     let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 2, 100) }).unwrap();
     assert_eq!((r.responses, r.failed), (100, 0));
 }
+}
 
-#[test]
+on_each_io! {
 fn server_closing_keep_alive_is_not_an_error() {
     // Every response says close although the client asked for keep-alive.
     let srv = start(Reply::Bytes(OK_CLOSE, false));
@@ -90,8 +97,9 @@ fn server_closing_keep_alive_is_not_an_error() {
     assert_eq!((r.responses, r.failed), (100, 0));
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 100);
 }
+}
 
-#[test]
+on_each_io! {
 fn duration_bounds_the_run_and_drains_in_flight_requests() {
     let srv = start(Reply::Bytes(OK, true));
     let t0 = Instant::now();
@@ -101,8 +109,9 @@ fn duration_bounds_the_run_and_drains_in_flight_requests() {
     assert!(r.responses > 0 && r.failed == 0);
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), r.responses);
 }
+}
 
-#[test]
+on_each_io! {
 fn stop_ends_the_run_early() {
     let srv = start(Reply::Bytes(OK, true));
     let control = Control::default();
@@ -116,23 +125,26 @@ fn stop_ends_the_run_early() {
     .unwrap();
     assert!(r.run.interrupted && r.run.duration_s < 5.0 && r.responses > 0);
 }
+}
 
-#[test]
+on_each_io! {
 fn equal_lengths_are_not_length_errors() {
     let srv = start(Reply::Bytes(OK, true));
     let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 1, 5) }).unwrap();
     assert_eq!(r.errors.length, 0);
 }
+}
 
-#[test]
+on_each_io! {
 fn bad_config_is_rejected_before_any_load() {
     let url = refused_url();
     assert!(run(&config(&url, 5, 2)).is_err());
     assert!(run(&config(&url, 0, 2)).is_err());
     assert!(run(&LoadConfig { timeout_s: -1.0, ..config(&url, 1, 1) }).is_err());
 }
+}
 
-#[test]
+on_each_io! {
 fn busy_polling_counts_the_same() {
     let srv = start(Reply::Bytes(OK, true));
     let r = run(&LoadConfig { keep_alive: true, busy_poll_us: 50, ..config(&srv.url, 4, 1000) }).unwrap();
@@ -140,8 +152,9 @@ fn busy_polling_counts_the_same() {
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 1000);
     assert!(run(&LoadConfig { busy_poll_us: 10_001, ..config(&srv.url, 1, 1) }).is_err());
 }
+}
 
-#[test]
+on_each_io! {
 fn a_server_that_closes_after_answering_is_not_waited_for() {
     // Apache's event MPM under load: a keep-alive response, then its side
     // closed and a lingering close that swallows the next request. That
@@ -152,8 +165,9 @@ fn a_server_that_closes_after_answering_is_not_waited_for() {
     assert_eq!((r.responses, r.failed), (20, 0), "{:?}", r.error_samples);
     assert!(r.run.duration_s < 1.5, "no request waited for its timeout: {} s", r.run.duration_s);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_trace_keeps_every_response_and_agrees_with_the_histograms() {
     let srv = start(Reply::Bytes(OK, true));
     let r = run(&LoadConfig { keep_alive: true, trace: true, ..config(&srv.url, 4, 500) }).unwrap();
@@ -169,8 +183,9 @@ fn a_trace_keeps_every_response_and_agrees_with_the_histograms() {
     let plain = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 4, 10) }).unwrap();
     assert!(plain.trace.is_none() && plain.heads.is_none(), "nothing kept unless asked");
 }
+}
 
-#[test]
+on_each_io! {
 fn heads_are_the_request_as_sent_and_the_first_response() {
     let srv = start(Reply::Bytes(OK, true));
     let r = run(&LoadConfig {
@@ -185,8 +200,9 @@ fn heads_are_the_request_as_sent_and_the_first_response() {
     assert!(h.request.ends_with("Content-Length: 3\r\n\r\n"), "the body is left out: {}", h.request);
     assert_eq!(h.response.as_deref(), Some("HTTP/1.1 200 OK\r\nServer: test/1\r\nContent-Length: 5\r\n\r\n"));
 }
+}
 
-#[test]
+on_each_io! {
 fn requests_through_a_proxy_go_to_it_with_the_absolute_url() {
     // The "proxy" answers itself: what matters is where the requests went.
     let proxy = start(Reply::Bytes(OK, true));
@@ -204,4 +220,5 @@ fn requests_through_a_proxy_go_to_it_with_the_absolute_url() {
     let line = format!("GET {target}page?q=1 HTTP/1.1");
     assert!(r.heads.unwrap().request.starts_with(&format!("{line}\r\n")));
     assert!(proxy.lines.lock().unwrap().iter().all(|l| *l == line), "{:?}", proxy.lines.lock().unwrap());
+}
 }

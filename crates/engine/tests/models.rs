@@ -7,8 +7,8 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 
 use corebench_engine::config::{Arrivals, RateConfig, ReplayConfig, UrlSpec};
-use corebench_engine::{run, EngineError, LoadConfig};
-use server::{start, Reply};
+use corebench_engine::{EngineError, LoadConfig};
+use server::{run, start, Reply};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
@@ -20,7 +20,7 @@ fn rate(rps: f64) -> Option<RateConfig> {
     Some(RateConfig { rps, end_rps: None, ramp_s: None, arrivals: Arrivals::Uniform })
 }
 
-#[test]
+on_each_io! {
 fn open_loop_sends_exactly_the_schedule() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig { rate: rate(400.0), duration_s: Some(0.5), ..keep_alive(&srv.url, 50) };
@@ -35,16 +35,18 @@ fn open_loop_sends_exactly_the_schedule() {
     // From the intended send is never shorter than from the actual send.
     assert!(r.latency_us.total.max_us >= raw.max_us);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_count_bounds_the_schedule_and_a_ramp_is_followed() {
     let srv = start(Reply::Bytes(OK, true));
     let ramp = Some(RateConfig { rps: 100.0, end_rps: Some(300.0), ramp_s: Some(10.0), arrivals: Arrivals::Uniform });
     let r = run(&LoadConfig { rate: ramp, requests: Some(60), ..keep_alive(&srv.url, 20) }).unwrap();
     assert_eq!((r.schedule.unwrap().sent, r.responses), (60, 60));
 }
+}
 
-#[test]
+on_each_io! {
 fn open_loop_counts_late_and_dropped_sends_when_connections_run_out() {
     // Nobody answers: 3 connections hold 3 requests, everything else due
     // in the window finds no connection.
@@ -57,8 +59,9 @@ fn open_loop_counts_late_and_dropped_sends_when_connections_run_out() {
     assert!(!s.kept);
     assert_eq!(r.errors.timeout, 3);
 }
+}
 
-#[test]
+on_each_io! {
 fn users_think_between_requests() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig { think_s: Some((0.05, 0.05)), duration_s: Some(0.5), ..keep_alive(&srv.url, 4) };
@@ -69,6 +72,7 @@ fn users_think_between_requests() {
     assert!((4..=44).contains(&r.responses), "{}", r.responses);
     assert_eq!(r.failed, 0);
 }
+}
 
 fn urls(base: &str, paths: &[&str]) -> Vec<UrlSpec> {
     let base = base.trim_end_matches('/');
@@ -78,7 +82,7 @@ fn urls(base: &str, paths: &[&str]) -> Vec<UrlSpec> {
         .collect()
 }
 
-#[test]
+on_each_io! {
 fn url_lists_are_taken_in_order_with_figures_per_url() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig {
@@ -95,8 +99,9 @@ fn url_lists_are_taken_in_order_with_figures_per_url() {
     assert_eq!(per_url, [("/a", 3), ("/b?x=1", 2), ("/c", 2)]);
     assert!(r.urls.iter().all(|u| u.status_seen.get(&200) == Some(&u.responses)));
 }
+}
 
-#[test]
+on_each_io! {
 fn random_order_is_repeatable_with_a_seed() {
     let counts = |seed| {
         let srv = start(Reply::Bytes(OK, true));
@@ -117,8 +122,9 @@ fn random_order_is_repeatable_with_a_seed() {
     assert_eq!(a.len(), 4, "200 random picks of 4 URLs reach every one: {a:?}");
     assert_ne!(a.iter().map(|(_, n)| *n).collect::<Vec<_>>(), vec![50; 4], "not round-robin: {a:?}");
 }
+}
 
-#[test]
+on_each_io! {
 fn url_lists_stay_on_one_origin() {
     let cfg = LoadConfig {
         urls: urls("http://127.0.0.2:9", &["/a"]),
@@ -128,6 +134,7 @@ fn url_lists_stay_on_one_origin() {
     let err = run(&cfg).unwrap_err();
     assert!(matches!(err, EngineError::BadConfig { key: "urls", .. }), "{err}");
     assert!(err.to_string().contains("urls[0]"), "{err}");
+}
 }
 
 fn log_file(lines: &[&[u8]]) -> tempfile_path::TempLog {
@@ -175,7 +182,7 @@ const HOSTILE: &[&[u8]] = &[
     br#"127.0.0.1 - - [10/Oct/2000:13:55:35 -0700] "HEAD /three HTTP/1.1" 200 5 "-" "agent \"quoted\"""#,
 ];
 
-#[test]
+on_each_io! {
 fn replay_sends_only_valid_lines_and_accounts_for_every_line() {
     let srv = start(Reply::Bytes(OK, true));
     let long = format!(r#"127.0.0.1 - - [10/Oct/2000:13:55:44 -0700] "GET /{} HTTP/1.1" 200 5"#, "x".repeat(20_000));
@@ -202,8 +209,9 @@ fn replay_sends_only_valid_lines_and_accounts_for_every_line() {
     let logged_304 = r.urls.iter().find(|u| u.target == "/two?q=1").unwrap();
     assert_eq!((logged_304.status_mismatches, logged_304.status_logged.get(&304)), (1, Some(&1)));
 }
+}
 
-#[test]
+on_each_io! {
 fn timed_replay_follows_the_log_clock() {
     let srv = start(Reply::Bytes(OK, true));
     let log = log_file(HOSTILE);
@@ -227,8 +235,9 @@ fn timed_replay_follows_the_log_clock() {
     let lines = srv.lines.lock().unwrap().clone();
     assert_eq!(lines, ["HEAD /three HTTP/1.1", "GET /one HTTP/1.1", "GET /two?q=1 HTTP/1.1", "POST /form HTTP/1.1"]);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_log_without_a_usable_line_is_an_error() {
     let log = log_file(&[b"junk", b""]);
     let replay = ReplayConfig {
@@ -242,8 +251,9 @@ fn a_log_without_a_usable_line_is_an_error() {
     let err = run(&LoadConfig { replay: Some(replay), ..keep_alive("http://127.0.0.1:9/", 1) }).unwrap_err();
     assert!(err.to_string().contains("none of its 2 lines"), "{err}");
 }
+}
 
-#[test]
+on_each_io! {
 fn idle_keep_alive_connections_are_not_in_flight() {
     // Users think, and an open loop waits, longer than the timeout: their
     // idle connections must neither time out nor be counted twice.
@@ -269,8 +279,9 @@ fn idle_keep_alive_connections_are_not_in_flight() {
         .unwrap();
     assert_eq!((r.responses, r.failed), (10, 0), "{:?}", r.error_samples);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_replay_too_fast_to_schedule_is_refused() {
     let log = log_file(HOSTILE);
     let replay = ReplayConfig {
@@ -284,4 +295,5 @@ fn a_replay_too_fast_to_schedule_is_refused() {
     let err = run(&LoadConfig { replay: Some(replay), duration_s: Some(0.3), ..keep_alive("http://127.0.0.1:9/", 1) })
         .unwrap_err();
     assert!(matches!(err, EngineError::BadConfig { key: "speed", .. }), "{err}");
+}
 }

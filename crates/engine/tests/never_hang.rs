@@ -6,8 +6,8 @@ mod server;
 use std::time::Duration;
 
 use corebench_engine::config::RateConfig;
-use corebench_engine::{run, LoadConfig};
-use server::{start, within, Reply};
+use corebench_engine::LoadConfig;
+use server::{run, start, within, Reply};
 
 fn silent(concurrency: u32) -> (server::TestServer, LoadConfig) {
     let srv = start(Reply::Silent);
@@ -22,7 +22,7 @@ fn silent(concurrency: u32) -> (server::TestServer, LoadConfig) {
     (srv, cfg)
 }
 
-#[test]
+on_each_io! {
 fn a_stalled_server_holds_a_closed_loop_one_second_past_its_end_not_its_timeout() {
     let (_srv, cfg) = silent(4);
     assert_eq!(cfg.timeout_s, 30.0);
@@ -31,8 +31,9 @@ fn a_stalled_server_holds_a_closed_loop_one_second_past_its_end_not_its_timeout(
     assert_eq!((r.requests, r.responses, r.errors.timeout), (4, 0, 4));
     assert!(r.error_samples[0].contains("no response by 1s after the end of the run"), "{:?}", r.error_samples);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_stalled_server_holds_an_open_loop_one_second_past_its_end() {
     let (_srv, mut cfg) = silent(4);
     cfg.rate = Some(RateConfig { rps: 100.0, end_rps: None, ramp_s: None, arrivals: Default::default() });
@@ -40,8 +41,9 @@ fn a_stalled_server_holds_an_open_loop_one_second_past_its_end() {
     assert!(took < Duration::from_millis(3000), "{took:?}");
     assert_eq!((r.responses, r.errors.timeout), (0, 4));
 }
+}
 
-#[test]
+on_each_io! {
 fn the_per_request_timeout_still_applies_within_the_run() {
     let (_srv, cfg) = silent(2);
     let cfg = LoadConfig { timeout_s: 0.2, duration_s: Some(1.0), ..cfg };
@@ -51,8 +53,9 @@ fn the_per_request_timeout_still_applies_within_the_run() {
     assert!(r.errors.timeout >= 6, "{}", r.errors.timeout);
     assert!(r.error_samples[0].contains("no response within 0.2s"), "{:?}", r.error_samples);
 }
+}
 
-#[test]
+on_each_io! {
 fn a_count_alone_is_bounded_by_the_timeout() {
     let (_srv, cfg) = silent(2);
     let cfg = LoadConfig { timeout_s: 0.3, duration_s: None, requests: Some(4), ..cfg };
@@ -60,8 +63,9 @@ fn a_count_alone_is_bounded_by_the_timeout() {
     assert!(took < Duration::from_millis(1500), "{took:?}");
     assert_eq!((r.requests, r.errors.timeout), (4, 4));
 }
+}
 
-#[test]
+on_each_io! {
 fn stop_ends_a_stalled_run_at_once() {
     let (_srv, cfg) = silent(4);
     let cfg = LoadConfig { duration_s: Some(30.0), ..cfg };
@@ -69,8 +73,9 @@ fn stop_ends_a_stalled_run_at_once() {
     assert!(took < Duration::from_millis(1000), "{took:?}");
     assert!(r.run.interrupted);
 }
+}
 
-#[test]
+on_each_io! {
 fn an_answering_server_is_waited_for_within_the_drain() {
     // Responses in flight at the end still arrive and count: the drain is
     // a bound, not a cut at the end.
@@ -86,4 +91,5 @@ fn an_answering_server_is_waited_for_within_the_drain() {
     let r = run(&cfg).unwrap();
     assert!(r.responses > 0 && r.failed == 0, "{:?}", r.error_samples);
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), r.responses);
+}
 }

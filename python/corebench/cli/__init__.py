@@ -22,9 +22,12 @@ def _version(value: bool) -> None:
     if value:
         import platform
 
-        from corebench import __version__
+        from corebench import __version__, _engine
 
         print(f"corebench {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})")
+        why = _engine.io_uring_unavailable()
+        io = "io_uring (the default) and epoll" if why is None else f"epoll (io_uring unavailable: {why})"
+        print(f"Load I/O: {io}")
         raise typer.Exit(0)
 
 

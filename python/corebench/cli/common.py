@@ -34,6 +34,7 @@ FLAGS = {
     "variable_length": "-l/--variable-length",
     "allow_remote": "--allow-remote",
     "busy_poll": "--busy-poll",
+    "io": "--io",
     "rate": "--rate",
     "ramp": "--ramp",
     "arrivals": "--arrivals",
@@ -85,6 +86,14 @@ BUSY_POLL = typer.Option(
     help=(
         "Keep polling this long (e.g. 20us) after each batch instead of sleeping; only with the generator on cores of "
         "its own."
+    ),
+)
+IO = typer.Option(
+    None,
+    "--io",
+    help=(
+        "The load threads' I/O: auto (io_uring where the kernel allows it, for http://), uring, or epoll. "
+        "The report names the one that ran."
     ),
 )
 JSON_OUT = typer.Option(

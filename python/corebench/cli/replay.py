@@ -40,6 +40,7 @@ def replay(
     threads: int | None = common.THREADS,
     allow_remote: bool = common.ALLOW_REMOTE,
     busy_poll: str | None = common.BUSY_POLL,
+    io: str | None = common.IO,
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine's random choices, for a repeatable run."),
     json_out: str | None = common.JSON_OUT,
     quiet: bool = common.QUIET,
@@ -73,6 +74,7 @@ def replay(
         threads=threads,
         allow_remote=allow_remote,
         busy_poll=busy_poll,
+        io=io,
         seed=seed,
     )
     config = common.to_config(given, flags, local=ray is None)

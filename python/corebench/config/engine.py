@@ -131,6 +131,12 @@ class LoadConfig(BaseModel):
     Extra request headers, in order, as given (`Name: value`).
     """
     http_version: Literal["1.0", "1.1"] = "1.1"
+    io: Literal["auto", "uring", "epoll"] = "auto"
+    """
+    The workers' I/O: io_uring (completions, several sockets' sends and
+    receives per system call) or epoll; `auto` takes io_uring where it
+    works. HTTPS runs on epoll.
+    """
     keep_alive: bool = False
     method: str = Field("GET", min_length=1, pattern="^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
     proxy: str | None = None

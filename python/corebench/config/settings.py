@@ -64,6 +64,8 @@ class LoadSettings(BaseModel):
     variable_length: bool | None = None
     allow_remote: bool | None = None
     busy_poll: Seconds | None = None
+    # The load threads' I/O: "auto" (io_uring where it works), "uring" or "epoll".
+    io: str | None = None
     # Open loop: requests per second, or START..END with `ramp`.
     rate: float | str | None = None
     ramp: Seconds | None = None
@@ -169,6 +171,7 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         "duration_s": s.duration,
         "timeout_s": s.timeout,
         "requests": s.requests,
+        "io": s.io,
     }
     out.update({k: v for k, v in passthrough.items() if v is not None})
     if s.busy_poll is not None:

@@ -169,7 +169,7 @@ def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
     out = [
         "",
         f"Generator CPU:          {r.cpu.user_s:.2f} s user, {r.cpu.system_s:.2f} s system "
-        f"({cores:.2f} of a core over the run, {r.threads} threads"
+        f"({cores:.2f} of a core over the run, {r.threads} threads on {r.io}"
         + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation)" if r.busy_poll_us else ")"),
     ]
     if r.responses:

@@ -61,7 +61,7 @@ pub(crate) struct Conn {
     written: usize,
 }
 
-fn failed(kind: ErrorKind, what: &str, e: impl std::fmt::Display) -> Step {
+pub(crate) fn failed(kind: ErrorKind, what: &str, e: impl std::fmt::Display) -> Step {
     Step::Failed(kind, format!("{what}: {e}"))
 }
 
@@ -87,23 +87,23 @@ impl Conn {
         self.served = 0;
     }
 
-    /// Begins, at `now`, a request due at `start`, opening a connection
-    /// when there is none.
-    #[allow(clippy::too_many_arguments)]
+    /// Makes the slot ready for a request due at `start`, begun at `now`.
+    pub(crate) fn prepare(&mut self, start: Instant, now: Instant, deadline: Instant) {
+        self.times = Times { start, begun: now, connected: now, sent: now, first_byte: None };
+        self.deadline = deadline;
+        self.parser.reset();
+        self.written = 0;
+    }
+
+    /// Sends the prepared request over epoll, opening a connection when
+    /// there is none.
     pub(crate) fn begin(
         &mut self,
-        start: Instant,
-        now: Instant,
-        deadline: Instant,
         addr: SocketAddr,
         tls: Option<&TlsContext>,
         registry: &Registry,
         request: &[u8],
     ) -> Step {
-        self.times = Times { start, begun: now, connected: now, sent: now, first_byte: None };
-        self.deadline = deadline;
-        self.parser.reset();
-        self.written = 0;
         if self.transport.is_some() {
             return self.write(request);
         }
@@ -207,30 +207,14 @@ impl Conn {
     }
 
     fn read(&mut self, now: Instant, buf: &mut [u8], head: bool, peer_closed: bool) -> Step {
-        let t = self.transport.as_mut().expect("reading without a socket");
         loop {
             let mut drained = false;
+            let t = self.transport.as_mut().expect("reading without a socket");
             match t.read(buf, &mut drained) {
                 Ok(0) => return self.closed_by_peer(None),
                 Ok(n) => {
-                    if self.times.first_byte.is_none() {
-                        self.times.first_byte = Some(now);
-                    }
-                    match self.parser.feed(&buf[..n], head) {
-                        Ok(Progress::Complete(used)) => {
-                            if used < n || peer_closed {
-                                // Bytes nobody asked for: the connection's framing
-                                // can no longer be trusted. Or the server closed
-                                // its side with the response (Apache's event MPM
-                                // under load does, without Connection: close): a
-                                // next request would be swallowed by its lingering
-                                // close and never answered.
-                                self.parser.reusable = false;
-                            }
-                            return Step::Done;
-                        }
-                        Ok(Progress::NeedMore) => {}
-                        Err(e) => return failed(ErrorKind::Exception, "response", e),
+                    if let Some(step) = self.received(now, &buf[..n], head, peer_closed) {
+                        return step;
                     }
                     if drained && !peer_closed {
                         return Step::Pending;
@@ -243,7 +227,63 @@ impl Conn {
         }
     }
 
-    fn closed_by_peer(&mut self, err: Option<io::Error>) -> Step {
+    /// Bytes of the response arrived (at `now`, however they were read):
+    /// the step they complete, or None while more are needed.
+    pub(crate) fn received(&mut self, now: Instant, data: &[u8], head: bool, peer_closed: bool) -> Option<Step> {
+        if self.times.first_byte.is_none() {
+            self.times.first_byte = Some(now);
+        }
+        match self.parser.feed(data, head) {
+            Ok(Progress::Complete(used)) => {
+                if used < data.len() || peer_closed {
+                    // Bytes nobody asked for: the connection's framing
+                    // can no longer be trusted. Or the server closed
+                    // its side with the response (Apache's event MPM
+                    // under load does, without Connection: close): a
+                    // next request would be swallowed by its lingering
+                    // close and never answered.
+                    self.parser.reusable = false;
+                }
+                Some(Step::Done)
+            }
+            Ok(Progress::NeedMore) => None,
+            Err(e) => Some(failed(ErrorKind::Exception, "response", e)),
+        }
+    }
+
+    /// An io_uring send of `n` bytes of `request` completed: true when the
+    /// whole request is out.
+    pub(crate) fn sent(&mut self, n: usize, request: &[u8]) -> bool {
+        self.written += n;
+        self.written >= request.len()
+    }
+
+    /// What of the request is still to send.
+    pub(crate) fn unsent<'r>(&self, request: &'r [u8]) -> &'r [u8] {
+        &request[self.written.min(request.len())..]
+    }
+
+    /// A send failed: on a reused connection before any byte went, the
+    /// server had closed it; the request goes again on a new one.
+    pub(crate) fn send_failed(&self, e: io::Error) -> Step {
+        match self.served > 0 && self.written == 0 {
+            true => Step::Stale,
+            false => failed(ErrorKind::Receive, "send", e),
+        }
+    }
+
+    /// The slot is connected (io_uring's connect completed).
+    pub(crate) fn connected_at(&mut self, now: Instant) {
+        self.times.connected = now;
+    }
+
+    /// The request is handed to the kernel (io_uring: the send submitted).
+    pub(crate) fn sending(&mut self, now: Instant) {
+        self.times.sent = now;
+        self.phase = Phase::Reading;
+    }
+
+    pub(crate) fn closed_by_peer(&mut self, err: Option<io::Error>) -> Step {
         if self.parser.finish_on_close() {
             return Step::Done;
         }

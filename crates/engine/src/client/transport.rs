@@ -1,7 +1,9 @@
 //! A connection's byte stream: plain TCP, or TLS over it (rustls, driven by
-//! hand over a non-blocking socket so one event loop serves both).
+//! hand over a non-blocking socket so one event loop serves both), or a
+//! socket whose reads and writes io_uring makes.
 
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use mio::net::TcpStream;
@@ -11,6 +13,27 @@ use rustls::ClientConnection;
 pub(crate) enum Transport {
     Plain(TcpStream),
     Tls(Box<(TcpStream, ClientConnection)>),
+    Ring(RingSocket),
+}
+
+/// A socket driven by io_uring. Closing it shuts it down first: a multishot
+/// receive armed on it holds a reference to the socket, so a plain close
+/// would leave the connection open (and its receive pending) until the
+/// server closed it; the shutdown ends the receive with the end of stream.
+pub(crate) struct RingSocket(pub OwnedFd);
+
+impl RingSocket {
+    pub(crate) fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+impl Drop for RingSocket {
+    fn drop(&mut self) {
+        // SAFETY: shutdown on a descriptor this value owns; errors (a socket
+        // never connected) change nothing.
+        unsafe { libc::shutdown(self.0.as_raw_fd(), libc::SHUT_RDWR) };
+    }
 }
 
 pub(crate) struct TlsContext {
@@ -34,13 +57,14 @@ impl Transport {
         match self {
             Transport::Plain(s) => s,
             Transport::Tls(b) => &mut b.0,
+            Transport::Ring(_) => unreachable!("an io_uring socket has no readiness to wait for"),
         }
     }
 
     /// True while the TLS handshake is unfinished: ab counts it as connect time.
     pub(crate) fn handshaking(&self) -> bool {
         match self {
-            Transport::Plain(_) => false,
+            Transport::Plain(_) | Transport::Ring(_) => false,
             Transport::Tls(b) => b.1.is_handshaking(),
         }
     }
@@ -65,6 +89,7 @@ impl Transport {
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(s) => s.write(data),
+            Transport::Ring(_) => unreachable!("io_uring sends are submitted, not written"),
             Transport::Tls(b) => {
                 let n = b.1.writer().write(data)?;
                 self.flush()?;
@@ -78,6 +103,7 @@ impl Transport {
     /// the edge-triggered poll will report the next arrival.
     pub(crate) fn read(&mut self, buf: &mut [u8], drained: &mut bool) -> io::Result<usize> {
         match self {
+            Transport::Ring(_) => unreachable!("io_uring receives complete, they are not read"),
             Transport::Plain(s) => {
                 let n = s.read(buf)?;
                 // A short read empties the receive queue (nginx's ngx_unix_recv

@@ -2,10 +2,10 @@
 //! together, merge their measurements once at the end.
 
 pub(crate) mod control;
+pub(crate) mod io;
 pub(crate) mod pacing;
 pub(crate) mod share;
 mod summarize;
-pub(crate) mod timer;
 pub(crate) mod worker;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -19,9 +19,10 @@ use crate::measure::stats::Stats;
 use crate::result::{LoadResult, RunFacts};
 use crate::workload::Workload;
 use control::{Control, Plan};
+use io::EventLoop;
 use pacing::{Schedule, Shape, Tickets};
 use share::Deal;
-use worker::{run_worker, EventLoop, PacingSpec, WorkerSpec};
+use worker::{run_worker, PacingSpec, WorkerSpec};
 
 pub fn run(config: &LoadConfig) -> Result<LoadResult> {
     run_with(config, &Control::default())
@@ -56,6 +57,7 @@ impl Prepared {
     pub(crate) fn new(config: &LoadConfig) -> Result<Prepared> {
         config.validate()?;
         let target = Target::from_config(config)?;
+        io::uses_uring(config, target.tls)?;
         let workload = Workload::build(config, &target)?;
         let limit = match (config.requests, workload.limit()) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -85,6 +87,7 @@ impl Prepared {
             interrupted: clock.interrupted,
             cpu: clock.cpu,
             busy_poll_us: config.busy_poll_us,
+            io: clock.io,
             rate: config.rate.clone(),
             think_s: config.think_s,
             random_order: self.workload.random,
@@ -107,6 +110,8 @@ pub(crate) struct Clock {
     pub duration_s: f64,
     pub interrupted: bool,
     pub cpu: CpuTimes,
+    /// The workers' I/O: "io_uring" or "epoll" (agents' differing: both).
+    pub io: &'static str,
 }
 
 pub(crate) struct Measured {
@@ -131,12 +136,9 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
     let schedule = p.schedule(config);
     let conc = u64::from(config.share_of_concurrency());
-    let loops = (0..workers).map(|_| EventLoop::new()).collect::<std::io::Result<Vec<_>>>().map_err(|e| {
-        match e.raw_os_error() {
-            Some(libc::EMFILE | libc::ENFILE) => EngineError::Descriptors { threads: workers as usize, source: e },
-            _ => EngineError::Io(e),
-        }
-    })?;
+    let shares: Vec<usize> = (0..workers).map(|i| split(conc, workers, i) as usize).collect();
+    let loops = EventLoop::for_workers(config, p.target.tls, &shares)?;
+    let io = loops.first().map_or("epoll", EventLoop::name);
     let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
         Some(at) => {
             wait_until(at, control)?;
@@ -168,7 +170,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
                     None => PacingSpec::Closed { tickets: &tickets, think },
                 },
                 tls: tls.as_ref(),
-                connections: split(conc, workers, i) as usize,
+                connections: shares[i as usize],
                 timeout,
                 run_start: start,
                 end: p.end.map(|d| start + d),
@@ -208,7 +210,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
             Some(m) => m.merge(stats),
         }
     }
-    let clock = Clock { threads, started_unix_s, start_lag_s, duration_s, interrupted: control.stopped(), cpu };
+    let clock = Clock { threads, started_unix_s, start_lag_s, duration_s, interrupted: control.stopped(), cpu, io };
     Ok(Measured { clock, stats: merged.expect("at least one worker") })
 }
 

@@ -1,19 +1,19 @@
-//! One worker thread: an edge-triggered event loop (mio) over a fixed set of
-//! connection slots. The pacing decides when a free slot sends again: at
-//! once (closed loop), after a think time (users), or when the schedule
-//! says (open loop); everything else is the same loop.
+//! One worker thread: an event loop over a fixed set of connection slots,
+//! on epoll or io_uring (`io`). The pacing decides when a free slot sends
+//! again: at once (closed loop), after a think time (users), or when the
+//! schedule says (open loop); everything else is the same loop.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Poll, Token};
+use mio::Token;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::control::Control;
+use super::io::{Driver, EventLoop, Peer};
 use super::pacing::{Cursor, Schedule, TicketBook, Tickets};
-use super::timer::Timer;
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
 use crate::client::transport::TlsContext;
@@ -23,7 +23,6 @@ use crate::workload::{Entry, Workload};
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// How often timeouts are checked and progress published.
 const TICK: Duration = Duration::from_millis(10);
-const TIMER: Token = Token(usize::MAX);
 /// How long requests still in flight when a timed run ends may take to
 /// finish: past it they count as timeouts, so that a stalled server cannot
 /// hold the run beyond its end for the whole per-request timeout.
@@ -82,11 +81,13 @@ struct OpenPace<'a> {
     behind: bool,
 }
 
-struct Worker<'a> {
+struct Worker<'a, D: Driver> {
     spec: &'a WorkerSpec<'a>,
     pace: Pace<'a>,
-    poll: Poll,
-    timer: Timer,
+    io: D,
+    peer: Peer<'a>,
+    /// What the last wait reported, handled one by one.
+    events: Vec<D::Event>,
     conns: Vec<Conn>,
     buf: Vec<u8>,
     stats: Stats,
@@ -102,23 +103,15 @@ struct Worker<'a> {
     deferring: Vec<(usize, bool)>,
 }
 
-/// A worker's epoll and timer, made for every worker before any starts: a
-/// process near its descriptor limit then fails before the first request,
-/// not in a worker whose siblings' connections took the last descriptors.
-pub(crate) struct EventLoop {
-    poll: Poll,
-    timer: Timer,
-}
-
-impl EventLoop {
-    pub(crate) fn new() -> std::io::Result<EventLoop> {
-        let poll = Poll::new()?;
-        let timer = Timer::new(poll.registry(), TIMER)?;
-        Ok(EventLoop { poll, timer })
+pub(crate) fn run_worker(spec: WorkerSpec<'_>, event_loop: EventLoop) -> std::io::Result<Stats> {
+    match event_loop {
+        EventLoop::Epoll(io) => run_on(spec, io),
+        EventLoop::Uring(io) => run_on(spec, *io),
     }
 }
 
-pub(crate) fn run_worker(spec: WorkerSpec<'_>, event_loop: EventLoop) -> std::io::Result<Stats> {
+fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> {
+    io.start()?;
     let now = Instant::now();
     let n = spec.connections;
     let pace = match spec.pacing {
@@ -133,11 +126,11 @@ pub(crate) fn run_worker(spec: WorkerSpec<'_>, event_loop: EventLoop) -> std::io
             behind: false,
         }),
     };
-    let EventLoop { poll, timer } = event_loop;
     let mut w = Worker {
         pace,
-        poll,
-        timer,
+        events: Vec::with_capacity(io.capacity()),
+        io,
+        peer: Peer { addr: spec.target.addr, tls: spec.tls },
         conns: (0..n).map(|i| Conn::new(Token(i), now)).collect(),
         buf: vec![0; READ_BUFFER_BYTES],
         stats: Stats::new(spec.expected_seconds, spec.workload.requests.len()),
@@ -157,9 +150,8 @@ pub(crate) fn run_worker(spec: WorkerSpec<'_>, event_loop: EventLoop) -> std::io
     Ok(w.stats)
 }
 
-impl Worker<'_> {
+impl<D: Driver> Worker<'_, D> {
     fn run(&mut self) {
-        let mut events = Events::with_capacity(1024);
         let now = Instant::now();
         if matches!(self.pace, Pace::Open(_)) {
             self.dispatch(now);
@@ -175,32 +167,27 @@ impl Worker<'_> {
         let mut spin_until = now;
         while !self.finished(Instant::now()) && !self.spec.control.stopped() {
             let now = Instant::now();
-            let mut wait = next_tick.saturating_duration_since(now);
-            if let Some(at) = self.next_wake() {
-                if at <= now {
-                    wait = Duration::ZERO;
-                } else if at < next_tick {
-                    self.timer.arm(at, now);
+            let until = match self.next_wake() {
+                _ if now < spin_until => now,
+                Some(at) if at < next_tick => at,
+                _ => next_tick,
+            };
+            let mut events = std::mem::take(&mut self.events);
+            events.clear();
+            if let Err(e) = self.io.wait(&mut events, until, next_tick, now) {
+                self.abort_all(&format!("event loop: {e}"));
+                break;
+            }
+            for &ev in &events {
+                let requests = &self.spec.workload.requests;
+                if let Some((i, step)) = self.io.advance(ev, &mut self.conns, &mut self.buf, requests) {
+                    self.follow(i, step, Instant::now());
                 }
             }
-            if now < spin_until {
-                wait = Duration::ZERO;
-            }
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    self.abort_all(&format!("event loop: {e}"));
-                    break;
-                }
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    self.timer.fired();
-                    continue;
-                }
-                self.drive(ev.token().0, Instant::now(), ev.is_read_closed() || ev.is_error());
-            }
+            let seen = !events.is_empty();
+            self.events = events;
             let now = Instant::now();
-            if !events.is_empty() {
+            if seen {
                 spin_until = now + spin;
             }
             if now >= next_tick {
@@ -349,14 +336,13 @@ impl Worker<'_> {
     fn launch(&mut self, i: usize, k: u64, entry: Entry, due: Instant, now: Instant) -> bool {
         let mut retry = true;
         while retry {
-            let t = self.spec.target;
             let req = &self.spec.workload.requests[entry.request as usize];
             let c = &mut self.conns[i];
             c.k = k;
             c.entry = entry;
             let reused = c.transport.is_some();
-            let step =
-                c.begin(due, now, now + self.spec.timeout, t.addr, self.spec.tls, self.poll.registry(), &req.bytes);
+            c.prepare(due, now, now + self.spec.timeout);
+            let step = self.io.begin(i, c, &self.peer, &req.bytes, now);
             if !reused && c.transport.is_some() {
                 self.stats.connections_opened += 1;
             }
@@ -371,12 +357,6 @@ impl Worker<'_> {
             }
         }
         true
-    }
-
-    fn drive(&mut self, i: usize, now: Instant, peer_closed: bool) {
-        let req = &self.spec.workload.requests[self.conns[i].entry.request as usize];
-        let step = self.conns[i].ready(now, &mut self.buf, &req.bytes, req.head, peer_closed);
-        self.follow(i, step, now);
     }
 
     /// A freed slot moves on after the whole batch of events is handled, as

@@ -1,6 +1,8 @@
 //! Small purpose-built HTTP servers for the engine's tests, on free loopback
-//! ports, each answering with a fixed script of bytes.
+//! ports, each answering with a fixed script of bytes; and the transports
+//! every engine test runs on (`on_each_io!`).
 
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,7 +10,85 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use corebench_engine::{run_with, Control, LoadConfig, LoadResult};
+use corebench_engine::{io_uring_support, Control, EngineError, IoBackend, LoadConfig, LoadResult};
+
+/// Each test given, once on epoll and once on io_uring: `NAME::epoll` and
+/// `NAME::io_uring`. Its loads go through this module's `run`, `run_with`
+/// and `within`, which put them on the case's transport and check that the
+/// result names it.
+#[macro_export]
+macro_rules! on_each_io {
+    ($($(#[$meta:meta])* fn $name:ident() $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body() $body
+            #[test]
+            $(#[$meta])*
+            fn epoll() {
+                $crate::server::with_io(corebench_engine::IoBackend::Epoll, body)
+            }
+            #[test]
+            $(#[$meta])*
+            fn io_uring() {
+                $crate::server::with_io(corebench_engine::IoBackend::Uring, body)
+            }
+        }
+    )*};
+}
+
+thread_local! {
+    static IO: Cell<IoBackend> = const { Cell::new(IoBackend::Auto) };
+}
+
+/// Runs `body` with this thread's loads on `io`. Where the kernel refuses
+/// io_uring, its case says so and passes: the fallback has its own test.
+#[allow(dead_code)] // each test binary compiles this module; not all use it
+pub fn with_io(io: IoBackend, body: fn()) {
+    if io == IoBackend::Uring {
+        if let Err(why) = io_uring_support() {
+            eprintln!("not run on io_uring, unavailable here: {why}");
+            return;
+        }
+    }
+    IO.with(|c| c.set(io));
+    body();
+}
+
+/// `cfg` on this thread's transport.
+#[allow(dead_code)] // each test binary compiles this module; not all use it
+pub fn on_io(cfg: &LoadConfig) -> LoadConfig {
+    LoadConfig { io: IO.with(Cell::get), ..cfg.clone() }
+}
+
+fn ran_on(io: IoBackend, r: &LoadResult) {
+    expect_io(io, r.run.io);
+}
+
+/// Fails unless a load asked to run on `io` ran on `name`.
+pub fn expect_io(io: IoBackend, name: &str) {
+    let want = match io {
+        IoBackend::Epoll => "epoll",
+        IoBackend::Uring => "io_uring",
+        IoBackend::Auto => return,
+    };
+    assert_eq!(name, want, "the load ran on {name}, not on the {want} asked for");
+}
+
+#[allow(dead_code)] // each test binary compiles this module; not all use it
+pub fn run(cfg: &LoadConfig) -> Result<LoadResult, EngineError> {
+    run_with(cfg, &Control::default())
+}
+
+#[allow(dead_code)] // each test binary compiles this module; not all use it
+pub fn run_with(cfg: &LoadConfig, control: &Control) -> Result<LoadResult, EngineError> {
+    let cfg = on_io(cfg);
+    let r = corebench_engine::run_with(&cfg, control);
+    if let Ok(r) = &r {
+        ran_on(cfg.io, r);
+    }
+    r
+}
 
 pub struct TestServer {
     pub url: String,
@@ -132,12 +212,14 @@ pub fn refused_url() -> String {
 /// `limit` instead of hanging the test binary.
 #[allow(dead_code)] // each test binary compiles this module; not all use it
 pub fn within(limit: Duration, cfg: LoadConfig, stop_after: Option<Duration>) -> (LoadResult, Duration) {
+    let cfg = on_io(&cfg);
+    let io = cfg.io;
     let (tx, rx) = std::sync::mpsc::channel();
     let t0 = Instant::now();
     thread::spawn(move || {
         let control = Control::default();
         let r = thread::scope(|s| {
-            let h = s.spawn(|| run_with(&cfg, &control));
+            let h = s.spawn(|| corebench_engine::run_with(&cfg, &control));
             if let Some(after) = stop_after {
                 thread::sleep(after);
                 control.stop();
@@ -147,5 +229,6 @@ pub fn within(limit: Duration, cfg: LoadConfig, stop_after: Option<Duration>) ->
         let _ = tx.send(r.unwrap());
     });
     let r = rx.recv_timeout(limit).unwrap_or_else(|_| panic!("the run did not end within {limit:?}"));
+    ran_on(io, &r);
     (r, t0.elapsed())
 }

@@ -1,0 +1,86 @@
+//! The epoll driver: an edge-triggered event loop (mio) with a timerfd for
+//! wake-ups finer than epoll_wait's milliseconds.
+
+use std::io;
+use std::time::Instant;
+
+use mio::{Events, Poll, Token};
+
+use super::timer::Timer;
+use super::{Driver, Peer};
+use crate::client::conn::{Conn, Step};
+use crate::workload::Prepared;
+
+const TIMER: Token = Token(usize::MAX);
+/// Events taken from the kernel per wait.
+const EVENTS: usize = 1024;
+
+pub(crate) struct Epoll {
+    poll: Poll,
+    timer: Timer,
+    events: Events,
+}
+
+impl Epoll {
+    pub(crate) fn new() -> io::Result<Epoll> {
+        let poll = Poll::new()?;
+        let timer = Timer::new(poll.registry(), TIMER)?;
+        Ok(Epoll { poll, timer, events: Events::with_capacity(EVENTS) })
+    }
+}
+
+/// A slot's socket was ready; `closed` is the event's read-closed flag.
+#[derive(Clone, Copy)]
+pub(crate) struct Ready {
+    slot: usize,
+    closed: bool,
+}
+
+impl Driver for Epoll {
+    type Event = Ready;
+    const NAME: &'static str = "epoll";
+
+    fn capacity(&self) -> usize {
+        EVENTS
+    }
+
+    fn wait(&mut self, events: &mut Vec<Ready>, until: Instant, tick: Instant, now: Instant) -> io::Result<()> {
+        let mut wait = tick.saturating_duration_since(now);
+        if until <= now {
+            wait = std::time::Duration::ZERO;
+        } else if until < tick {
+            self.timer.arm(until, now);
+        }
+        let polled = self.poll.poll(&mut self.events, Some(wait));
+        if let Err(e) = polled {
+            return match e.kind() {
+                io::ErrorKind::Interrupted => Ok(()),
+                _ => Err(e),
+            };
+        }
+        for ev in self.events.iter() {
+            match ev.token() {
+                TIMER => self.timer.fired(),
+                Token(slot) => events.push(Ready { slot, closed: ev.is_read_closed() || ev.is_error() }),
+            }
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, _: usize, c: &mut Conn, peer: &Peer<'_>, request: &[u8], _: Instant) -> Step {
+        c.begin(peer.addr, peer.tls, self.poll.registry(), request)
+    }
+
+    fn advance(
+        &mut self,
+        ev: Ready,
+        conns: &mut [Conn],
+        buf: &mut [u8],
+        requests: &[Prepared],
+    ) -> Option<(usize, Step)> {
+        let c = &mut conns[ev.slot];
+        let req = &requests[c.entry.request as usize];
+        // The clock is read per event, as the response's bytes are read.
+        Some((ev.slot, c.ready(Instant::now(), buf, &req.bytes, req.head, ev.closed)))
+    }
+}
