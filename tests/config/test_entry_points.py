@@ -41,6 +41,7 @@ def via_cli(s: dict[str, Any], capsys: Any) -> dict[str, Any]:
         "timeout": "-s",
         "threads": "--threads",
         "busy_poll": "--busy-poll",
+        "io": "--io",
         "rate": "--rate",
         "ramp": "--ramp",
         "think": "--think",
@@ -126,6 +127,7 @@ common = {
     "timeout": st.sampled_from([None, "5s", "250ms"]),
     "threads": st.one_of(st.none(), st.integers(1, 4)),
     "busy_poll": st.sampled_from([None, "20us"]),
+    "io": st.sampled_from([None, "auto", "uring", "epoll"]),
     "seed": st.integers(1, 1000),
     "concurrency": st.one_of(st.none(), st.integers(1, 64)),
 }
@@ -190,6 +192,7 @@ REACH: dict[str, dict[str, Any]] = {
     "variable_length": {"variable_length": True},
     "allow_remote": {"allow_remote": True},
     "busy_poll_us": {"busy_poll": "20us"},
+    "io": {"io": "epoll"},
     "rate": {"rate": "500"},
     "think_s": {"think": "1s", "concurrency": 2},
     "urls": {"urls": str(URL_FILE)},

@@ -13,6 +13,7 @@ import sqlite3
 
 import pytest
 
+from corebench import _engine
 from corebench.report.data import load
 from corebench.targets.cpus import online_cpus
 from tests.support.experiments import run_plan
@@ -62,6 +63,10 @@ def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     assert c["error"] is None and c["ceiling_rps"] >= c["rps"] > 0
     assert layout["generator_ceiling_rps"] == round(c["ceiling_rps"])
     assert any(v.startswith("Generator ceiling: ") for v in load(stable.store).verdicts)
+    # Which transport the load threads ran on, counted over the measured runs.
+    io = "epoll" if _engine.io_uring_unavailable() else "io_uring"
+    said = [v for v in load(stable.store).verdicts if v.startswith("Load I/O: ")]
+    assert len(said) == 1 and f"threads ran {rounds[0]} on {io} (corebench load --io" in said[0], said
 
 
 def test_a_dead_target_stops_after_the_first_rounds(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,12 @@ def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:
             f"reached {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling, so the generator, not only "
             "the server, set the figure: the server can do at least that much."
         )
+    ios = Counter(
+        json.loads(r["result_json"]).get("io", "epoll") for p in points for r in p.measured if r.get("result_json")
+    )
+    if ios:
+        said = " and ".join(f"{n:,} on {io}" for io, n in sorted(ios.items()))
+        out.append(f"Load I/O: the measured runs' load threads ran {said} (corebench load --io; docs/load.md).")
     return out
 
 

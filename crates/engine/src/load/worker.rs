@@ -179,9 +179,11 @@ impl<D: Driver> Worker<'_, D> {
                 break;
             }
             for &ev in &events {
+                // The clock is read per event, as each response's bytes arrive.
+                let now = Instant::now();
                 let requests = &self.spec.workload.requests;
-                if let Some((i, step)) = self.io.advance(ev, &mut self.conns, &mut self.buf, requests) {
-                    self.follow(i, step, Instant::now());
+                if let Some((i, step)) = self.io.advance(ev, &mut self.conns, &mut self.buf, requests, now) {
+                    self.follow(i, step, now);
                 }
             }
             let seen = !events.is_empty();

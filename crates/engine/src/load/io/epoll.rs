@@ -77,10 +77,10 @@ impl Driver for Epoll {
         conns: &mut [Conn],
         buf: &mut [u8],
         requests: &[Prepared],
+        now: Instant,
     ) -> Option<(usize, Step)> {
         let c = &mut conns[ev.slot];
         let req = &requests[c.entry.request as usize];
-        // The clock is read per event, as the response's bytes are read.
-        Some((ev.slot, c.ready(Instant::now(), buf, &req.bytes, req.head, ev.closed)))
+        Some((ev.slot, c.ready(now, buf, &req.bytes, req.head, ev.closed)))
     }
 }

@@ -46,14 +46,15 @@ pub(crate) trait Driver {
     /// slot's open connection.
     fn begin(&mut self, i: usize, c: &mut Conn, peer: &Peer<'_>, request: &[u8], now: Instant) -> Step;
 
-    /// Moves the slot an event concerns; None for an event of no slot's
-    /// (a timer, a stale completion).
+    /// Moves the slot an event concerns, at `now` (read once per event);
+    /// None for an event of no slot's (a stale completion).
     fn advance(
         &mut self,
         ev: Self::Event,
         conns: &mut [Conn],
         buf: &mut [u8],
         requests: &[Prepared],
+        now: Instant,
     ) -> Option<(usize, Step)>;
 }
 

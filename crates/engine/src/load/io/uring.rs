@@ -178,7 +178,14 @@ impl Ops {
     }
 
     /// What a completion means for its slot's request.
-    fn complete(&mut self, ev: Cqe, data: Option<&[u8]>, c: &mut Conn, requests: &[Prepared]) -> Option<Step> {
+    fn complete(
+        &mut self,
+        ev: Cqe,
+        data: Option<&[u8]>,
+        c: &mut Conn,
+        requests: &[Prepared],
+        now: Instant,
+    ) -> Option<Step> {
         let (i, conn, op) = untag(ev.user_data);
         if self.slots[i].conn != conn || c.transport.is_none() {
             return None; // a closed connection's last word
@@ -188,11 +195,11 @@ impl Ops {
         match op {
             CONNECT if ev.res < 0 => Some(failed(ErrorKind::Connect, "connect", err())),
             CONNECT => {
-                c.connected_at(Instant::now());
+                c.connected_at(now);
                 let fd = Self::fd(c);
                 self.arm_recv(i, fd);
                 self.send(i, fd, &req.bytes);
-                c.sending(Instant::now());
+                c.sending(now);
                 Some(Step::Pending)
             }
             SEND => {
@@ -206,11 +213,19 @@ impl Ops {
                 }
                 Some(Step::Pending)
             }
-            _ => self.received(i, ev, data, c, req),
+            _ => self.received(i, ev, data, c, req, now),
         }
     }
 
-    fn received(&mut self, i: usize, ev: Cqe, data: Option<&[u8]>, c: &mut Conn, req: &Prepared) -> Option<Step> {
+    fn received(
+        &mut self,
+        i: usize,
+        ev: Cqe,
+        data: Option<&[u8]>,
+        c: &mut Conn,
+        req: &Prepared,
+        now: Instant,
+    ) -> Option<Step> {
         let rearm = !cqueue::more(ev.flags);
         let step = if ev.res == -libc::ENOBUFS {
             // Every buffer was taken: nothing was read, so nothing is lost.
@@ -227,7 +242,7 @@ impl Ops {
             c.closed_by_peer(None)
         } else {
             let bytes = data.unwrap_or_default();
-            c.received(Instant::now(), bytes, req.head, false).unwrap_or(Step::Pending)
+            c.received(now, bytes, req.head, false).unwrap_or(Step::Pending)
         };
         let live = ev.res > 0 || ev.res == -libc::ENOBUFS;
         if rearm && live && matches!(step, Step::Pending | Step::Done) && c.transport.is_some() {
@@ -288,18 +303,25 @@ impl Driver for Uring {
         Step::Pending
     }
 
-    fn advance(&mut self, ev: Cqe, conns: &mut [Conn], _: &mut [u8], requests: &[Prepared]) -> Option<(usize, Step)> {
+    fn advance(
+        &mut self,
+        ev: Cqe,
+        conns: &mut [Conn],
+        _: &mut [u8],
+        requests: &[Prepared],
+        now: Instant,
+    ) -> Option<(usize, Step)> {
         let (i, _, op) = untag(ev.user_data);
         let bid = if op == RECV { cqueue::buffer_select(ev.flags) } else { None };
         let step = match bid {
             Some(bid) => {
                 // The buffer is read in place, then handed back.
                 let data = self.bufs.get(bid, ev.res.max(0) as usize);
-                let step = self.ops.complete(ev, Some(data), &mut conns[i], requests);
+                let step = self.ops.complete(ev, Some(data), &mut conns[i], requests, now);
                 self.bufs.recycle(bid);
                 step
             }
-            None => self.ops.complete(ev, None, &mut conns[i], requests),
+            None => self.ops.complete(ev, None, &mut conns[i], requests, now),
         };
         step.map(|s| (i, s))
     }
