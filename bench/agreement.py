@@ -86,41 +86,14 @@ def main() -> int:
         if not shutil.which(tool):
             sys.exit(f"agreement: {tool} not found (Debian: wrk, util-linux, procps)")
     cli = os.path.join(os.path.dirname(sys.executable), "corebench")
+    corebench = [cli, "load", "-k", "--threads", "1", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-"]
     tools = {
-        "corebench": [cli, "load", "-k", "--threads", "1", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-"],
-        # The default transport is io_uring where it works; epoll beside it.
-        "corebench-epoll": [
-            cli,
-            "load",
-            "-k",
-            "--io",
-            "epoll",
-            "--threads",
-            "1",
-            "-c",
-            str(a.conns),
-            "-t",
-            f"{a.seconds}s",
-            "--json",
-            "-",
-        ],
+        # The default transport: io_uring where it works.
+        "corebench": corebench,
+        "corebench-epoll": [*corebench, "--io", "epoll"],
         "wrk": ["wrk", "-t1", f"-c{a.conns}", f"-d{a.seconds}s"],
         # The same engine kept awake between batches: the server no longer pays for waking it.
-        "corebench-busy": [
-            cli,
-            "load",
-            "-k",
-            "--threads",
-            "1",
-            "-c",
-            str(a.conns),
-            "-t",
-            f"{a.seconds}s",
-            "--busy-poll",
-            "20us",
-            "--json",
-            "-",
-        ],
+        "corebench-busy": [*corebench, "--busy-poll", "20us"],
     }
     rows = {name: [] for name in tools}
     exact = True
