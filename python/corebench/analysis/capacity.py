@@ -246,7 +246,11 @@ def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "
         ci = (-math.inf, math.inf)
     else:
         root = math.sqrt(disc)
-        ci = ((-qb - root) / (2 * qa), (-qb + root) / (2 * qa))
+        lo, hi = float((-qb - root) / (2 * qa)), float((-qb + root) / (2 * qa))
+        # The interval is centred on the estimate; on points with no scatter
+        # it is that point, and the quadratic's rounding may leave it an ulp
+        # beside the estimate (seen with a newer numpy).
+        ci = (min(lo, estimate), max(hi, estimate))
     return Crossing(metric, estimate, ci, len(near))
 
 
