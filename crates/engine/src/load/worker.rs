@@ -84,11 +84,14 @@ struct OpenPace<'a> {
 struct Worker<'a, D: Driver> {
     spec: &'a WorkerSpec<'a>,
     pace: Pace<'a>,
+    // Before `io` (fields drop in order): the sockets are shut down before
+    // the driver goes, so no receive of an io_uring can still be writing
+    // into its buffers when they are freed.
+    conns: Vec<Conn>,
     io: D,
     peer: Peer<'a>,
     /// What the last wait reported, handled one by one.
     events: Vec<D::Event>,
-    conns: Vec<Conn>,
     buf: Vec<u8>,
     stats: Stats,
     rng: SmallRng,
