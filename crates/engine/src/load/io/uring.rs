@@ -117,12 +117,19 @@ impl Ops {
     fn push(&mut self, sqe: squeue::Entry) {
         // SAFETY: every entry's pointers (the peer's address, a workload's
         // request bytes) outlive the run.
+        let mut refused = 0;
         while unsafe { self.ring.submission().push(&sqe) }.is_err() {
-            // Full: hand the queue to the kernel and go on.
-            if let Err(e) = self.ring.submit() {
-                if e.raw_os_error() != Some(libc::EBUSY) {
-                    panic!("io_uring submit: {e}");
+            // Full: hand the queue to the kernel and go on. The queue holds a
+            // slot's worth of entries per connection, the completion queue
+            // four, so a kernel that keeps refusing is a bug to report, not a
+            // reason to spin.
+            match self.ring.submit() {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY | libc::EAGAIN | libc::EINTR)) => {
+                    refused += 1;
+                    assert!(refused < 1000, "io_uring keeps refusing submissions: {e}");
                 }
+                Err(e) => panic!("io_uring submit: {e}"),
+                Ok(_) => {}
             }
         }
     }
