@@ -222,3 +222,18 @@ fn requests_through_a_proxy_go_to_it_with_the_absolute_url() {
     assert!(proxy.lines.lock().unwrap().iter().all(|l| *l == line), "{:?}", proxy.lines.lock().unwrap());
 }
 }
+
+on_each_io! {
+fn bodies_larger_than_any_receive_buffer_arrive_whole() {
+    // 300 KB bodies: many reads (epoll) or completions, across buffers (io_uring).
+    const BODY: usize = 300 * 1024;
+    let reply: &'static [u8] = Box::leak(
+        [format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").as_bytes(), &[b'x'; BODY]].concat().into_boxed_slice(),
+    );
+    let srv = start(Reply::Bytes(reply, true));
+    let r = run(&LoadConfig { keep_alive: true, ..config(&srv.url, 4, 60) }).unwrap();
+    assert_eq!((r.responses, r.failed, r.connections_opened), (60, 0, 4));
+    assert_eq!(r.bytes.body, 60 * BODY as u64);
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 60);
+}
+}

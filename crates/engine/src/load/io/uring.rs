@@ -24,13 +24,24 @@ use crate::client::transport::{RingSocket, Transport};
 use crate::measure::stats::ErrorKind;
 use crate::workload::Prepared;
 
-/// Bytes per receive buffer: a small page's whole response in one.
-const BUF_BYTES: usize = 16 * 1024;
-/// Receive buffers per worker: one per connection, within these bounds
-/// (16 MB at most). Fewer than connections is fine: a receive that finds
-/// none ends (ENOBUFS) and is armed again once the batch is handed back.
-const MIN_BUFS: usize = 32;
-const MAX_BUFS: usize = 1024;
+/// Receive buffers per worker, at most 16 MB of them. Fewer than
+/// connections is fine: a receive that finds none ends (ENOBUFS) and is
+/// armed again once the batch is handed back.
+#[derive(Clone, Copy, Debug)]
+struct Buffers {
+    bytes: usize,
+    /// Connections per buffer.
+    share: usize,
+    min: usize,
+    max: usize,
+}
+
+/// Consumed whole: a buffer per arrival, sized for a small page's response,
+/// one per connection.
+const WHOLE: Buffers = Buffers { bytes: 16 * 1024, share: 1, min: 32, max: 1024 };
+/// Consumed incrementally: arrivals share a buffer, so a few large ones
+/// serve many connections, and a large body comes in few completions.
+const SHARED: Buffers = Buffers { bytes: 64 * 1024, share: 4, min: 16, max: 256 };
 
 /// Requests up to this size are sent without a completion on success.
 const SMALL_REQUEST_BYTES: usize = 16 * 1024;
@@ -105,9 +116,10 @@ impl Uring {
         let cq = pow2_within(connections * 4, 256, 65536);
         let ring = build(sq as u32, cq as u32)?;
         let cq_entries = ring.params().cq_entries() as usize;
+        let b = if features().is_ok_and(|f| f.incremental) { SHARED } else { WHOLE };
         Ok(Uring {
             ops: Ops { ring, slots: (0..connections).map(|_| Slot::default()).collect(), addr: None },
-            bufs: BufRing::new(pow2_within(connections, MIN_BUFS, MAX_BUFS) as u16, BUF_BYTES),
+            bufs: BufRing::new(pow2_within(connections / b.share, b.min, b.max) as u16, b.bytes),
             cq_entries,
         })
     }
@@ -265,7 +277,8 @@ impl Driver for Uring {
 
     fn start(&mut self) -> io::Result<()> {
         self.ops.ring.submitter().register_enable_rings()?;
-        self.bufs.register(&self.ops.ring)
+        let incremental = features().is_ok_and(|f| f.incremental);
+        self.bufs.register(&self.ops.ring, incremental)
     }
 
     fn capacity(&self) -> usize {
@@ -323,9 +336,10 @@ impl Driver for Uring {
         let step = match bid {
             Some(bid) => {
                 // The buffer is read in place, then handed back.
-                let data = self.bufs.get(bid, ev.res.max(0) as usize);
+                let len = ev.res.max(0) as usize;
+                let data = self.bufs.get(bid, len);
                 let step = self.ops.complete(ev, Some(data), &mut conns[i], requests, now);
-                self.bufs.recycle(bid);
+                self.bufs.release(bid, len, cqueue::buffer_more(ev.flags));
                 step
             }
             None => self.ops.complete(ev, None, &mut conns[i], requests, now),
@@ -338,11 +352,22 @@ impl Driver for Uring {
 /// once per process by making a ring of the kind the workers make. Err
 /// says why not (the kernel's answer, or the sysctl that forbids it).
 pub fn io_uring_support() -> Result<(), String> {
-    static SUPPORT: OnceLock<Result<(), String>> = OnceLock::new();
+    features().map(|_| ())
+}
+
+/// What this kernel's io_uring offers beyond what the load needs.
+#[derive(Clone, Copy, Debug)]
+struct Features {
+    /// Buffer rings consumed incrementally (Linux 6.12).
+    incremental: bool,
+}
+
+fn features() -> Result<Features, String> {
+    static SUPPORT: OnceLock<Result<Features, String>> = OnceLock::new();
     SUPPORT.get_or_init(probe).clone()
 }
 
-fn probe() -> Result<(), String> {
+fn probe() -> Result<Features, String> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut version = release.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (version.next().unwrap_or(0), version.next().unwrap_or(0));
@@ -366,6 +391,14 @@ fn probe() -> Result<(), String> {
             return Err(format!("this kernel's io_uring has no {name}"));
         }
     }
-    BufRing::new(2, 64).register(&ring).map_err(|e| format!("registering a buffer ring: {e}"))?;
-    Ok(())
+    // Each ring tried is unregistered before its memory goes.
+    let mut bufs = BufRing::new(2, 64);
+    bufs.register(&ring, false).map_err(|e| format!("registering a buffer ring: {e}"))?;
+    ring.submitter().unregister_buf_ring(GROUP).map_err(|e| format!("unregistering a buffer ring: {e}"))?;
+    // An older kernel refuses the flag (EINVAL): whole buffers then.
+    let incremental = bufs.register(&ring, true).is_ok();
+    if incremental {
+        ring.submitter().unregister_buf_ring(GROUP).map_err(|e| format!("unregistering a buffer ring: {e}"))?;
+    }
+    Ok(Features { incremental })
 }
