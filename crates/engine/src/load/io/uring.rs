@@ -24,7 +24,8 @@ use crate::client::transport::{RingSocket, Transport};
 use crate::measure::stats::ErrorKind;
 use crate::workload::Prepared;
 
-/// Receive buffers per worker, at most 16 MB of them. Fewer than
+/// Receive buffers per worker, at most 16 MB (whole) or 4 MB (shared): an
+/// arrival touches its memory, so it is resident. Fewer than
 /// connections is fine: a receive that finds none ends (ENOBUFS) and is
 /// armed again once the batch is handed back.
 #[derive(Clone, Copy, Debug)]
@@ -41,7 +42,7 @@ struct Buffers {
 const WHOLE: Buffers = Buffers { bytes: 16 * 1024, share: 1, min: 32, max: 1024 };
 /// Consumed incrementally: arrivals share a buffer, so a few large ones
 /// serve many connections, and a large body comes in few completions.
-const SHARED: Buffers = Buffers { bytes: 64 * 1024, share: 4, min: 16, max: 256 };
+const SHARED: Buffers = Buffers { bytes: 64 * 1024, share: 16, min: 16, max: 64 };
 
 /// Requests up to this size are sent without a completion on success.
 const SMALL_REQUEST_BYTES: usize = 16 * 1024;
