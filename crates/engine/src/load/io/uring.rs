@@ -251,9 +251,12 @@ impl Ops {
             // Every buffer was taken: nothing was read, so nothing is lost.
             Step::Pending
         } else if c.phase == Phase::Idle {
-            // Between requests the server has nothing to say: bytes or the
-            // end of the stream now mean it closed the connection (or sent
-            // garbage). Drop it, as the epoll driver does.
+            // Between requests the server has nothing to say. The end of
+            // the stream: it closed the connection, which is dropped, as the
+            // epoll driver drops it. Bytes: garbage, and the connection is
+            // dropped too, where epoll leaves them in the socket to fail the
+            // next request on it as a malformed response (the one place the
+            // two transports count differently).
             c.close();
             return Some(Step::Pending);
         } else if ev.res < 0 {
@@ -318,7 +321,7 @@ impl Driver for Uring {
         if c.transport.is_none() {
             return ops.connect(i, c, peer);
         }
-        c.connected_at(now);
+        // A reused connection: `prepare` already set its connect time.
         ops.send(i, Ops::fd(c), request);
         c.sending(now);
         Step::Pending
