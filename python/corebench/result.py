@@ -214,6 +214,26 @@ class Heads(_Model):
     response: str | None
 
 
+class Http2Summary(_Model):
+    """How an HTTP/2 load's connections carried its requests."""
+
+    # Connections opened over the run (a server's GOAWAY after so many
+    # requests, nginx's keepalive_requests, makes more than asked).
+    connections: int
+    requests_per_connection_min: int
+    requests_per_connection_mean: float
+    requests_per_connection_max: int
+    # The most streams open at once on one connection.
+    peak_streams: int
+    # The server's SETTINGS_MAX_CONCURRENT_STREAMS (lowest seen); below the
+    # streams asked, the rest wait in the client, inside their latency.
+    server_max_streams: int | None
+    # Requests whose body waited for the server's flow-control window.
+    flow_control_stalls: int
+    goaways: int
+    resets: int
+
+
 class LoadResult(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -252,6 +272,10 @@ class LoadResult(_Model):
     # How the load threads reached the kernel: "io_uring" or "epoll" (results
     # stored before corebench had io_uring ran on epoll).
     io: str = "epoll"
+    # The protocol ("1.0", "1.1", "2") and the requests in flight per
+    # connection (HTTP/2's streams; 1 otherwise).
+    http_version: str = "1.1"
+    streams: int = 1
     rate: RateConfig | None = None
     think_s: tuple[float, float] | None = None
     random_order: bool = False
@@ -263,13 +287,14 @@ class LoadResult(_Model):
     agents: list[AgentSummary] = []
     trace: RequestTrace | None = None
     heads: Heads | None = None
+    http2: Http2Summary | None = None
 
     @model_serializer(mode="wrap")
     def _without_unasked(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A trace and the heads are kept only when asked for: absent, not null,
         # otherwise, as the engine writes them.
         data: dict[str, Any] = handler(self)
-        for key in ("trace", "heads"):
+        for key in ("trace", "heads", "http2"):
             if data.get(key, 0) is None:
                 del data[key]
         return data

@@ -50,6 +50,7 @@ def via_cli(s: dict[str, Any], capsys: Any) -> dict[str, Any]:
         "speed": "--speed",
         "limit": "--limit",
         "content_type": "-T",
+        "streams": "--streams",
     }
     for key, flag in simple.items():
         if s.get(key) is not None:
@@ -64,8 +65,10 @@ def via_cli(s: dict[str, Any], capsys: Any) -> dict[str, Any]:
         "allow_remote": "--allow-remote",
     }
     flag_args += [flag for key, flag in switches.items() if s.get(key)]
-    if s.get("http_version") == "1.0":
+    if s.get("http") == "1.0":
         flag_args.append("--http1.0")
+    if s.get("http") == "2":
+        flag_args.append("--http2")
     for name, value in s.get("headers", []):
         flag_args += ["-H", f"{name}: {value}"]
     # ab's -X, -A, -C; -g (a trace) and -v 2 (the heads) ask the engine to keep more.
@@ -122,7 +125,8 @@ common = {
     "duration": st.sampled_from(["1s", "2.5s", "500ms"]),
     # Plans keep connections alive unless told: the CLI's and the API's default is ab's (not).
     "keep_alive": st.booleans(),
-    "http_version": st.sampled_from([None, "1.0", "1.1"]),
+    "http": st.sampled_from([None, "1.0", "1.1", "2"]),
+    "streams": st.sampled_from([None, 1, 8]),
     "headers": st.lists(st.tuples(names, st.sampled_from(["1", "yes", "a b"])), max_size=2),
     "timeout": st.sampled_from([None, "5s", "250ms"]),
     "threads": st.one_of(st.none(), st.integers(1, 4)),
@@ -168,8 +172,15 @@ replay = st.fixed_dictionaries(
 )
 
 
+def _speakable(s: dict[str, Any]) -> dict[str, Any]:
+    """Streams need HTTP/2, and HTTP/2 runs on epoll: the engine refuses the rest."""
+    if s.get("http") != "2":
+        return {**s, "streams": None if s.get("streams") != 1 else 1}
+    return {**s, "io": None if s.get("io") == "uring" else s.get("io")}
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(s=st.one_of(closed, rate, users, replay))
+@given(s=st.one_of(closed, rate, users, replay).map(lambda s: _speakable(s)))
 def test_the_three_entry_points_give_one_engine_config(s: dict[str, Any], capsys: Any, tmp_path: Path) -> None:
     cli, plan, api = via_cli(s, capsys), via_plan(s, tmp_path), via_api(s)
     assert cli == api, s
@@ -183,7 +194,8 @@ REACH: dict[str, dict[str, Any]] = {
     "requests": {},  # the plan's [experiment] requests; tested below with duration
     "duration_s": {"duration": "3s"},
     "keep_alive": {"keep_alive": True},
-    "http_version": {"http_version": "1.0"},
+    "http_version": {"http": "1.0"},
+    "streams": {"http": "2", "streams": 4},
     "method": {"method": "HEAD"},
     "headers": {"headers": [("X-A", "1")]},
     "content_type": {"content_type": "text/plain"},

@@ -37,7 +37,7 @@ def test_many_connections():
 
 
 def test_http10_and_head(nginx):
-    r = corebench.load(nginx.url, concurrency=2, requests=20, http_version="1.0", keep_alive=True)
+    r = corebench.load(nginx.url, concurrency=2, requests=20, http="1.0", keep_alive=True)
     assert r.responses == 20 and r.failed == 0 and r.keep_alive_requests == 20
     r = corebench.load(nginx.url, concurrency=2, requests=20, method="HEAD")
     assert r.responses == 20 and r.failed == 0 and r.bytes.body == 0

@@ -13,6 +13,10 @@ pub enum HttpVersion {
     #[default]
     #[serde(rename = "1.1")]
     Http11,
+    /// HTTP/2 (RFC 9113): with prior knowledge over http:// (h2c), agreed by
+    /// ALPN over https://; `streams` requests in flight per connection.
+    #[serde(rename = "2")]
+    Http2,
 }
 
 /// How the load threads talk to the kernel about their sockets.
@@ -45,6 +49,10 @@ pub struct LoadConfig {
     pub duration_s: Option<f64>,
     pub keep_alive: bool,
     pub http_version: HttpVersion,
+    /// HTTP/2: the requests in flight on each connection at once (h2load's
+    /// -m), so `concurrency × streams` in all. 1 with HTTP/1.x.
+    #[schemars(range(min = 1, max = MAX_STREAMS))]
+    pub streams: u32,
     #[schemars(length(min = 1), regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
     pub method: String,
     /// Extra request headers, in order, as given (`Name: value`).
@@ -198,6 +206,7 @@ impl Default for LoadConfig {
             duration_s: None,
             keep_alive: false,
             http_version: HttpVersion::Http11,
+            streams: 1,
             method: "GET".into(),
             headers: Vec::new(),
             body: Vec::new(),
@@ -228,6 +237,9 @@ impl Default for LoadConfig {
 pub const MAX_CONCURRENCY: u32 = 1_000_000;
 /// Threads beyond the cores only take turns.
 pub const MAX_THREADS: u32 = 1024;
+/// The most concurrent streams asked of one HTTP/2 connection: servers
+/// allow 100 to 256 (nginx 128, Apache 100), RFC 9113 at most 2^31.
+pub const MAX_STREAMS: u32 = 1024;
 /// A week: longer is a typo, and would run past a u64 of nanoseconds' sums.
 pub const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 /// A log replayed a billion times faster than it was written is all at once.
@@ -289,6 +301,7 @@ impl LoadConfig {
         }
         self.validate_model()?;
         self.validate_share()?;
+        self.validate_http2()?;
 
         let token = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         if !token(&self.method) {
@@ -348,6 +361,30 @@ impl LoadConfig {
             }
         }
         Ok(())
+    }
+
+    fn validate_http2(&self) -> Result<()> {
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(bad("streams", format!("{} is not from 1 to {MAX_STREAMS}", self.streams)));
+        }
+        if self.http_version != HttpVersion::Http2 {
+            if self.streams > 1 {
+                return Err(bad("streams", "concurrent streams on a connection need HTTP/2 (http_version = \"2\")"));
+            }
+            return Ok(());
+        }
+        if self.proxy.is_some() {
+            return Err(bad("proxy", "an HTTP/1.1 proxy (ab's -X) does not carry HTTP/2: drop the proxy or HTTP/2"));
+        }
+        if self.io == IoBackend::Uring {
+            return Err(bad("io", "HTTP/2 runs on epoll: use io = \"auto\" or \"epoll\""));
+        }
+        Ok(())
+    }
+
+    /// True when the load speaks HTTP/2.
+    pub fn http2(&self) -> bool {
+        self.http_version == HttpVersion::Http2
     }
 
     fn validate_share(&self) -> Result<()> {

@@ -123,6 +123,32 @@ pub struct LoadResult {
     /// The request's and the first response's heads, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heads: Option<Heads>,
+    /// HTTP/2 only: how the connections carried the streams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Summary>,
+}
+
+/// How an HTTP/2 load's connections carried its requests.
+#[derive(Debug, Clone, Serialize)]
+pub struct Http2Summary {
+    /// Connections opened, whole run (a server's GOAWAY after so many
+    /// requests, nginx's `keepalive_requests`, makes more than asked).
+    pub connections: u64,
+    /// Requests each connection carried to a response.
+    pub requests_per_connection_min: u64,
+    pub requests_per_connection_mean: f64,
+    pub requests_per_connection_max: u64,
+    /// The most streams open at once on one connection.
+    pub peak_streams: u64,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (the lowest seen): when
+    /// below `streams`, the rest of a connection's requests wait in the
+    /// client, and their wait is part of their latency.
+    pub server_max_streams: Option<u32>,
+    /// Requests whose body waited for the server's flow-control window.
+    pub flow_control_stalls: u64,
+    /// GOAWAY frames the server sent, and RST_STREAM frames.
+    pub goaways: u64,
+    pub resets: u64,
 }
 
 /// What went over the wire, for ab's -v: the first request's head as sent
@@ -160,6 +186,10 @@ pub struct RunFacts {
     pub busy_poll_us: u64,
     /// How the workers reached the kernel: "io_uring" or "epoll".
     pub io: &'static str,
+    /// The protocol: "1.0", "1.1" or "2".
+    pub http_version: crate::config::HttpVersion,
+    /// Requests in flight per connection (HTTP/2's streams; 1 otherwise).
+    pub streams: u32,
     pub rate: Option<RateConfig>,
     pub think_s: Option<(f64, f64)>,
     pub random_order: bool,

@@ -3,7 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
-use super::exchange::{handle, Ctx, Handled, Local, Outgoing};
+use super::exchange::{answer_h2, handle, Ctx, Handled, Local, Outgoing};
+use super::h2;
+use super::http::Response;
 
 const LISTENER: Token = Token(usize::MAX);
 const TICK: Duration = Duration::from_millis(100);
@@ -24,6 +26,18 @@ struct Conn {
     out: Option<(Outgoing, bool, usize)>,
     due: Option<Instant>,
     last_active: Instant,
+    /// Set once the first bytes were the HTTP/2 preface.
+    h2: Option<Box<H2Conn>>,
+}
+
+/// An HTTP/2 connection's state in the loop: its session, the bytes it
+/// queued that the socket has not taken, and the responses whose pause
+/// (the sleep page) has not ended, each on its own stream.
+struct H2Conn {
+    session: h2::Connection,
+    out: Vec<u8>,
+    written: usize,
+    delayed: Vec<(Instant, i32, Response, bool)>,
 }
 
 pub(crate) struct EventLoop<'a> {
@@ -121,6 +135,7 @@ impl<'a> EventLoop<'a> {
                         out: None,
                         due: None,
                         last_active: Instant::now(),
+                        h2: None,
                     });
                     self.drive(i);
                 }
@@ -150,7 +165,71 @@ impl<'a> EventLoop<'a> {
             }
         }
         c.last_active = Instant::now();
-        self.answer(i);
+        if c.h2.is_none() && c.out.is_none() && c.due.is_none() {
+            match h2::speaks_h2(&c.buf) {
+                Some(true) => match h2::Connection::new() {
+                    Ok(session) => {
+                        c.h2 = Some(Box::new(H2Conn { session, out: Vec::new(), written: 0, delayed: Vec::new() }))
+                    }
+                    Err(_) => return self.close(i),
+                },
+                Some(false) => {}
+                None => return,
+            }
+        }
+        match c.h2.is_some() {
+            true => self.answer_h2(i),
+            false => self.answer(i),
+        }
+    }
+
+    /// Feeds what arrived to the connection's HTTP/2 session, answers the
+    /// requests it completed (or sets their pause), and writes.
+    fn answer_h2(&mut self, i: usize) {
+        let Some(c) = self.conns[i].as_mut() else { return };
+        let link = c.h2.as_mut().expect("an HTTP/2 connection");
+        let ok = link.session.receive(&c.buf).is_ok();
+        c.buf.clear();
+        let now = Instant::now();
+        let ready: Vec<h2::Request> = link.session.ready().collect();
+        for r in ready {
+            let response = answer_h2(self.ctx, &r, c.peer, &mut self.local);
+            let head = r.method == b"HEAD";
+            match response.delay {
+                Some(d) => {
+                    link.delayed.push((now + d, r.stream, response, head));
+                    self.timers.push(Reverse((now + d, i)));
+                }
+                None => link.session.respond(r.stream, response, head),
+            }
+        }
+        self.flush_h2(i, ok);
+    }
+
+    /// Writes the session's frames; closes the connection once the session
+    /// is over (a GOAWAY, sent or received) and all is written.
+    fn flush_h2(&mut self, i: usize, ok: bool) {
+        let Some(c) = self.conns[i].as_mut() else { return };
+        let link = c.h2.as_mut().expect("an HTTP/2 connection");
+        if link.written == link.out.len() {
+            link.out.clear();
+            link.written = 0;
+        }
+        if link.session.send(&mut link.out).is_err() {
+            return self.close(i);
+        }
+        while link.written < link.out.len() {
+            match c.stream.write(&link.out[link.written..]) {
+                Ok(0) => return self.close(i),
+                Ok(n) => link.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(i),
+            }
+        }
+        if !ok || (!link.session.alive() && link.delayed.is_empty()) {
+            self.close(i);
+        }
     }
 
     fn answer(&mut self, i: usize) {
@@ -196,7 +275,14 @@ impl<'a> EventLoop<'a> {
             }
             self.timers.pop();
             if let Some(c) = self.conns[i].as_mut() {
-                if c.due == Some(due) {
+                if let Some(link) = c.h2.as_mut() {
+                    let (now_due, later): (Vec<_>, Vec<_>) = link.delayed.drain(..).partition(|d| d.0 <= now);
+                    link.delayed = later;
+                    for (_, stream, response, head) in now_due {
+                        link.session.respond(stream, response, head);
+                    }
+                    self.flush_h2(i, true);
+                } else if c.due == Some(due) {
                     c.due = None;
                     self.answer(i);
                 }
@@ -207,9 +293,10 @@ impl<'a> EventLoop<'a> {
     fn close_idle(&mut self) {
         let limit = self.ctx.keep_alive_timeout;
         for i in 0..self.conns.len() {
-            let idle = self.conns[i]
-                .as_ref()
-                .is_some_and(|c| c.out.is_none() && c.due.is_none() && c.last_active.elapsed() > limit);
+            let idle = self.conns[i].as_ref().is_some_and(|c| {
+                let quiet = c.h2.as_ref().is_none_or(|l| l.delayed.is_empty() && !l.session.busy());
+                c.out.is_none() && c.due.is_none() && quiet && c.last_active.elapsed() > limit
+            });
             if idle {
                 self.close(i);
             }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::clf::{AccessLog, Entry};
 use super::db::Db;
+use super::h2;
 use super::http::{parse, write_head, Body, Parsed, Response};
 use super::routes::Router;
 
@@ -76,6 +77,27 @@ impl Outgoing {
 pub(crate) enum Handled {
     NeedMore,
     Respond { out: Outgoing, keep_alive: bool, delay: Option<Duration>, consumed: usize },
+}
+
+/// Answers an HTTP/2 request: routed and logged as an HTTP/1.x one is. The
+/// access log's request line says HTTP/2.0, as Apache's and nginx's do.
+pub(crate) fn answer_h2(ctx: &Ctx, r: &h2::Request, peer: Option<SocketAddr>, local: &mut Local) -> Response {
+    let response = match std::str::from_utf8(&r.target) {
+        Ok(target) => ctx.router.respond(target, &mut local.db),
+        Err(_) => Response::text(400, "request target is not UTF-8"),
+    };
+    if let Some(log) = &mut local.log {
+        let line = [r.method.as_slice(), b" ", &r.target, b" HTTP/2.0"].concat();
+        log.log(&Entry {
+            peer,
+            request_line: &line,
+            status: response.status,
+            body_bytes: if r.method == b"HEAD" { 0 } else { response.body.bytes().len() as u64 },
+            referer: r.referer.as_deref(),
+            user_agent: r.user_agent.as_deref(),
+        });
+    }
+    response
 }
 
 /// Handles the request at the start of `buf`, if it is all there.

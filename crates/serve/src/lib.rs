@@ -13,6 +13,7 @@ mod evloop;
 mod exchange;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod h2;
 mod http;
 mod queue;
 mod routes;

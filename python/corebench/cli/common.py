@@ -24,7 +24,8 @@ FLAGS = {
     "requests": "-n/--requests",
     "duration": "-t/--duration",
     "keep_alive": "-k/--keep-alive",
-    "http_version": "--http1.0",
+    "http": "--http1.0/--http2",
+    "streams": "--streams",
     "method": "-m/--method",
     "headers": "-H/--header",
     "body": "-p/--body-file",
@@ -71,6 +72,26 @@ DURATION = typer.Option(
 )
 KEEP_ALIVE = typer.Option(False, "-k", "--keep-alive", help="Reuse connections (HTTP keep-alive).")
 HTTP10 = typer.Option(False, "--http1.0", help="Send HTTP/1.0 requests.")
+HTTP2 = typer.Option(
+    False,
+    "--http2",
+    help="Speak HTTP/2: with prior knowledge (h2c) on http://, agreed by ALPN on https://; refused in one line "
+    "when the server does not speak it.",
+)
+STREAMS = typer.Option(
+    None,
+    "--streams",
+    help="HTTP/2: requests in flight on each connection at once (h2load's -m; default 1); -c connections × this.",
+)
+
+
+def http(http10: bool, http2: bool) -> str | None:
+    """The protocol the flags ask for (None: the default, HTTP/1.1)."""
+    if http10 and http2:
+        raise UsageError("--http1.0 and --http2 ask for two protocols: give one")
+    return "1.0" if http10 else "2" if http2 else None
+
+
 HEADER = typer.Option([], "-H", "--header", help="Extra header 'Name: value' (repeatable).")
 TIMEOUT = typer.Option(
     None,
@@ -309,7 +330,12 @@ def run_and_report(
         files = {"json": json_out, "hgrm": str(hgrm) if hgrm is not None else None}
         outputs = Outputs(files={k: v for k, v in files.items() if v})
     outputs.check()
-    result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
+    try:
+        result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
+    except SettingError as e:
+        # Refused at the start of the run (a server that does not speak the
+        # HTTP/2 asked for): named by its flag, as the checks before it are.
+        raise UsageError(f"{FLAGS.get(e.key, e.key)}: {e}") from None
     dead = result.successes == 0 and not result.interrupted
     aside = sys.stdout if outputs.text_on_stdout else sys.stderr
     if dead:

@@ -130,7 +130,7 @@ class LoadConfig(BaseModel):
     """
     Extra request headers, in order, as given (`Name: value`).
     """
-    http_version: Literal["1.0", "1.1"] = "1.1"
+    http_version: Literal["1.0", "1.1"] | Literal["2"] = "1.1"
     io: Literal["auto", "uring", "epoll"] = "auto"
     """
     The workers' I/O: io_uring (completions, several sockets' sends and
@@ -166,6 +166,11 @@ class LoadConfig(BaseModel):
     """
     Wait until this wall-clock instant (Unix seconds) before the first
     request, so that agents on several machines start together.
+    """
+    streams: int = Field(1, ge=1, le=1024)
+    """
+    HTTP/2: the requests in flight on each connection at once (h2load's
+    -m), so `concurrency × streams` in all. 1 with HTTP/1.x.
     """
     think_s: tuple[float, float] | None = None
     """

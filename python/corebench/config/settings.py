@@ -53,7 +53,11 @@ class LoadSettings(BaseModel):
     requests: int | None = None
     duration: Seconds | None = None
     keep_alive: bool | None = None
-    http_version: str | None = None
+    # The protocol: "1.0", "1.1" (the default) or "2" (HTTP/2: h2c with prior
+    # knowledge for http://, ALPN for https://).
+    http: str | None = None
+    # HTTP/2: requests in flight per connection (h2load's -m); concurrency × streams in all.
+    streams: int | None = None
     method: str | None = None
     headers: list[tuple[str, str]] = []
     body: bytes = b""
@@ -118,6 +122,7 @@ class SettingError(UsageError):
 # Engine field -> the setting that fills it, for naming a refused value in the
 # user's words. Fields not here have the setting's own name.
 ENGINE_TO_SETTING = {
+    "http_version": "http",
     "duration_s": "duration",
     "timeout_s": "timeout",
     "busy_poll_us": "busy_poll",
@@ -161,7 +166,8 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         "trace": s.trace,
         "capture_heads": s.heads,
         "keep_alive": s.keep_alive,
-        "http_version": s.http_version,
+        "http_version": s.http,
+        "streams": s.streams,
         "method": s.method,
         "content_type": s.content_type,
         "threads": s.threads,

@@ -88,6 +88,10 @@ def _concurrency_line(r: LoadResult) -> str:
         return f"Users:                  {r.concurrency}{think}"
     if r.model in ("rate", "replay") and r.schedule is not None:
         return f"Connections (at most):  {r.concurrency} (open loop: the schedule set the load)"
+    if r.streams > 1:
+        return (
+            f"Concurrency Level:      {r.concurrency * r.streams} ({r.concurrency} connections × {r.streams} streams)"
+        )
     return f"Concurrency Level:      {r.concurrency}"
 
 
@@ -95,7 +99,8 @@ def _time_per_request(r: LoadResult, t: float) -> str:
     # ab derives it as concurrency × time / requests, true only when every
     # connection always has a request in flight: a closed loop.
     if r.model == "closed":
-        return f"Time per request:       {r.concurrency * t * 1000 / r.requests:.3f} [ms] (mean)"
+        in_flight = r.concurrency * r.streams
+        return f"Time per request:       {in_flight * t * 1000 / r.requests:.3f} [ms] (mean)"
     return f"Time per request:       {r.latency_us.total.mean_us / 1000:.3f} [ms] (mean response time)"
 
 
@@ -172,6 +177,8 @@ def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
         f"({cores:.2f} of a core over the run, {r.threads} threads on {r.io}"
         + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation)" if r.busy_poll_us else ")"),
     ]
+    if r.http2 is not None:
+        out.append(_http2_line(r))
     if r.responses:
         tail = ", ".join(f"p{p:g} {total.at(p) / 1000:.3f}" for p in (99.9, 99.99))
         out.append(f"Latency tail (ms):      {tail}, max {total.max_us / 1000:.3f}")
@@ -190,6 +197,27 @@ def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
     if r.interrupted:
         out.append(f"Interrupted:            stopped early; the figures cover the {r.duration_s:.3f} s measured")
     return out
+
+
+def _http2_line(r: LoadResult) -> str:
+    h = r.http2
+    assert h is not None
+    parts = [
+        f"{r.streams} streams per connection asked, at most {h.peak_streams} in flight on one",
+        f"{h.connections} connections opened ({h.requests_per_connection_mean:.0f} requests each on average)",
+    ]
+    if h.server_max_streams is not None and h.server_max_streams < r.streams:
+        parts.append(
+            f"the server allows {h.server_max_streams} concurrent streams, so the rest waited in the client "
+            "(inside their latency)"
+        )
+    if h.goaways:
+        parts.append(f"{h.goaways} GOAWAY")
+    if h.resets:
+        parts.append(f"{h.resets} streams reset by the server")
+    if h.flow_control_stalls:
+        parts.append(f"{h.flow_control_stalls} request bodies waited for the server's flow-control window")
+    return "HTTP/2:                 " + "; ".join(parts)
 
 
 def _wrk_block(r: LoadResult, c: LoadConfig, o: ReportOptions) -> list[str]:

@@ -20,6 +20,9 @@ pub(crate) enum Phase {
     Handshake,
     Writing,
     Reading,
+    /// A stream of an HTTP/2 connection, which lives in the driver: the
+    /// request is in flight, whether sent yet or not.
+    Stream,
 }
 
 /// How a step of I/O left the request.
@@ -151,6 +154,7 @@ impl Conn {
             Phase::Handshake => self.handshake(now, request),
             Phase::Writing => self.write(request),
             Phase::Reading => self.read(now, buf, head, peer_closed),
+            Phase::Stream => Step::Pending,
         }
     }
 

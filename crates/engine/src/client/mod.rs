@@ -2,6 +2,7 @@
 //! response parsing.
 
 pub(crate) mod conn;
+pub(crate) mod h2;
 pub(crate) mod response;
 pub(crate) mod target;
 pub(crate) mod transport;

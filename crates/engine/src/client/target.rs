@@ -132,7 +132,8 @@ pub(crate) fn request_target(u: &url::Url) -> String {
 pub(crate) fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_header: &str, body: &[u8]) -> Vec<u8> {
     let version = match cfg.http_version {
         HttpVersion::Http10 => "HTTP/1.0",
-        HttpVersion::Http11 => "HTTP/1.1",
+        // HTTP/2 restates this request's head as its own fields (client::h2).
+        HttpVersion::Http11 | HttpVersion::Http2 => "HTTP/1.1",
     };
     let has = |name: &str| cfg.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     // Through a proxy the target is the absolute URL (RFC 9112 §3.2.2), as ab sends it.

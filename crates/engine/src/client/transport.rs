@@ -69,6 +69,15 @@ impl Transport {
         }
     }
 
+    /// Whether TLS agreed on HTTP/2 (ALPN "h2", RFC 9113 §3.2); plain TCP
+    /// has no agreement to make.
+    pub(crate) fn agreed_h2(&self) -> bool {
+        match self {
+            Transport::Tls(b) => b.1.alpn_protocol() == Some(b"h2"),
+            Transport::Plain(_) | Transport::Ring(_) => true,
+        }
+    }
+
     /// Sends whatever TLS records are queued; Ok(true) when all went out.
     pub(crate) fn flush(&mut self) -> io::Result<bool> {
         if let Transport::Tls(b) = self {
@@ -203,7 +212,8 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
     }
 }
 
-pub(crate) fn tls_context(host: &str) -> Result<TlsContext, String> {
+/// The TLS settings for `host`; with `h2`, ALPN offers HTTP/2 alone.
+pub(crate) fn tls_context(host: &str, h2: bool) -> Result<TlsContext, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -211,6 +221,10 @@ pub(crate) fn tls_context(host: &str) -> Result<TlsContext, String> {
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
         .with_no_client_auth();
+    let mut config = config;
+    if h2 {
+        config.alpn_protocols = vec![b"h2".to_vec()];
+    }
     let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
     let name = ServerName::try_from(bare).map_err(|e| e.to_string())?;
     Ok(TlsContext { config: Arc::new(config), name })

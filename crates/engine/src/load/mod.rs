@@ -88,6 +88,8 @@ impl Prepared {
             cpu: clock.cpu,
             busy_poll_us: config.busy_poll_us,
             io: clock.io,
+            http_version: config.http_version,
+            streams: config.streams,
             rate: config.rate.clone(),
             think_s: config.think_s,
             random_order: self.workload.random,
@@ -126,18 +128,26 @@ fn unix_now_s() -> f64 {
 /// Runs this process's share of the load (all of it unless `config.agent`).
 pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> Result<Measured> {
     let tls = match p.target.tls {
-        true => Some(tls_context(&p.target.host).map_err(EngineError::Tls)?),
+        true => Some(tls_context(&p.target.host, config.http2()).map_err(EngineError::Tls)?),
         false => None,
     };
+    if config.http2() {
+        if let Some(why) = crate::client::h2::probe::refusal(p.target.addr, tls.as_ref(), timeout_of(config)) {
+            return Err(EngineError::BadConfig {
+                key: "http_version",
+                reason: format!("{why}; drop HTTP/2, or enable it on the server"),
+            });
+        }
+    }
     let (agent, agents) = config.share();
     let threads = config.worker_threads();
     let workers = u64::from(threads);
-    let timeout = Duration::from_secs_f64(config.timeout_s);
+    let timeout = timeout_of(config);
     let expected_seconds = config.duration_s.map_or(1, |d| d.ceil() as usize + 1);
     let schedule = p.schedule(config);
     let conc = u64::from(config.share_of_concurrency());
     let shares: Vec<usize> = (0..workers).map(|i| split(conc, workers, i) as usize).collect();
-    let loops = EventLoop::for_workers(config, p.target.tls, &shares)?;
+    let loops = EventLoop::for_workers(config, p.target.tls, &shares, &p.workload.requests)?;
     let io = loops.first().map_or("epoll", EventLoop::name);
     let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
         Some(at) => {
@@ -170,7 +180,8 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
                     None => PacingSpec::Closed { tickets: &tickets, think },
                 },
                 tls: tls.as_ref(),
-                connections: shares[i as usize],
+                // A slot per request in flight: HTTP/2 carries `streams` per connection.
+                connections: shares[i as usize] * config.streams as usize,
                 timeout,
                 run_start: start,
                 end: p.end.map(|d| start + d),
@@ -216,6 +227,10 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
 
 /// The most an agreed start may lie ahead: further means the clocks (or the
 /// caller) are wrong, and waiting would look like a hang.
+fn timeout_of(config: &LoadConfig) -> Duration {
+    Duration::from_secs_f64(config.timeout_s)
+}
+
 const MAX_START_WAIT_S: f64 = 600.0;
 
 fn wait_until(at_unix_s: f64, control: &Control) -> Result<()> {

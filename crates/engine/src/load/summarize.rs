@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use crate::config::LoadConfig;
 use crate::load::pacing::{Schedule, Shape};
-use crate::measure::stats::{Stats, StatusList, UrlStats};
+use crate::measure::stats::{Http2Counts, Stats, StatusList, UrlStats};
 use crate::measure::summary::summarize;
 use crate::result::{
-    Bytes, Heads, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA,
+    Bytes, Heads, Http2Summary, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA,
 };
 use crate::workload::Workload;
 
@@ -72,7 +72,26 @@ pub(crate) fn build(
         agents: Vec::new(),
         trace,
         heads,
+        http2: s.http2.as_ref().map(http2_summary),
         run: f,
+    }
+}
+
+fn http2_summary(c: &Http2Counts) -> Http2Summary {
+    Http2Summary {
+        connections: c.connections,
+        requests_per_connection_min: c.requests_min,
+        requests_per_connection_mean: if c.connections == 0 {
+            0.0
+        } else {
+            c.requests_total as f64 / c.connections as f64
+        },
+        requests_per_connection_max: c.requests_max,
+        peak_streams: c.peak_streams,
+        server_max_streams: c.server_max_streams,
+        flow_control_stalls: c.flow_control_stalls,
+        goaways: c.goaways,
+        resets: c.resets,
     }
 }
 

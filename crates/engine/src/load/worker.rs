@@ -92,6 +92,8 @@ struct Worker<'a, D: Driver> {
     peer: Peer<'a>,
     /// What the last wait reported, handled one by one.
     events: Vec<D::Event>,
+    /// The slots' steps an event (or a flush) brought, handled in order.
+    done: Vec<(usize, Step)>,
     buf: Vec<u8>,
     stats: Stats,
     rng: SmallRng,
@@ -110,6 +112,7 @@ pub(crate) fn run_worker(spec: WorkerSpec<'_>, event_loop: EventLoop) -> std::io
     match event_loop {
         EventLoop::Epoll(io) => run_on(spec, io),
         EventLoop::Uring(io) => run_on(spec, *io),
+        EventLoop::H2(io) => run_on(spec, *io),
     }
 }
 
@@ -132,6 +135,7 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
     let mut w = Worker {
         pace,
         events: Vec::with_capacity(io.capacity()),
+        done: Vec::with_capacity(n),
         io,
         peer: Peer { addr: spec.target.addr, tls: spec.tls },
         conns: (0..n).map(|i| Conn::new(Token(i), now)).collect(),
@@ -150,6 +154,7 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
         c.parser.want_head = spec.want_server && spec.want_head;
     }
     w.run();
+    w.io.finish(&mut w.stats);
     Ok(w.stats)
 }
 
@@ -175,6 +180,9 @@ impl<D: Driver> Worker<'_, D> {
                 Some(at) if at < next_tick => at,
                 _ => next_tick,
             };
+            let mut done = std::mem::take(&mut self.done);
+            self.io.flush(&mut self.conns, now, &mut done);
+            self.follow_all(&mut done, now);
             let mut events = std::mem::take(&mut self.events);
             events.clear();
             if let Err(e) = self.io.wait(&mut events, until, next_tick, now) {
@@ -185,10 +193,10 @@ impl<D: Driver> Worker<'_, D> {
                 // The clock is read per event, as each response's bytes arrive.
                 let now = Instant::now();
                 let requests = &self.spec.workload.requests;
-                if let Some((i, step)) = self.io.advance(ev, &mut self.conns, &mut self.buf, requests, now) {
-                    self.follow(i, step, now);
-                }
+                self.io.advance(ev, &mut self.conns, &mut self.buf, requests, now, &mut done);
+                self.follow_all(&mut done, now);
             }
+            self.done = done;
             let seen = !events.is_empty();
             self.events = events;
             let now = Instant::now();
@@ -375,6 +383,12 @@ impl<D: Driver> Worker<'_, D> {
         }
     }
 
+    fn follow_all(&mut self, done: &mut Vec<(usize, Step)>, now: Instant) {
+        for (i, step) in done.drain(..) {
+            self.follow(i, step, now);
+        }
+    }
+
     fn start_deferred(&mut self) {
         if self.deferred.is_empty() {
             return;
@@ -486,7 +500,9 @@ impl<D: Driver> Worker<'_, D> {
         }
         s.header_bytes += c.parser.header_bytes;
         s.body_bytes += c.parser.body_bytes;
-        s.sent_bytes += self.spec.workload.requests[c.entry.request as usize].bytes.len() as u64;
+        if !D::COUNTS_SENT_BYTES {
+            s.sent_bytes += self.spec.workload.requests[c.entry.request as usize].bytes.len() as u64;
+        }
         if c.parser.want_server {
             s.server_software = c.parser.server.take();
             c.parser.want_server = false;
@@ -521,7 +537,8 @@ impl<D: Driver> Worker<'_, D> {
         let over = self.spec.end.is_some_and(|end| now >= end + DRAIN);
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.phase != Phase::Idle && (c.deadline <= now || over) && c.transport.is_some() {
+            let waiting = c.transport.is_some() || c.phase == Phase::Stream;
+            if c.phase != Phase::Idle && (c.deadline <= now || over) && waiting {
                 let phase = c.phase;
                 let why = match c.deadline <= now {
                     true => format!("no response within {}s ({phase:?})", self.spec.timeout.as_secs_f64()),

@@ -294,6 +294,58 @@ pub struct Stats {
     /// The head of the first response, when the config asks for heads.
     #[serde(default)]
     pub response_head: Option<String>,
+    /// What only HTTP/2 has: streams per connection, flow control, GOAWAY.
+    #[serde(default)]
+    pub http2: Option<Http2Counts>,
+}
+
+/// A worker's HTTP/2 connections, counted by its driver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Http2Counts {
+    pub connections: u64,
+    /// Requests each connection carried to a response: fewest, most, sum.
+    pub requests_min: u64,
+    pub requests_max: u64,
+    pub requests_total: u64,
+    /// The most streams open at once on one connection.
+    pub peak_streams: u64,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server set (RFC 9113
+    /// §6.5.2); beyond it requests wait in the client for a stream.
+    pub server_max_streams: Option<u32>,
+    /// Requests whose body waited for the server's flow-control window.
+    pub flow_control_stalls: u64,
+    pub goaways: u64,
+    /// RST_STREAM frames the server sent.
+    pub resets: u64,
+}
+
+impl Http2Counts {
+    /// One connection ended (or the run did) after carrying `requests`.
+    pub(crate) fn connection_ended(&mut self, requests: u64) {
+        self.requests_min = if self.connections == 0 { requests } else { self.requests_min.min(requests) };
+        self.requests_max = self.requests_max.max(requests);
+        self.requests_total += requests;
+        self.connections += 1;
+    }
+
+    fn merge(&mut self, o: &Http2Counts) {
+        match (self.connections, o.connections) {
+            (_, 0) => {}
+            (0, _) => self.requests_min = o.requests_min,
+            _ => self.requests_min = self.requests_min.min(o.requests_min),
+        }
+        self.connections += o.connections;
+        self.requests_max = self.requests_max.max(o.requests_max);
+        self.requests_total += o.requests_total;
+        self.peak_streams = self.peak_streams.max(o.peak_streams);
+        self.server_max_streams = match (self.server_max_streams, o.server_max_streams) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.flow_control_stalls += o.flow_control_stalls;
+        self.goaways += o.goaways;
+        self.resets += o.resets;
+    }
 }
 
 impl Stats {
@@ -322,6 +374,7 @@ impl Stats {
             document_length: None,
             trace: Trace::default(),
             response_head: None,
+            http2: None,
         }
     }
 
@@ -390,6 +443,11 @@ impl Stats {
         self.mismatched_responses += o.mismatched_responses;
         self.keep_alive_requests += o.keep_alive_requests;
         self.connections_opened += o.connections_opened;
+        match (&mut self.http2, &o.http2) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, b) => a.clone_from(b),
+            (Some(_), None) => {}
+        }
         self.header_bytes += o.header_bytes;
         self.body_bytes += o.body_bytes;
         self.sent_bytes += o.sent_bytes;

@@ -27,13 +27,18 @@ impl Epoll {
         let timer = Timer::new(poll.registry(), TIMER)?;
         Ok(Epoll { poll, timer, events: Events::with_capacity(EVENTS) })
     }
+
+    pub(super) fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
 }
 
 /// A slot's socket was ready; `closed` is the event's read-closed flag.
 #[derive(Clone, Copy)]
 pub(crate) struct Ready {
-    slot: usize,
-    closed: bool,
+    /// The token: a slot's, or an HTTP/2 connection's.
+    pub(super) slot: usize,
+    pub(super) closed: bool,
 }
 
 impl Driver for Epoll {
@@ -78,9 +83,10 @@ impl Driver for Epoll {
         buf: &mut [u8],
         requests: &[Prepared],
         now: Instant,
-    ) -> Option<(usize, Step)> {
+        done: &mut Vec<(usize, Step)>,
+    ) {
         let c = &mut conns[ev.slot];
         let req = &requests[c.entry.request as usize];
-        Some((ev.slot, c.ready(now, buf, &req.bytes, req.head, ev.closed)))
+        done.push((ev.slot, c.ready(now, buf, &req.bytes, req.head, ev.closed)));
     }
 }

@@ -6,6 +6,7 @@
 
 mod bufring;
 mod epoll;
+mod h2;
 mod timer;
 mod uring;
 
@@ -14,12 +15,15 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use crate::client::conn::{Conn, Step};
+use crate::client::h2::request::H2Request;
 use crate::client::transport::TlsContext;
 use crate::config::{IoBackend, LoadConfig};
 use crate::error::{EngineError, Result};
+use crate::measure::stats::Stats;
 use crate::workload::Prepared;
 
 pub(crate) use epoll::Epoll;
+pub(crate) use h2::H2;
 pub use uring::io_uring_support;
 pub(crate) use uring::Uring;
 
@@ -46,8 +50,9 @@ pub(crate) trait Driver {
     /// slot's open connection.
     fn begin(&mut self, i: usize, c: &mut Conn, peer: &Peer<'_>, request: &[u8], now: Instant) -> Step;
 
-    /// Moves the slot an event concerns, at `now` (read once per event);
-    /// None for an event of no slot's (a stale completion).
+    /// Moves the slots an event concerns, at `now` (read once per event),
+    /// pushing each step to `done`: one slot's for a socket of HTTP/1.x,
+    /// any of a connection's streams for HTTP/2, none for a stale completion.
     fn advance(
         &mut self,
         ev: Self::Event,
@@ -55,13 +60,30 @@ pub(crate) trait Driver {
         buf: &mut [u8],
         requests: &[Prepared],
         now: Instant,
-    ) -> Option<(usize, Step)>;
+        done: &mut Vec<(usize, Step)>,
+    );
+
+    /// Writes what the requests begun since the last wait queued, before
+    /// the worker waits again; steps of slots that fails go to `done`.
+    /// (HTTP/2 frames a turn's requests into one write per connection.)
+    fn flush(&mut self, _conns: &mut [Conn], _now: Instant, _done: &mut Vec<(usize, Step)>) {}
+
+    /// Adds what only the driver counted to the worker's figures, at its end.
+    fn finish(&mut self, _stats: &mut Stats) {}
+
+    /// True when the driver counts the bytes sent itself (in `finish`):
+    /// HTTP/2's on the wire differ from the prepared HTTP/1.1 request's.
+    const COUNTS_SENT_BYTES: bool = false;
 }
 
 /// Whether the load runs on io_uring; an error when `io = "uring"` cannot
 /// be had (checked before the run, with the other settings).
 pub(crate) fn uses_uring(config: &LoadConfig, tls: bool) -> Result<bool> {
     let refuse = |reason: String| Err(EngineError::BadConfig { key: "io", reason });
+    if config.http2() {
+        // HTTP/2 runs on epoll (validate refuses `io = "uring"` with it).
+        return Ok(false);
+    }
     match (config.io, tls) {
         (IoBackend::Epoll, _) | (IoBackend::Auto, true) => Ok(false),
         (IoBackend::Uring, true) => {
@@ -87,17 +109,34 @@ pub(crate) struct Peer<'a> {
 pub(crate) enum EventLoop {
     Epoll(Epoll),
     Uring(Box<Uring>),
+    /// HTTP/2 streams over epoll.
+    H2(Box<H2>),
 }
 
 impl EventLoop {
     /// One driver per worker, all of the backend `config.io` asks for: with
     /// `auto`, io_uring when it works here and the target is plain HTTP.
-    pub(crate) fn for_workers(config: &LoadConfig, tls: bool, connections: &[usize]) -> Result<Vec<EventLoop>> {
+    pub(crate) fn for_workers(
+        config: &LoadConfig,
+        tls: bool,
+        connections: &[usize],
+        requests: &[Prepared],
+    ) -> Result<Vec<EventLoop>> {
         let uring = uses_uring(config, tls)?;
         let descriptors = |e: io::Error| match e.raw_os_error() {
             Some(libc::EMFILE | libc::ENFILE) => EngineError::Descriptors { threads: connections.len(), source: e },
             _ => EngineError::Io(e),
         };
+        if config.http2() {
+            let h2 = |&n: &usize| -> Result<EventLoop> {
+                let restated: std::result::Result<Vec<H2Request>, String> =
+                    requests.iter().map(|r| H2Request::from_http1(&r.bytes, tls)).collect();
+                let restated = restated.map_err(|reason| EngineError::BadConfig { key: "http_version", reason })?;
+                let streams = config.streams as usize;
+                Ok(EventLoop::H2(Box::new(H2::new(n, streams, restated).map_err(descriptors)?)))
+            };
+            return connections.iter().map(h2).collect();
+        }
         if uring {
             let rings: io::Result<Vec<EventLoop>> =
                 connections.iter().map(|&n| Uring::new(n).map(|u| EventLoop::Uring(Box::new(u)))).collect();
@@ -126,6 +165,7 @@ impl EventLoop {
         match self {
             EventLoop::Epoll(_) => Epoll::NAME,
             EventLoop::Uring(_) => Uring::NAME,
+            EventLoop::H2(_) => H2::NAME,
         }
     }
 }

@@ -334,7 +334,8 @@ impl Driver for Uring {
         _: &mut [u8],
         requests: &[Prepared],
         now: Instant,
-    ) -> Option<(usize, Step)> {
+        done: &mut Vec<(usize, Step)>,
+    ) {
         let (i, _, op) = untag(ev.user_data);
         let bid = if op == RECV { cqueue::buffer_select(ev.flags) } else { None };
         let step = match bid {
@@ -348,7 +349,9 @@ impl Driver for Uring {
             }
             None => self.ops.complete(ev, None, &mut conns[i], requests, now),
         };
-        step.map(|s| (i, s))
+        if let Some(s) = step {
+            done.push((i, s));
+        }
     }
 }
 

@@ -1,0 +1,443 @@
+//! One HTTP/2 client session (RFC 9113, nghttp2) driven through memory:
+//! bytes the socket gave are fed in, bytes to write are taken out, and what
+//! happened to each stream comes back as events. The socket, the clock and
+//! the slots stay the worker's, so the timestamps are taken where the
+//! HTTP/1.x path takes them.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::ptr;
+
+use libnghttp2_sys as ng;
+
+use super::request::H2Request;
+
+/// The stream and connection receive windows this client grants (2^30 - 1,
+/// h2load's default `-w 30 -W 30`): a load generator reads everything at
+/// once, so the server's sending is never held by our window.
+const WINDOW: i32 = (1 << 30) - 1;
+
+/// What the session saw. `slot` is the worker's slot the stream carries,
+/// `id` the stream, so an event of a stream its slot gave up is told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// The first frame of a response head arrived.
+    Head {
+        slot: usize,
+        id: i32,
+    },
+    Status {
+        slot: usize,
+        id: i32,
+        status: u16,
+    },
+    /// A head's frame as received (HPACK-compressed, with its frame header).
+    HeadBytes {
+        slot: usize,
+        id: i32,
+        n: u64,
+    },
+    Body {
+        slot: usize,
+        id: i32,
+        n: u64,
+    },
+    /// END_STREAM arrived: the response is complete.
+    End {
+        slot: usize,
+        id: i32,
+    },
+    /// The stream closed without a complete response: `code` says why.
+    Closed {
+        slot: usize,
+        id: i32,
+        code: u32,
+    },
+    /// The request's HEADERS frame was serialized for the socket.
+    Sent {
+        slot: usize,
+        id: i32,
+    },
+    /// The server's SETTINGS: it speaks HTTP/2.
+    Settings,
+    GoAway {
+        last_stream: i32,
+        code: u32,
+    },
+    /// The server reset a stream (RST_STREAM).
+    Reset,
+}
+
+/// A request body being sent: the read callback's position in it.
+struct BodyCursor {
+    data: *const u8,
+    len: usize,
+    at: usize,
+}
+
+/// What the callbacks write to: boxed, so its address stays fixed for
+/// nghttp2, which holds it as the session's user data.
+struct Inbox {
+    events: Vec<Event>,
+    /// The first response's Server header, while `want_server`.
+    server: Option<String>,
+    want_server: bool,
+    /// Request bodies in flight, by the stream's place on this connection.
+    bodies: Vec<BodyCursor>,
+}
+
+pub(crate) struct Session {
+    raw: *mut ng::nghttp2_session,
+    inbox: Box<Inbox>,
+}
+
+/// nghttp2's words for a library error code.
+pub(crate) fn lib_error(code: isize) -> String {
+    // SAFETY: nghttp2_strerror returns a static NUL-terminated string for any code.
+    unsafe { CStr::from_ptr(ng::nghttp2_strerror(code as c_int)) }.to_string_lossy().into_owned()
+}
+
+/// RFC 9113's name for an HTTP/2 error code (§7).
+pub(crate) fn h2_error(code: u32) -> String {
+    // SAFETY: as for nghttp2_strerror; unknown codes give "unknown".
+    unsafe { CStr::from_ptr(ng::nghttp2_http2_strerror(code)) }.to_string_lossy().into_owned()
+}
+
+impl Session {
+    /// A client session for a connection carrying at most `streams` requests
+    /// at once; its preface and SETTINGS are queued to send.
+    pub(crate) fn client(streams: usize, want_server: bool) -> Result<Session, String> {
+        let mut inbox = Box::new(Inbox {
+            events: Vec::with_capacity(8 * streams + 8),
+            server: None,
+            want_server,
+            bodies: (0..streams).map(|_| BodyCursor { data: ptr::null(), len: 0, at: 0 }).collect(),
+        });
+        let mut raw = ptr::null_mut();
+        // SAFETY: the callbacks object is created, filled and freed here; the
+        // session copies it. `inbox` outlives the session (dropped after it,
+        // in Drop) and does not move (boxed).
+        unsafe {
+            let mut cbs = ptr::null_mut();
+            if ng::nghttp2_session_callbacks_new(&mut cbs) != 0 {
+                return Err("out of memory".into());
+            }
+            ng::nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Some(on_begin_headers));
+            ng::nghttp2_session_callbacks_set_on_header_callback(cbs, Some(on_header));
+            ng::nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Some(on_frame_recv));
+            ng::nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Some(on_data_chunk));
+            ng::nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Some(on_stream_close));
+            ng::nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Some(on_frame_send));
+            let rv = ng::nghttp2_session_client_new(&mut raw, cbs, (&mut *inbox as *mut Inbox).cast());
+            ng::nghttp2_session_callbacks_del(cbs);
+            if rv != 0 {
+                return Err(lib_error(rv as isize));
+            }
+        }
+        let s = Session { raw, inbox };
+        let settings = [
+            ng::nghttp2_settings_entry { settings_id: ng::NGHTTP2_SETTINGS_ENABLE_PUSH as i32, value: 0 },
+            ng::nghttp2_settings_entry {
+                settings_id: ng::NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE as i32,
+                value: WINDOW as u32,
+            },
+        ];
+        // SAFETY: a live session; the entries are copied.
+        let rv = unsafe {
+            let rv = ng::nghttp2_submit_settings(s.raw, 0, settings.as_ptr(), settings.len());
+            match rv {
+                0 => ng::nghttp2_session_set_local_window_size(s.raw, 0, 0, WINDOW),
+                e => e,
+            }
+        };
+        match rv {
+            0 => Ok(s),
+            e => Err(lib_error(e as isize)),
+        }
+    }
+
+    /// Queues request `r` for `slot`, the `place`-th stream of this
+    /// connection; returns its stream id.
+    pub(crate) fn submit(&mut self, slot: usize, place: usize, r: &H2Request) -> Result<i32, String> {
+        let nva = r.nv();
+        let body = r.body();
+        let provider;
+        let data = match body.is_empty() {
+            true => ptr::null(),
+            false => {
+                self.inbox.bodies[place] = BodyCursor { data: body.as_ptr(), len: body.len(), at: 0 };
+                provider = ng::nghttp2_data_provider2 {
+                    source: ng::nghttp2_data_source { ptr: (&mut self.inbox.bodies[place] as *mut BodyCursor).cast() },
+                    read_callback: Some(read_body),
+                };
+                &provider as *const ng::nghttp2_data_provider2
+            }
+        };
+        // SAFETY: the name/value pairs are copied by nghttp2 before it
+        // returns; the body's bytes belong to the driver's request list,
+        // which outlives every session; the cursor is in the boxed inbox.
+        let id = unsafe {
+            ng::nghttp2_submit_request2(self.raw, ptr::null(), nva.as_ptr(), nva.len(), data, (slot + 1) as *mut c_void)
+        };
+        match id {
+            id if id > 0 => Ok(id),
+            e => Err(lib_error(e as isize)),
+        }
+    }
+
+    /// Resets a stream its slot no longer waits for (it timed out).
+    pub(crate) fn cancel(&mut self, id: i32) {
+        // SAFETY: a live session; an unknown or closed stream is refused
+        // harmlessly. The slot is detached first, so its close reports nothing.
+        unsafe {
+            ng::nghttp2_session_set_stream_user_data(self.raw, id, ptr::null_mut());
+            ng::nghttp2_submit_rst_stream(self.raw, 0, id, ng::NGHTTP2_CANCEL);
+        }
+    }
+
+    /// Feeds bytes the socket gave; Err when they are not valid HTTP/2 (or
+    /// a flood nghttp2 refuses): the connection cannot go on.
+    pub(crate) fn receive(&mut self, data: &[u8]) -> Result<(), String> {
+        // SAFETY: a live session and a valid slice.
+        let n = unsafe { ng::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) };
+        match n {
+            n if n < 0 => Err(lib_error(n)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends what the session has to send to `out`.
+    pub(crate) fn send(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        loop {
+            let mut at = ptr::null();
+            // SAFETY: a live session; the returned bytes stay valid until the
+            // next call into it, and are copied before then.
+            let n = unsafe { ng::nghttp2_session_mem_send2(self.raw, &mut at) };
+            match n {
+                0 => return Ok(()),
+                n if n < 0 => return Err(lib_error(n)),
+                n => out.extend_from_slice(unsafe { std::slice::from_raw_parts(at, n as usize) }),
+            }
+        }
+    }
+
+    /// False once the session has nothing more to do (after GOAWAY both ways
+    /// with no stream open, or a fatal error).
+    pub(crate) fn alive(&self) -> bool {
+        // SAFETY: a live session.
+        unsafe { ng::nghttp2_session_want_read(self.raw) != 0 || ng::nghttp2_session_want_write(self.raw) != 0 }
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (2^32 - 1 when it set none).
+    pub(crate) fn server_max_streams(&self) -> u32 {
+        // SAFETY: a live session.
+        unsafe { ng::nghttp2_session_get_remote_settings(self.raw, ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS) }
+    }
+
+    /// Whether request bodies are held by the server's flow-control window:
+    /// the connection's or stream `id`'s is spent.
+    pub(crate) fn window_closed(&self, id: i32) -> bool {
+        // SAFETY: a live session; an unknown stream gives -1.
+        unsafe {
+            ng::nghttp2_session_get_remote_window_size(self.raw) <= 0
+                || ng::nghttp2_session_get_stream_remote_window_size(self.raw, id) == 0
+        }
+    }
+
+    /// Whether the body of the stream in `place` is still being sent.
+    pub(crate) fn body_pending(&self, place: usize) -> bool {
+        let b = &self.inbox.bodies[place];
+        b.at < b.len
+    }
+
+    pub(crate) fn events(&mut self) -> &mut Vec<Event> {
+        &mut self.inbox.events
+    }
+
+    /// The first response's Server header, once.
+    pub(crate) fn take_server(&mut self) -> Option<String> {
+        self.inbox.want_server = false;
+        self.inbox.server.take()
+    }
+}
+
+// SAFETY: a session is used by one thread at a time (its worker's); nghttp2
+// keeps no thread-local state, and the inbox is owned with it.
+unsafe impl Send for Session {}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // SAFETY: the session is freed once; the inbox goes after it.
+        unsafe { ng::nghttp2_session_del(self.raw) };
+    }
+}
+
+/// The inbox and the slot of a stream, from the callbacks' arguments.
+///
+/// SAFETY: `user_data` is the session's boxed inbox.
+unsafe fn inbox<'a>(user_data: *mut c_void) -> &'a mut Inbox {
+    unsafe { &mut *user_data.cast::<Inbox>() }
+}
+
+/// The slot stream `id` carries; None for a stream no slot waits for.
+///
+/// SAFETY: `session` is live.
+unsafe fn slot(session: *mut ng::nghttp2_session, id: i32) -> Option<usize> {
+    let p = unsafe { ng::nghttp2_session_get_stream_user_data(session, id) } as usize;
+    p.checked_sub(1)
+}
+
+unsafe extern "C" fn on_begin_headers(
+    session: *mut ng::nghttp2_session,
+    frame: *const ng::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes a valid frame and our inbox.
+    unsafe {
+        let id = (*frame).hd.stream_id;
+        if let Some(slot) = slot(session, id) {
+            inbox(user_data).events.push(Event::Head { slot, id });
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_header(
+    session: *mut ng::nghttp2_session,
+    frame: *const ng::nghttp2_frame,
+    name: *const u8,
+    namelen: usize,
+    value: *const u8,
+    valuelen: usize,
+    _flags: u8,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes valid slices, a valid frame and our inbox.
+    unsafe {
+        let id = (*frame).hd.stream_id;
+        let Some(slot) = slot(session, id) else { return 0 };
+        let name = std::slice::from_raw_parts(name, namelen);
+        let value = std::slice::from_raw_parts(value, valuelen);
+        let inbox = inbox(user_data);
+        match name {
+            b":status" => {
+                // nghttp2 has checked it is three digits (RFC 9113 §8.3.2).
+                let status = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+                inbox.events.push(Event::Status { slot, id, status });
+            }
+            b"server" if inbox.want_server && inbox.server.is_none() => {
+                inbox.server = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            _ => {}
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_frame_recv(
+    session: *mut ng::nghttp2_session,
+    frame: *const ng::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes a valid frame (the union member its type
+    // names) and our inbox.
+    unsafe {
+        let hd = (*frame).hd;
+        let inbox = inbox(user_data);
+        let stream = slot(session, hd.stream_id).map(|s| (s, hd.stream_id));
+        match u32::from(hd.type_) {
+            ng::NGHTTP2_SETTINGS => inbox.events.push(Event::Settings),
+            ng::NGHTTP2_GOAWAY => {
+                let g = (*frame).goaway;
+                inbox.events.push(Event::GoAway { last_stream: g.last_stream_id, code: g.error_code });
+            }
+            ng::NGHTTP2_RST_STREAM => inbox.events.push(Event::Reset),
+            ng::NGHTTP2_HEADERS => {
+                if let Some((slot, id)) = stream {
+                    inbox.events.push(Event::HeadBytes { slot, id, n: hd.length as u64 + 9 });
+                }
+            }
+            _ => {}
+        }
+        if let Some((slot, id)) = stream {
+            let ends = u32::from(hd.flags) & ng::NGHTTP2_FLAG_END_STREAM != 0;
+            let data_or_head = matches!(u32::from(hd.type_), ng::NGHTTP2_DATA | ng::NGHTTP2_HEADERS);
+            if ends && data_or_head {
+                inbox.events.push(Event::End { slot, id });
+            }
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_data_chunk(
+    session: *mut ng::nghttp2_session,
+    _flags: u8,
+    id: i32,
+    _data: *const u8,
+    len: usize,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        if let Some(slot) = slot(session, id) {
+            inbox(user_data).events.push(Event::Body { slot, id, n: len as u64 });
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_stream_close(
+    session: *mut ng::nghttp2_session,
+    id: i32,
+    code: u32,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        if let Some(slot) = slot(session, id) {
+            inbox(user_data).events.push(Event::Closed { slot, id, code });
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_frame_send(
+    session: *mut ng::nghttp2_session,
+    frame: *const ng::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        let hd = (*frame).hd;
+        if u32::from(hd.type_) == ng::NGHTTP2_HEADERS {
+            if let Some(slot) = slot(session, hd.stream_id) {
+                inbox(user_data).events.push(Event::Sent { slot, id: hd.stream_id });
+            }
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn read_body(
+    _session: *mut ng::nghttp2_session,
+    _id: i32,
+    buf: *mut u8,
+    length: usize,
+    flags: *mut u32,
+    source: *mut ng::nghttp2_data_source,
+    _user_data: *mut c_void,
+) -> ng::nghttp2_ssize {
+    // SAFETY: `source` holds the cursor `submit` gave, which lives in the
+    // inbox; its bytes live in the driver's request list; `buf` has room
+    // for `length` bytes.
+    unsafe {
+        let b = &mut *(*source).ptr.cast::<BodyCursor>();
+        let n = (b.len - b.at).min(length);
+        ptr::copy_nonoverlapping(b.data.add(b.at), buf, n);
+        b.at += n;
+        if b.at == b.len {
+            *flags |= ng::NGHTTP2_DATA_FLAG_EOF;
+        }
+        n as ng::nghttp2_ssize
+    }
+}
