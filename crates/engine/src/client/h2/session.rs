@@ -83,6 +83,9 @@ struct Inbox {
     want_server: bool,
     /// Request bodies in flight, by the stream's place on this connection.
     bodies: Vec<BodyCursor>,
+    /// nghttp2's last complaint about the server (a bad frame, a flood): set
+    /// when it ends the session itself, with a GOAWAY of its own.
+    fault: Option<String>,
 }
 
 pub(crate) struct Session {
@@ -111,6 +114,7 @@ impl Session {
             server: None,
             want_server,
             bodies: (0..streams).map(|_| BodyCursor { data: ptr::null(), len: 0, at: 0 }).collect(),
+            fault: None,
         });
         let mut raw = ptr::null_mut();
         // SAFETY: the callbacks object is created, filled and freed here; the
@@ -127,6 +131,7 @@ impl Session {
             ng::nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Some(on_data_chunk));
             ng::nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Some(on_stream_close));
             ng::nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Some(on_frame_send));
+            ng::nghttp2_session_callbacks_set_error_callback2(cbs, Some(on_error));
             let rv = ng::nghttp2_session_client_new(&mut raw, cbs, (&mut *inbox as *mut Inbox).cast());
             ng::nghttp2_session_callbacks_del(cbs);
             if rv != 0 {
@@ -251,6 +256,11 @@ impl Session {
 
     pub(crate) fn events(&mut self) -> &mut Vec<Event> {
         &mut self.inbox.events
+    }
+
+    /// What nghttp2 found wrong with the server's frames, if it did.
+    pub(crate) fn fault(&self) -> Option<&str> {
+        self.inbox.fault.as_deref()
     }
 
     /// The first response's Server header, once.
@@ -409,11 +419,36 @@ unsafe extern "C" fn on_frame_send(
     // SAFETY: as above.
     unsafe {
         let hd = (*frame).hd;
-        if u32::from(hd.type_) == ng::NGHTTP2_HEADERS {
-            if let Some(slot) = slot(session, hd.stream_id) {
-                inbox(user_data).events.push(Event::Sent { slot, id: hd.stream_id });
+        match u32::from(hd.type_) {
+            ng::NGHTTP2_HEADERS => {
+                if let Some(slot) = slot(session, hd.stream_id) {
+                    inbox(user_data).events.push(Event::Sent { slot, id: hd.stream_id });
+                }
             }
+            // Only nghttp2 ends a session from this side: over the server's frames.
+            ng::NGHTTP2_GOAWAY => {
+                let code = (*frame).goaway.error_code;
+                inbox(user_data)
+                    .fault
+                    .get_or_insert_with(|| format!("the client ended the session ({})", h2_error(code)));
+            }
+            _ => {}
         }
+    }
+    0
+}
+
+unsafe extern "C" fn on_error(
+    _session: *mut ng::nghttp2_session,
+    _code: c_int,
+    msg: *const std::ffi::c_char,
+    len: usize,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes `len` bytes of message and our inbox.
+    unsafe {
+        let msg = std::slice::from_raw_parts(msg.cast::<u8>(), len);
+        inbox(user_data).fault = Some(String::from_utf8_lossy(msg).into_owned());
     }
     0
 }

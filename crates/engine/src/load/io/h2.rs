@@ -503,9 +503,14 @@ impl Driver for H2 {
         }
         self.write(j, conns, done);
         let link = &self.links[j];
-        if link.state == State::Open && !link.session.as_ref().is_some_and(Session::alive) {
-            // The session is over (GOAWAY both ways, or nghttp2 gave up).
-            self.fail_link(j, ErrorKind::Receive, "the HTTP/2 session ended", conns, done);
+        let Some(s) = link.session.as_ref().filter(|_| link.state == State::Open) else { return };
+        if !s.alive() {
+            // The session is over: nghttp2 ended it over the server's frames
+            // (its GOAWAY is written above), or GOAWAY went both ways.
+            match s.fault().map(|f| format!("not valid HTTP/2: {f}")) {
+                Some(why) => self.fail_link(j, ErrorKind::Exception, &why, conns, done),
+                None => self.fail_link(j, ErrorKind::Receive, "the server ended the HTTP/2 session", conns, done),
+            }
         }
     }
 
