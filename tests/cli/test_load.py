@@ -299,3 +299,43 @@ def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):
     # The issue's case: 7.58 of a core over the run with 8 threads.
     assert run(75.8).startswith("corebench: warning: the generator used 7.58 of the 8 cores its threads can use (95%)")
     assert run(40.0) == "" and run(75.8, busy_poll_us=20) == ""
+
+
+def test_http2_multiplexes_and_says_so(nginx):
+    before = nginx.served()
+    p = run_cli("load", "--http2", "-c", "4", "--streams", "25", "-n", "5000", nginx.h2_url)
+    assert p.returncode == 0, p.stderr
+    assert nginx.served_since(before) == 5000
+    assert "Concurrency Level:      100 (4 connections × 25 streams)" in p.stdout, p.stdout
+    assert "Complete requests:      5000" in p.stdout and "Failed requests:        0" in p.stdout
+    assert "HTTP/2:                 25 streams per connection asked, at most 25 in flight on one; 4 connections" in (
+        p.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--streams", "8"], "--streams: concurrent streams on a connection need HTTP/2"),
+        (["--http1.0", "--http2"], "--http1.0 and --http2 ask for two protocols: give one"),
+        (["--http2", "--streams", "0"], "--streams: Input should be greater than or equal to 1"),
+        (["--http2", "--io", "uring"], "--io: HTTP/2 runs on epoll"),
+    ],
+)
+def test_http2_settings_are_refused_in_one_line(args, says):
+    p = run_cli("load", "-n", "10", *args, "http://127.0.0.1:9/")
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+def test_http2_to_a_server_without_it_is_refused_in_one_line(nginx):
+    before = nginx.served()
+    p = run_cli("load", "--http2", "-n", "10", nginx.url)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == (
+        'corebench: error: --http1.0/--http2: the server answered the HTTP/2 preface in HTTP/1.x ("HTTP/1.1 400 Bad '
+        'Request"): it does not speak h2c; drop HTTP/2, or enable it on the server'
+    )
+    # The check's one connection sent nginx a preface, which it counted as a request.
+    assert nginx.served_since(before) == 1

@@ -41,3 +41,28 @@ def test_http10_and_head(nginx):
     assert r.responses == 20 and r.failed == 0 and r.keep_alive_requests == 20
     r = corebench.load(nginx.url, concurrency=2, requests=20, method="HEAD")
     assert r.responses == 20 and r.failed == 0 and r.bytes.body == 0
+
+
+def test_http2_count_matches_stub_status(nginx):
+    # stub_status counts requests, not connections: over HTTP/2 every stream.
+    before = nginx.served()
+    r = corebench.load(nginx.h2_url, http="2", concurrency=10, streams=10, requests=20000)
+    assert nginx.served_since(before) == r.responses == 20000
+    assert r.failed == 0 and r.http_version == "2" and r.streams == 10
+    assert r.http2 is not None and r.http2.connections == 10 and r.http2.peak_streams == 10
+
+
+def test_http2_timed_run_count_matches_stub_status(nginx):
+    before = nginx.served()
+    r = corebench.load(nginx.h2_url, http="2", concurrency=4, streams=32, duration=1.0)
+    assert r.failed == 0 and r.responses > 0
+    assert nginx.served_since(before) == r.responses
+
+
+def test_http2_to_a_server_without_it_is_refused_naming_the_setting(nginx):
+    try:
+        corebench.load(nginx.url, http="2", requests=5)
+    except corebench.UsageError as e:
+        assert getattr(e, "key", None) == "http" and "HTTP/1.1 400" in str(e), str(e)
+    else:
+        raise AssertionError("HTTP/2 to an HTTP/1.1-only port was not refused")

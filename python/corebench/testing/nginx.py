@@ -37,12 +37,16 @@ class Nginx:
         connections: int = 20000,
         cpu_affinity: str | None = None,
         gzip_level: int | None = None,
+        http2: bool = False,
     ):
         """`cpu_affinity` is nginx's worker_cpu_affinity mask, e.g. "01" for CPU 0.
         `gzip_level` compresses the page for every request that accepts gzip
         (a page of text, not one repeated byte): CPU work per request, as a
-        dynamic page has."""
+        dynamic page has. `http2` adds a second port speaking HTTP/2 with prior
+        knowledge (h2c; nginx before 1.25 serves it alone on its port):
+        `h2_url`, counted by the same stub_status."""
         self.page_bytes, self.workers, self.connections = page_bytes, workers, connections
+        self.http2 = http2
         self.cpu_affinity, self.gzip_level = cpu_affinity, gzip_level
 
     def __enter__(self) -> Nginx:
@@ -60,6 +64,13 @@ class Nginx:
             else ""
         )
         self.port = free_port()
+        self.h2_port = free_port() if self.http2 else None
+        h2 = (
+            f"listen 127.0.0.1:{self.h2_port} http2 backlog={max(4096, self.connections)};"
+            f" http2_max_concurrent_streams 1024;"
+            if self.http2
+            else ""
+        )
         conf = os.path.join(self.root, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""
@@ -77,6 +88,7 @@ http {{
   {gzip}
   server {{
     listen 127.0.0.1:{self.port} backlog={max(4096, self.connections)};
+    {h2}
     root {www};
     location = /status {{ stub_status; }}
     # Every other path gets the page: a replayed log's paths are answered.
@@ -103,6 +115,11 @@ http {{
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/page.html"
+
+    @property
+    def h2_url(self) -> str:
+        assert self.h2_port is not None, "started without http2"
+        return f"http://127.0.0.1:{self.h2_port}/page.html"
 
     def served(self) -> int:
         """nginx's request counter; it counts this status request too."""
