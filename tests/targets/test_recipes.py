@@ -153,3 +153,43 @@ def test_a_wsgi_app_that_is_not_there_fails_its_start_in_one_line(tmp_path, layo
     t = Target(recipe="apache", settings={"wsgi_app": "nowhere"})
     with pytest.raises(process.TargetError, match="recipe apache: wsgi_app: no app.wsgi in"):
         process.start(t, {}, layout, tmp_path, tmp_path / "t", "/app/")
+
+
+@pytest.mark.parametrize(
+    ("recipe", "settings", "server"),
+    [("nginx", "{ http2 = true }", "nginx"), ("apache", '{ mpm = "event", http2 = true }', "Apache")],
+)
+def test_recipes_serve_http2_when_asked(tmp_path, recipe, settings, server):
+    text = f"""
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.5s"
+
+[factors]
+streams = [1, 8]
+
+[target]
+recipe = "{recipe}"
+settings = {settings}
+pages = [2048]
+
+[load]
+path = "/2048.html"
+http = "2"
+concurrency = 4
+streams = "{{streams}}"
+"""
+    out, runs, _ = experiment(tmp_path, text)
+    assert (out.ok, out.failed) == (2, 0), [r["error"] for r in runs]
+    for r in runs:
+        result = json.loads(r["result_json"])
+        assert result["http_version"] == "2" and result["failed"] == 0, result["error_samples"]
+        assert result["server_software"].startswith(server) and result["document_length"] == 2048
+        assert result["http2"]["connections"] >= 4 and result["http2"]["peak_streams"] == result["streams"]
+
+
+def test_apache_http2_refuses_prefork_in_one_line(tmp_path):
+    t = Target(recipe="apache", settings={"mpm": "prefork", "http2": True})
+    with pytest.raises(recipes.RecipeError, match="mod_http2.*prefork"):
+        recipes.settings(t)

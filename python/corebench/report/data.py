@@ -235,13 +235,22 @@ def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:
             f"reached {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling, so the generator, not only "
             "the server, set the figure: the server can do at least that much."
         )
-    ios = Counter(
-        json.loads(r["result_json"]).get("io", "epoll") for p in points for r in p.measured if r.get("result_json")
-    )
+    results = [json.loads(r["result_json"]) for p in points for r in p.measured if r.get("result_json")]
+    ios = Counter(r.get("io", "epoll") for r in results)
     if ios:
         said = " and ".join(f"{n:,} on {io}" for io, n in sorted(ios.items()))
         out.append(f"Load I/O: the measured runs' load threads ran {said} (corebench load --io; docs/load.md).")
+    protocols = Counter(_protocol(r) for r in results)
+    if any(p.startswith("HTTP/2") for p in protocols):
+        said = " and ".join(f"{p} in {n:,}" for p, n in sorted(protocols.items()))
+        out.append(f"Protocol: the measured runs spoke {said} (HTTP/2 runs on epoll; docs/http2.md).")
     return out
+
+
+def _protocol(result: dict[str, Any]) -> str:
+    streams = result.get("streams", 1)
+    name = f"HTTP/{result.get('http_version', '1.1')}"
+    return name + (f" with {streams} streams per connection" if streams > 1 else "")
 
 
 def clock(plan: dict[str, Any], host: dict[str, Any]) -> tuple[float | None, str]:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +125,14 @@ def _prepare(argv: list[str], plan_dir: Path) -> None:
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+# The HTTP/2 client preface and an empty SETTINGS frame (RFC 9113 §3.4).
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_SETTINGS = 4
+
+
 def _answers(url: str) -> bool:
+    if url.startswith("h2c://"):
+        return _answers_h2c(url)
     try:
         with _DIRECT.open(url, timeout=1):
             return True
@@ -132,6 +140,20 @@ def _answers(url: str) -> bool:
         return True  # any HTTP answer means it is up
     except (OSError, ValueError):
         return False
+
+
+def _answers_h2c(url: str) -> bool:
+    """Up when the server answers the HTTP/2 preface with its SETTINGS: a
+    port that speaks HTTP/2 alone (nginx's `listen … http2` before 1.25.1)
+    has no HTTP/1.1 answer to give."""
+    u = urllib.parse.urlsplit(url)
+    try:
+        with socket.create_connection((u.hostname or "127.0.0.1", u.port or 80), timeout=1) as s:
+            s.sendall(_H2_PREFACE)
+            head = s.recv(9)
+    except OSError:
+        return False
+    return len(head) >= 4 and head[3] == _SETTINGS
 
 
 def _pages(t: Target, run_dir: Path) -> None:

@@ -54,6 +54,11 @@ APACHE_DEFAULTS: dict[str, Any] = {
     # "127.0.0.1:{php_port}" (the pages and php_env as above; opcache is
     # then the service's setting).
     "php_fcgi": None,
+    # HTTP/2 through mod_http2 (worker and event MPMs): h2c with prior
+    # knowledge beside HTTP/1.1 on the same port; streams a client may open
+    # at once on a connection.
+    "http2": False,
+    "h2_max_session_streams": 100,
 }
 NGINX_DEFAULTS: dict[str, Any] = {
     "binary": "/usr/sbin/nginx",
@@ -62,6 +67,11 @@ NGINX_DEFAULTS: dict[str, Any] = {
     "keep_alive_timeout": 65,
     "max_keep_alive_requests": 100000,
     "access_log": False,
+    # HTTP/2 with prior knowledge (h2c) on the port; nginx before 1.25.1 (Debian
+    # 12's 1.22) then speaks HTTP/2 alone there, so readiness is checked with
+    # the HTTP/2 preface. Streams a client may open at once on a connection.
+    "http2": False,
+    "http2_max_concurrent_streams": 128,
 }
 RECIPES = {"apache": APACHE_DEFAULTS, "nginx": NGINX_DEFAULTS}
 MPMS = ("prefork", "worker", "event")
@@ -100,6 +110,8 @@ def settings(t: Target) -> dict[str, Any]:
                 'php-fpm service ([target.services.php] recipe = "php-fpm") and set php_fcgi = "127.0.0.1:{php_port}"'
             )
         values["php"], values["php_module"] = True, _php_module(Path(values["modules"]))
+    if t.recipe == "apache" and values["http2"] and values["mpm"] == "prefork":
+        raise RecipeError('http2 (mod_http2) does not run under the prefork MPM: use mpm = "worker" or "event"')
     if t.recipe == "apache" and values["wsgi_app"]:
         if not Path(values["modules"], "mod_wsgi.so").is_file():
             raise RecipeError("wsgi_app needs mod_wsgi: install Debian's libapache2-mod-wsgi-py3 (make test does)")
@@ -152,12 +164,13 @@ def expand(t: Target) -> Target:
         conf = File(path="nginx.conf", content=_template("nginx.conf.j2"))
         version = [s["binary"], "-v"]
         stop = "SIGQUIT"  # nginx's graceful shutdown
+    ready = "h2c://{host}:{port}/" if t.recipe == "nginx" and s["http2"] else "http://{host}:{port}/"
     return t.model_copy(
         update={
             "command": command,
             "files": [conf, *t.files],
             "version_command": t.version_command or version,
             "stop_signal": stop if t.stop_signal == "SIGTERM" else t.stop_signal,
-            "ready_url": t.ready_url or "http://{host}:{port}/",
+            "ready_url": t.ready_url or ready,
         }
     )

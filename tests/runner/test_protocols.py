@@ -1,0 +1,53 @@
+"""HTTP/1.1 and HTTP/2 as a factor of a plan, on the built-in server: each
+point's runs speak the protocol its level names, and the report says which."""
+
+import json
+from pathlib import Path
+
+from corebench.report import load
+from tests.support.experiments import run_plan
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "http2"
+
+
+def test_http_is_a_factor_like_any_other(tmp_path):
+    ran = run_plan(
+        tmp_path,
+        """
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.3s"
+
+[factors]
+http = ["1.1", "2"]
+
+[target]
+builtin = { model = "async", workers = 1 }
+
+[load]
+path = "/static/2k"
+http = "{http}"
+concurrency = 4
+keep_alive = true
+""",
+    )
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r["error"] for r in ran.runs]
+    spoke = {json.loads(r["point_json"])["http"]: json.loads(r["result_json"]) for r in ran.runs}
+    assert spoke["1.1"]["http_version"] == "1.1" and "http2" not in spoke["1.1"]
+    assert spoke["2"]["http_version"] == "2" and spoke["2"]["http2"]["connections"] == 4
+    assert all(r["failed"] == 0 and r["document_length"] == 2048 for r in spoke.values())
+    said = [v for v in load(ran.store).verdicts if v.startswith("Protocol: ")]
+    assert said == [
+        "Protocol: the measured runs spoke HTTP/1.1 in 1 and HTTP/2 in 1 (HTTP/2 runs on epoll; docs/http2.md)."
+    ]
+
+
+def test_the_example_plans_check():
+    from corebench.plan import load_plan
+    from corebench.runner import preflight
+
+    for name in ("plan.toml", "streams.toml"):
+        exp = load_plan(EXAMPLE / name)
+        preflight.check(exp)
+        assert len(exp.points) >= 4, name
