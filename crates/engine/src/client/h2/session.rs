@@ -324,14 +324,16 @@ unsafe extern "C" fn on_header(
     // SAFETY: nghttp2 passes valid slices, a valid frame and our inbox.
     unsafe {
         let id = (*frame).hd.stream_id;
-        let Some(slot) = slot(session, id) else { return 0 };
         let name = std::slice::from_raw_parts(name, namelen);
         let value = std::slice::from_raw_parts(value, valuelen);
         let inbox = inbox(user_data);
+        // The name first: the stream's slot is looked up (a hash lookup in
+        // nghttp2) only for the fields kept, not for each of a head's fields.
         match name {
             b":status" => {
+                let Some(slot) = slot(session, id) else { return 0 };
                 // nghttp2 has checked it is three digits (RFC 9113 §8.3.2).
-                let status = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+                let status = value.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
                 inbox.events.push(Event::Status { slot, id, status });
             }
             b"server" if inbox.want_server && inbox.server.is_none() => {
