@@ -13,7 +13,7 @@ CRATES := -p corebench-accesslog -p corebench-engine -p corebench-serve
 # the package's own, and the extras named here.
 EXTRAS := test dev
 
-.PHONY: models demo test test-rust test-python build venv system-deps bench lint fmt typecheck clean fuzz-smoke
+.PHONY: models demo test test-rust test-python build venv system-deps bench bench-h2 lint fmt typecheck clean fuzz-smoke
 
 demo: build system-deps
 	$(PY) scripts/demo.py
@@ -63,6 +63,13 @@ models: build
 
 bench: build system-deps
 	bench/generator-cost.sh
+
+# HTTP/2's CPU per request beside h2load, oha and the h2 crate (docs/http2.md).
+# oha is built from crates.io into bench/.tools once (a few minutes).
+bench-h2: build system-deps
+	test -x bench/.tools/bin/oha || cargo install oha --locked --root bench/.tools
+	cargo build --release --quiet --manifest-path bench/h2-crate-client/Cargo.toml
+	$(PY) bench/h2_cost.py
 
 # A minute of each cargo-fuzz target (fuzz/, docs/fuzzing.md) from its seeds
 # in fuzz/corpus; what a run adds goes to fuzz/scratch, the seeds stay as
