@@ -20,7 +20,7 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def nginx():
-    with Nginx(http2=True) as n:
+    with Nginx(http2=True, tls=True) as n:
         yield n
 
 

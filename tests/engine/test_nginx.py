@@ -66,3 +66,22 @@ def test_http2_to_a_server_without_it_is_refused_naming_the_setting(nginx):
         assert getattr(e, "key", None) == "http" and "HTTP/1.1 400" in str(e), str(e)
     else:
         raise AssertionError("HTTP/2 to an HTTP/1.1-only port was not refused")
+
+
+def test_http2_over_tls_is_agreed_by_alpn_and_counted(nginx):
+    before = nginx.served()
+    r = corebench.load(nginx.h2s_url, http="2", concurrency=4, streams=8, requests=4000)
+    assert r.failed == 0, r.error_samples
+    assert nginx.served_since(before) == r.responses == 4000
+    assert r.http2 is not None and r.http2.connections == 4 and r.server_software.startswith("nginx")
+
+
+def test_http2_to_a_tls_port_without_it_is_refused(nginx):
+    try:
+        corebench.load(nginx.https_url, http="2", requests=5)
+    except corebench.UsageError as e:
+        assert getattr(e, "key", None) == "http" and "did not agree to HTTP/2" in str(e), str(e)
+    else:
+        raise AssertionError("HTTP/2 to a TLS port without it was not refused")
+    # The same port over HTTP/1.1 is fine.
+    assert corebench.load(nginx.https_url, requests=5).responses == 5

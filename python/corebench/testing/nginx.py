@@ -38,15 +38,18 @@ class Nginx:
         cpu_affinity: str | None = None,
         gzip_level: int | None = None,
         http2: bool = False,
+        tls: bool = False,
     ):
         """`cpu_affinity` is nginx's worker_cpu_affinity mask, e.g. "01" for CPU 0.
         `gzip_level` compresses the page for every request that accepts gzip
         (a page of text, not one repeated byte): CPU work per request, as a
         dynamic page has. `http2` adds a second port speaking HTTP/2 with prior
         knowledge (h2c; nginx before 1.25 serves it alone on its port):
-        `h2_url`, counted by the same stub_status."""
+        `h2_url`, counted by the same stub_status. `tls` adds HTTPS ports with
+        a self-signed certificate (openssl): `h2s_url` offers HTTP/2 by ALPN,
+        `https_url` HTTP/1.1 alone."""
         self.page_bytes, self.workers, self.connections = page_bytes, workers, connections
-        self.http2 = http2
+        self.http2, self.tls = http2, tls
         self.cpu_affinity, self.gzip_level = cpu_affinity, gzip_level
 
     def __enter__(self) -> Nginx:
@@ -71,6 +74,20 @@ class Nginx:
             if self.http2
             else ""
         )
+        self.tls_ports = (free_port(), free_port()) if self.tls else None
+        tls = ""
+        if self.tls_ports is not None:
+            key, cert = os.path.join(self.root, "key.pem"), os.path.join(self.root, "cert.pem")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+                + ["-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1"],
+                check=True,
+                capture_output=True,
+            )
+            tls = (
+                f"listen 127.0.0.1:{self.tls_ports[0]} ssl http2; listen 127.0.0.1:{self.tls_ports[1]} ssl;"
+                f" ssl_certificate {cert}; ssl_certificate_key {key};"
+            )
         conf = os.path.join(self.root, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""
@@ -89,6 +106,7 @@ http {{
   server {{
     listen 127.0.0.1:{self.port} backlog={max(4096, self.connections)};
     {h2}
+    {tls}
     root {www};
     location = /status {{ stub_status; }}
     # Every other path gets the page: a replayed log's paths are answered.
@@ -120,6 +138,16 @@ http {{
     def h2_url(self) -> str:
         assert self.h2_port is not None, "started without http2"
         return f"http://127.0.0.1:{self.h2_port}/page.html"
+
+    @property
+    def h2s_url(self) -> str:
+        assert self.tls_ports is not None, "started without tls"
+        return f"https://127.0.0.1:{self.tls_ports[0]}/page.html"
+
+    @property
+    def https_url(self) -> str:
+        assert self.tls_ports is not None, "started without tls"
+        return f"https://127.0.0.1:{self.tls_ports[1]}/page.html"
 
     def served(self) -> int:
         """nginx's request counter; it counts this status request too."""

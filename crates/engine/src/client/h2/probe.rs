@@ -61,8 +61,17 @@ fn refusal_over_tls(sock: TcpStream, ctx: &TlsContext) -> Option<String> {
     let conn = rustls::ClientConnection::new(ctx.config.clone(), ctx.name.clone()).ok()?;
     let mut tls = rustls::StreamOwned::new(conn, sock);
     while tls.conn.is_handshaking() {
-        // A handshake failure is the load's to measure (as a connect error).
-        tls.conn.complete_io(&mut tls.sock).ok()?;
+        if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
+            // A server that speaks no protocol offered says so (RFC 7301 §3.2);
+            // any other handshake failure is the load's to measure.
+            let alert = rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol);
+            let refused = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) == Some(&alert);
+            return refused.then(|| {
+                "the server did not agree to HTTP/2 in the TLS handshake (ALPN offered h2 alone; it answered \
+                 no_application_protocol)"
+                    .into()
+            });
+        }
     }
     match tls.conn.alpn_protocol() {
         Some(b"h2") => None,
