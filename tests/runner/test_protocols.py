@@ -51,3 +51,32 @@ def test_the_example_plans_check():
         exp = load_plan(EXAMPLE / name)
         preflight.check(exp)
         assert len(exp.points) >= 4, name
+
+
+def test_the_builtin_server_over_tls_speaks_both_by_alpn(tmp_path):
+    ran = run_plan(
+        tmp_path,
+        """
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.3s"
+
+[factors]
+http = ["1.1", "2"]
+
+[target]
+builtin = { model = "threads", workers = 4, tls = true }
+
+[load]
+path = "/static/2k"
+http = "{http}"
+concurrency = 2
+keep_alive = true
+""",
+    )
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r["error"] for r in ran.runs]
+    for r in ran.runs:
+        result = json.loads(r["result_json"])
+        assert result["url"].startswith("https://") and result["failed"] == 0, result["error_samples"]
+        assert result["http_version"] == json.loads(r["point_json"])["http"]

@@ -209,7 +209,8 @@ fn keep_going<'py>(py: Python<'py>, cb: &Bound<'py, PyAny>, arg: impl IntoPyObje
 }
 
 /// Runs the built-in target server until SIGTERM or SIGINT. Prints one line
-/// to stderr when it is ready: `corebench serve: listening on http://ADDR/ …`.
+/// to stderr when it is ready: `corebench serve: listening on http://ADDR/ …`
+/// (`https://` with `tls`).
 #[pyfunction]
 fn serve(py: Python<'_>, config_json: &str) -> PyResult<()> {
     let config: ServeConfig =
@@ -220,7 +221,8 @@ fn serve(py: Python<'_>, config_json: &str) -> PyResult<()> {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
-            "corebench serve: listening on http://{addr}/ (model {}, {} workers)",
+            "corebench serve: listening on {}://{addr}/ (model {}, {} workers)",
+            if config.tls { "https" } else { "http" },
             config.model.name(),
             config.workers
         );

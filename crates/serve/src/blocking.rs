@@ -8,20 +8,16 @@ use std::time::{Duration, Instant};
 
 use super::exchange::{answer_h2, handle, Ctx, Handled, Local};
 use super::h2;
+use super::tls::Wire;
 
 /// How often a blocked read looks at the shutdown flag.
 const CHECK: Duration = Duration::from_millis(100);
 
-pub(crate) fn serve_connection(
-    mut stream: TcpStream,
-    ctx: &Ctx,
-    local: &mut Local,
-    stop: &AtomicBool,
-    buf: &mut Vec<u8>,
-) {
+pub(crate) fn serve_connection(stream: TcpStream, ctx: &Ctx, local: &mut Local, stop: &AtomicBool, buf: &mut Vec<u8>) {
     let peer = stream.peer_addr().ok();
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(CHECK));
+    let Ok(mut stream) = Wire::new(stream, ctx.tls.as_ref()) else { return };
     buf.clear();
     let mut chunk = [0u8; 16 * 1024];
     let mut idle_since = Instant::now();
@@ -66,7 +62,7 @@ pub(crate) fn serve_connection(
 /// An HTTP/2 connection, its streams answered one after another: a thread
 /// or process serves one connection at a time, whatever it multiplexes.
 fn serve_h2(
-    mut stream: TcpStream,
+    mut stream: Wire<TcpStream>,
     ctx: &Ctx,
     local: &mut Local,
     stop: &AtomicBool,

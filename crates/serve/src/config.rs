@@ -56,6 +56,9 @@ pub struct ServeConfig {
     /// uniformly in [1 - jitter, 1 + jitter]: a target whose speed differs
     /// from start to start, as placement or a noisy neighbour make it.
     pub jitter: f64,
+    /// HTTPS with a self-signed certificate made at start; ALPN offers h2
+    /// and http/1.1.
+    pub tls: bool,
 }
 
 impl Default for ServeConfig {
@@ -72,6 +75,7 @@ impl Default for ServeConfig {
             db_articles: 0,
             db_cache_kb: 2000,
             db_file: None,
+            tls: false,
             site_from_log: None,
             jitter: 0.0,
         }

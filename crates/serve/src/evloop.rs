@@ -14,13 +14,15 @@ use mio::{Events, Interest, Poll, Token};
 use super::exchange::{answer_h2, handle, Ctx, Handled, Local, Outgoing};
 use super::h2;
 use super::http::Response;
+use super::tls::Wire;
 
 const LISTENER: Token = Token(usize::MAX);
 const TICK: Duration = Duration::from_millis(100);
 const READ_CHUNK: usize = 16 * 1024;
 
 struct Conn {
-    stream: TcpStream,
+    /// The socket, or TLS over it (`--tls`).
+    stream: Wire<TcpStream>,
     peer: Option<SocketAddr>,
     buf: Vec<u8>,
     out: Option<(Outgoing, bool, usize)>,
@@ -113,16 +115,17 @@ impl<'a> EventLoop<'a> {
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((mut stream, peer)) => {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let Ok(mut stream) = Wire::new(stream, self.ctx.tls.as_ref()) else { continue };
                     let i = self.free.pop().unwrap_or_else(|| {
                         self.conns.push(None);
                         self.conns.len() - 1
                     });
-                    let _ = stream.set_nodelay(true);
                     if self
                         .poll
                         .registry()
-                        .register(&mut stream, Token(i), Interest::READABLE | Interest::WRITABLE)
+                        .register(stream.socket(), Token(i), Interest::READABLE | Interest::WRITABLE)
                         .is_err()
                     {
                         self.free.push(i);
@@ -155,6 +158,10 @@ impl<'a> EventLoop<'a> {
     /// Reads what arrived, then answers every complete request in order.
     fn drive(&mut self, i: usize) {
         let Some(c) = self.conns[i].as_mut() else { return };
+        // TLS records a full socket held back (handshake, a response's end).
+        if c.stream.flush_tls().is_err() {
+            return self.close(i);
+        }
         loop {
             match c.stream.read(&mut self.chunk) {
                 Ok(0) => return self.close(i),

@@ -42,6 +42,8 @@ pub(crate) struct Ctx {
     pub router: Router,
     pub stall: Option<Stall>,
     pub keep_alive_timeout: Duration,
+    /// HTTPS: every connection's TLS settings.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 /// A response on its way out: the head, then the body, written together.

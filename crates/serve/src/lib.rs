@@ -18,6 +18,7 @@ mod http;
 mod queue;
 mod routes;
 mod site;
+mod tls;
 mod work;
 
 use std::net::{SocketAddr, TcpListener};
@@ -116,6 +117,11 @@ pub fn serve(config: &ServeConfig, stop: &AtomicBool, on_ready: &dyn Fn(SocketAd
         },
         stall: config.stall().map(|(pause, every)| Stall { start: Instant::now(), pause, every }),
         keep_alive_timeout: Duration::from_secs_f64(config.keep_alive_timeout_s),
+        tls: config
+            .tls
+            .then(tls::server_config)
+            .transpose()
+            .map_err(|reason| ServeError::BadConfig { key: "tls", reason })?,
     };
     if config.db_articles > 0 {
         db::ensure(&db_path(config), config.db_articles).map_err(|e| ServeError::BadConfig {

@@ -14,6 +14,11 @@ use corebench_serve::{serve, Model, ServeConfig};
 /// Runs `test` against a server of `model` logging to a file; returns the
 /// lines logged once the server has stopped (its log flushed).
 fn with_server(model: Model, test: impl FnOnce(&str)) -> Vec<String> {
+    with_server_tls(model, false, test)
+}
+
+/// As `with_server`, over HTTPS with `tls`.
+fn with_server_tls(model: Model, tls: bool, test: impl FnOnce(&str)) -> Vec<String> {
     static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = RUNS.fetch_add(1, Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("corebench-h2-{}-{n}", std::process::id()));
@@ -27,11 +32,11 @@ fn with_server(model: Model, test: impl FnOnce(&str)) -> Vec<String> {
         let log = log.to_string_lossy().into_owned();
         s.spawn(move || {
             // A worker per connection: the threads model serves one at a time.
-            let cfg = ServeConfig { model, workers: 4, access_log: Some(log), ..Default::default() };
+            let cfg = ServeConfig { model, workers: 4, access_log: Some(log), tls, ..Default::default() };
             serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
         });
         let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server ready");
-        test(&format!("http://{addr}"));
+        test(&format!("{}://{addr}", if tls { "https" } else { "http" }));
         stop.store(true, Ordering::SeqCst);
     });
     let lines = std::fs::read_to_string(&log).unwrap_or_default().lines().map(String::from).collect();
@@ -164,4 +169,31 @@ fn a_stream_past_its_timeout_is_reset_and_its_connection_goes_on() {
         assert_eq!((r.errors.timeout, r.responses), (10, 10), "{:?}", r.error_samples);
         assert_eq!(r.http2.unwrap().connections, 1);
     });
+}
+
+#[test]
+fn over_tls_alpn_gives_http2_or_http1_and_the_server_counts_both() {
+    for model in [Model::Async, Model::Threads] {
+        let mut responses = 0;
+        let lines = with_server_tls(model, true, |base| {
+            let cfg = LoadConfig { requests: Some(1000), ..h2(format!("{base}/static/2k"), 2, 8) };
+            let r = run(&cfg).unwrap();
+            ok(&r, "h2 over TLS");
+            assert_eq!((r.responses, r.bytes.body), (1000, 1000 * 2048));
+            assert_eq!(r.http2.unwrap().server_max_streams, Some(128));
+            let cfg = LoadConfig {
+                url: format!("{base}/static/2k"),
+                concurrency: 2,
+                requests: Some(500),
+                keep_alive: true,
+                ..Default::default()
+            };
+            let r1 = run(&cfg).unwrap();
+            ok(&r1, "HTTP/1.1 over TLS");
+            assert_eq!(r1.responses, 500);
+            responses = r.responses + r1.responses;
+        });
+        assert_eq!(lines.len() as u64, responses, "{model:?}");
+        assert_eq!(lines.iter().filter(|l| l.contains("HTTP/2.0\" 200")).count(), 1000, "{model:?}");
+    }
 }

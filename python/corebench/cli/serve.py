@@ -21,6 +21,7 @@ _FLAGS = {
     "db_file": "--db-file",
     "site_from_log": "--site-from-log",
     "jitter": "--jitter",
+    "tls": "--tls",
 }
 
 
@@ -71,6 +72,12 @@ def serve(
         help="Scale /dynamic's work and /sleep's pause, for this start, by a factor drawn uniformly "
         "within ±JITTER (0.2: ±20%): a target whose speed varies from start to start.",
     ),
+    tls: bool = typer.Option(
+        False,
+        "--tls",
+        help="HTTPS, with a self-signed certificate made at start; ALPN offers h2 and http/1.1 "
+        "(HTTP/2 is also served in the clear, h2c).",
+    ),
 ) -> None:
     """Serve the workloads of the field reports (see README) until SIGTERM or Ctrl-C."""
     from corebench import _engine
@@ -89,6 +96,7 @@ def serve(
         db_file=db_file,
         site_from_log=site_from_log,
         jitter=jitter,
+        tls=tls,
     )
     try:
         settings["keep_alive_timeout_s"] = parse_duration_s(keep_alive_timeout)

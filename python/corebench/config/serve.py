@@ -26,6 +26,8 @@ class ServeConfig(BaseModel):
     site_from_log: str | None = None
     # /dynamic's work and /sleep's pause scaled, per start, by a factor uniform in [1 - jitter, 1 + jitter].
     jitter: float = Field(0.0, ge=0, lt=1)
+    # HTTPS with a self-signed certificate made at start (ALPN: h2, http/1.1).
+    tls: bool = False
 
     @model_validator(mode="after")
     def _stall_fits_its_period(self) -> ServeConfig:

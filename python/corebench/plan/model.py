@@ -132,6 +132,8 @@ def _argv(v: Any) -> Any:
 class Builtin(_Section):
     model: Literal["prefork", "threads", "async"] = "async"
     workers: int | None = Field(None, ge=1, le=4096)
+    # HTTPS (`corebench serve --tls`): the load's URLs are then https://.
+    tls: bool = False
     # More `corebench serve` flags, e.g. ["--site-from-log", "access.log"].
     args: list[str] = []
 

@@ -31,7 +31,7 @@ class Served:
         assert self.proc.stderr is not None  # stderr=PIPE
         line = self.proc.stderr.readline()
         self.ready_s = time.monotonic() - self.started
-        m = re.search(r"listening on (http://[\d.:]+/)", line)
+        m = re.search(r"listening on (https?://[\d.:]+/)", line)
         if not m:
             self.proc.kill()
             raise RuntimeError(f"corebench serve did not start: {line}{self.proc.stderr.read()}")

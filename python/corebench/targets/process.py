@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -69,6 +70,7 @@ def builtin_command(t: Target) -> list[str]:
         b.model,
         "--workers",
         str(workers),
+        *(["--tls"] if b.tls else []),
         *b.args,
     ]
 
@@ -122,7 +124,11 @@ def _prepare(argv: list[str], plan_dir: Path) -> None:
 
 
 # Readiness is asked of the server itself, never through an http_proxy.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# A target's certificate is not checked (the built-in server's --tls makes
+# its own, self-signed): the question is only whether it answers.
+_DIRECT = urllib.request.build_opener(
+    urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl._create_unverified_context())
+)
 
 
 # The HTTP/2 client preface and an empty SETTINGS frame (RFC 9113 §3.4).
@@ -198,7 +204,8 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
     if t.prepare:
         _prepare([str(a) for a in substitute(t.prepare, values)], plan_dir)
     argv = [str(a) for a in substitute(builtin_command(t) if t.builtin else list(t.command or []), values)]
-    base_url = f"http://{host}:{port}/"
+    scheme = "https" if t.builtin is not None and t.builtin.tls else "http"
+    base_url = f"{scheme}://{host}:{port}/"
     ready_url = substitute(t.ready_url, values) if t.ready_url else base_url.rstrip("/") + "/" + load_path.lstrip("/")
     log_path = run_dir / "target.log"
     env = {**os.environ, **{k: str(v) for k, v in substitute(t.env, values).items()}}
