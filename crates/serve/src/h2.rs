@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
-use libnghttp2_sys as ng;
+use corebench_nghttp2::sys as ng;
+use corebench_nghttp2::{field, Handlers, Side};
 
 use super::http::{Body, Response};
 
@@ -46,56 +47,34 @@ struct Inbox {
 }
 
 pub(crate) struct Connection {
-    raw: *mut ng::nghttp2_session,
+    // Before `inbox` (fields drop in order): the session, which holds the
+    // inbox's address, goes first.
+    session: corebench_nghttp2::Session,
     inbox: Box<Inbox>,
 }
-
-// SAFETY: a session is used by one thread at a time (its connection's);
-// nghttp2 keeps no thread-local state.
-unsafe impl Send for Connection {}
 
 impl Connection {
     pub(crate) fn new() -> Result<Connection, String> {
         let mut inbox = Box::new(Inbox { arriving: HashMap::new(), ready: Vec::new(), sending: HashMap::new() });
-        let mut raw = ptr::null_mut();
-        // SAFETY: the callbacks are set on a fresh object the session copies;
-        // the boxed inbox outlives the session (see Drop) and never moves.
-        let rv = unsafe {
-            let mut cbs = ptr::null_mut();
-            if ng::nghttp2_session_callbacks_new(&mut cbs) != 0 {
-                return Err("out of memory".into());
-            }
-            ng::nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Some(on_begin_headers));
-            ng::nghttp2_session_callbacks_set_on_header_callback(cbs, Some(on_header));
-            ng::nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Some(on_frame_recv));
-            ng::nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Some(on_stream_close));
-            let rv = ng::nghttp2_session_server_new(&mut raw, cbs, (&mut *inbox as *mut Inbox).cast());
-            ng::nghttp2_session_callbacks_del(cbs);
-            rv
+        let handlers = Handlers {
+            on_begin_headers: Some(on_begin_headers),
+            on_header: Some(on_header),
+            on_frame_recv: Some(on_frame_recv),
+            on_stream_close: Some(on_stream_close),
+            ..Handlers::default()
         };
-        if rv != 0 {
-            return Err(format!("nghttp2 error {rv}"));
-        }
-        let c = Connection { raw, inbox };
-        let settings = [ng::nghttp2_settings_entry {
-            settings_id: ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS as i32,
-            value: MAX_STREAMS,
-        }];
-        // SAFETY: a live session; the entries are copied.
-        match unsafe { ng::nghttp2_submit_settings(c.raw, 0, settings.as_ptr(), settings.len()) } {
-            0 => Ok(c),
-            rv => Err(format!("nghttp2 error {rv}")),
-        }
+        let settings = [(ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS)];
+        let user_data = (&mut *inbox as *mut Inbox).cast();
+        // SAFETY: the inbox is boxed (it never moves) and outlives the
+        // session (see the field order of `Connection`).
+        let session = unsafe { corebench_nghttp2::Session::new(Side::Server, &handlers, user_data, &settings)? };
+        Ok(Connection { session, inbox })
     }
 
     /// Feeds what the client sent; Err when it is not valid HTTP/2 (the
     /// session has queued its GOAWAY: send it, then close).
-    pub(crate) fn receive(&mut self, data: &[u8]) -> Result<(), ()> {
-        // SAFETY: a live session and a valid slice.
-        match unsafe { ng::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) } {
-            n if n < 0 => Err(()),
-            _ => Ok(()),
-        }
+    pub(crate) fn receive(&mut self, data: &[u8]) -> Result<(), String> {
+        self.session.receive(data)
     }
 
     /// The requests complete since the last call.
@@ -109,13 +88,6 @@ impl Connection {
         let status = response.status.to_string();
         let length = response.body.bytes().len().to_string();
         let server = concat!("corebench/", env!("CARGO_PKG_VERSION"));
-        let field = |name: &'static [u8], value: &[u8]| ng::nghttp2_nv {
-            name: name.as_ptr().cast_mut(),
-            value: value.as_ptr().cast_mut(),
-            namelen: name.len(),
-            valuelen: value.len(),
-            flags: ng::NGHTTP2_NV_FLAG_NONE as u8,
-        };
         let nva = [
             field(b":status", status.as_bytes()),
             field(b"server", server.as_bytes()),
@@ -135,39 +107,22 @@ impl Connection {
         };
         // SAFETY: a live session; the fields are copied before it returns;
         // the body stays in the inbox until its stream closes.
-        unsafe { ng::nghttp2_submit_response2(self.raw, stream, nva.as_ptr(), nva.len(), data) };
+        unsafe { ng::nghttp2_submit_response2(self.session.raw(), stream, nva.as_ptr(), nva.len(), data) };
     }
 
     /// Appends what the session has to send to `out`.
-    pub(crate) fn send(&mut self, out: &mut Vec<u8>) -> Result<(), ()> {
-        loop {
-            let mut at = ptr::null();
-            // SAFETY: a live session; the bytes are copied before the next call.
-            let n = unsafe { ng::nghttp2_session_mem_send2(self.raw, &mut at) };
-            match n {
-                0 => return Ok(()),
-                n if n < 0 => return Err(()),
-                n => out.extend_from_slice(unsafe { std::slice::from_raw_parts(at, n as usize) }),
-            }
-        }
+    pub(crate) fn send(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        self.session.send(out)
     }
 
     /// False once the session is over (GOAWAY sent or received, nothing open).
     pub(crate) fn alive(&self) -> bool {
-        // SAFETY: a live session.
-        unsafe { ng::nghttp2_session_want_read(self.raw) != 0 || ng::nghttp2_session_want_write(self.raw) != 0 }
+        self.session.alive()
     }
 
     /// Streams whose response is not fully queued yet.
     pub(crate) fn busy(&self) -> bool {
         !self.inbox.arriving.is_empty() || !self.inbox.sending.is_empty()
-    }
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        // SAFETY: freed once; the inbox goes after it.
-        unsafe { ng::nghttp2_session_del(self.raw) };
     }
 }
 

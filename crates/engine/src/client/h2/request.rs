@@ -3,7 +3,7 @@
 //! lower-cased, minus those HTTP/2 forbids (§8.2.2). Done once per distinct
 //! request before the load, so both protocols send the same request.
 
-use libnghttp2_sys as ng;
+use corebench_nghttp2::sys as ng;
 
 pub(crate) struct H2Request {
     /// Names and values, each pair `(name, value)` as byte ranges of `text`.

@@ -4,10 +4,12 @@
 //! the slots stay the worker's, so the timestamps are taken where the
 //! HTTP/1.x path takes them.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::ptr;
 
-use libnghttp2_sys as ng;
+pub(crate) use corebench_nghttp2::h2_error;
+use corebench_nghttp2::sys as ng;
+use corebench_nghttp2::{Handlers, Side};
 
 use super::request::H2Request;
 
@@ -89,20 +91,10 @@ struct Inbox {
 }
 
 pub(crate) struct Session {
-    raw: *mut ng::nghttp2_session,
+    // Before `inbox` (fields drop in order): the session, which holds the
+    // inbox's address, goes first.
+    session: corebench_nghttp2::Session,
     inbox: Box<Inbox>,
-}
-
-/// nghttp2's words for a library error code.
-pub(crate) fn lib_error(code: isize) -> String {
-    // SAFETY: nghttp2_strerror returns a static NUL-terminated string for any code.
-    unsafe { CStr::from_ptr(ng::nghttp2_strerror(code as c_int)) }.to_string_lossy().into_owned()
-}
-
-/// RFC 9113's name for an HTTP/2 error code (§7).
-pub(crate) fn h2_error(code: u32) -> String {
-    // SAFETY: as for nghttp2_strerror; unknown codes give "unknown".
-    unsafe { CStr::from_ptr(ng::nghttp2_http2_strerror(code)) }.to_string_lossy().into_owned()
 }
 
 impl Session {
@@ -116,47 +108,25 @@ impl Session {
             bodies: (0..streams).map(|_| BodyCursor { data: ptr::null(), len: 0, at: 0 }).collect(),
             fault: None,
         });
-        let mut raw = ptr::null_mut();
-        // SAFETY: the callbacks object is created, filled and freed here; the
-        // session copies it. `inbox` outlives the session (dropped after it,
-        // in Drop) and does not move (boxed).
-        unsafe {
-            let mut cbs = ptr::null_mut();
-            if ng::nghttp2_session_callbacks_new(&mut cbs) != 0 {
-                return Err("out of memory".into());
-            }
-            ng::nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Some(on_begin_headers));
-            ng::nghttp2_session_callbacks_set_on_header_callback(cbs, Some(on_header));
-            ng::nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Some(on_frame_recv));
-            ng::nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Some(on_data_chunk));
-            ng::nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Some(on_stream_close));
-            ng::nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Some(on_frame_send));
-            ng::nghttp2_session_callbacks_set_error_callback2(cbs, Some(on_error));
-            let rv = ng::nghttp2_session_client_new(&mut raw, cbs, (&mut *inbox as *mut Inbox).cast());
-            ng::nghttp2_session_callbacks_del(cbs);
-            if rv != 0 {
-                return Err(lib_error(rv as isize));
-            }
-        }
-        let s = Session { raw, inbox };
-        let settings = [
-            ng::nghttp2_settings_entry { settings_id: ng::NGHTTP2_SETTINGS_ENABLE_PUSH as i32, value: 0 },
-            ng::nghttp2_settings_entry {
-                settings_id: ng::NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE as i32,
-                value: WINDOW as u32,
-            },
-        ];
-        // SAFETY: a live session; the entries are copied.
-        let rv = unsafe {
-            let rv = ng::nghttp2_submit_settings(s.raw, 0, settings.as_ptr(), settings.len());
-            match rv {
-                0 => ng::nghttp2_session_set_local_window_size(s.raw, 0, 0, WINDOW),
-                e => e,
-            }
+        let handlers = Handlers {
+            on_begin_headers: Some(on_begin_headers),
+            on_header: Some(on_header),
+            on_frame_recv: Some(on_frame_recv),
+            on_data_chunk_recv: Some(on_data_chunk),
+            on_stream_close: Some(on_stream_close),
+            on_frame_send: Some(on_frame_send),
+            on_error: Some(on_error),
         };
-        match rv {
-            0 => Ok(s),
-            e => Err(lib_error(e as isize)),
+        let settings =
+            [(ng::NGHTTP2_SETTINGS_ENABLE_PUSH, 0), (ng::NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW as u32)];
+        let user_data = (&mut *inbox as *mut Inbox).cast();
+        // SAFETY: the inbox is boxed (it never moves) and outlives the
+        // session (see the field order of `Session`).
+        let session = unsafe { corebench_nghttp2::Session::new(Side::Client, &handlers, user_data, &settings)? };
+        // SAFETY: a live session.
+        match unsafe { ng::nghttp2_session_set_local_window_size(session.raw(), 0, 0, WINDOW) } {
+            0 => Ok(Session { session, inbox }),
+            e => Err(corebench_nghttp2::lib_error(e as isize)),
         }
     }
 
@@ -180,12 +150,13 @@ impl Session {
         // SAFETY: the name/value pairs are copied by nghttp2 before it
         // returns; the body's bytes belong to the driver's request list,
         // which outlives every session; the cursor is in the boxed inbox.
+        let raw = self.session.raw();
         let id = unsafe {
-            ng::nghttp2_submit_request2(self.raw, ptr::null(), nva.as_ptr(), nva.len(), data, (slot + 1) as *mut c_void)
+            ng::nghttp2_submit_request2(raw, ptr::null(), nva.as_ptr(), nva.len(), data, (slot + 1) as *mut c_void)
         };
         match id {
             id if id > 0 => Ok(id),
-            e => Err(lib_error(e as isize)),
+            e => Err(corebench_nghttp2::lib_error(e as isize)),
         }
     }
 
@@ -194,48 +165,34 @@ impl Session {
         // SAFETY: a live session; an unknown or closed stream is refused
         // harmlessly. The slot is detached first, so its close reports nothing.
         unsafe {
-            ng::nghttp2_session_set_stream_user_data(self.raw, id, ptr::null_mut());
-            ng::nghttp2_submit_rst_stream(self.raw, 0, id, ng::NGHTTP2_CANCEL);
+            ng::nghttp2_session_set_stream_user_data(self.session.raw(), id, ptr::null_mut());
+            ng::nghttp2_submit_rst_stream(self.session.raw(), 0, id, ng::NGHTTP2_CANCEL);
         }
     }
 
     /// Feeds bytes the socket gave; Err when they are not valid HTTP/2 (or
     /// a flood nghttp2 refuses): the connection cannot go on.
     pub(crate) fn receive(&mut self, data: &[u8]) -> Result<(), String> {
-        // SAFETY: a live session and a valid slice.
-        let n = unsafe { ng::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) };
-        match n {
-            n if n < 0 => Err(lib_error(n)),
-            _ => Ok(()),
-        }
+        self.session.receive(data)
     }
 
     /// Appends what the session has to send to `out`.
     pub(crate) fn send(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
-        loop {
-            let mut at = ptr::null();
-            // SAFETY: a live session; the returned bytes stay valid until the
-            // next call into it, and are copied before then.
-            let n = unsafe { ng::nghttp2_session_mem_send2(self.raw, &mut at) };
-            match n {
-                0 => return Ok(()),
-                n if n < 0 => return Err(lib_error(n)),
-                n => out.extend_from_slice(unsafe { std::slice::from_raw_parts(at, n as usize) }),
-            }
-        }
+        self.session.send(out)
     }
 
     /// False once the session has nothing more to do (after GOAWAY both ways
     /// with no stream open, or a fatal error).
     pub(crate) fn alive(&self) -> bool {
-        // SAFETY: a live session.
-        unsafe { ng::nghttp2_session_want_read(self.raw) != 0 || ng::nghttp2_session_want_write(self.raw) != 0 }
+        self.session.alive()
     }
 
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (2^32 - 1 when it set none).
     pub(crate) fn server_max_streams(&self) -> u32 {
         // SAFETY: a live session.
-        unsafe { ng::nghttp2_session_get_remote_settings(self.raw, ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS) }
+        unsafe {
+            ng::nghttp2_session_get_remote_settings(self.session.raw(), ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+        }
     }
 
     /// Whether request bodies are held by the server's flow-control window:
@@ -243,8 +200,8 @@ impl Session {
     pub(crate) fn window_closed(&self, id: i32) -> bool {
         // SAFETY: a live session; an unknown stream gives -1.
         unsafe {
-            ng::nghttp2_session_get_remote_window_size(self.raw) <= 0
-                || ng::nghttp2_session_get_stream_remote_window_size(self.raw, id) == 0
+            ng::nghttp2_session_get_remote_window_size(self.session.raw()) <= 0
+                || ng::nghttp2_session_get_stream_remote_window_size(self.session.raw(), id) == 0
         }
     }
 
@@ -270,16 +227,10 @@ impl Session {
     }
 }
 
-// SAFETY: a session is used by one thread at a time (its worker's); nghttp2
-// keeps no thread-local state, and the inbox is owned with it.
+// SAFETY: a session is used by one thread at a time (its worker's); the
+// body cursors' pointers are into the driver's requests, which that thread
+// owns with it.
 unsafe impl Send for Session {}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // SAFETY: the session is freed once; the inbox goes after it.
-        unsafe { ng::nghttp2_session_del(self.raw) };
-    }
-}
 
 /// The inbox and the slot of a stream, from the callbacks' arguments.
 ///

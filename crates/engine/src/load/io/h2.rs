@@ -301,7 +301,7 @@ impl H2 {
                     // Refused (RFC 9113 §8.7): the server did not process it,
                     // so it goes again, on a new connection, once this one
                     // has served (a server refusing everything fails it).
-                    let refused = code == libnghttp2_sys::NGHTTP2_REFUSED_STREAM && link.served > 0;
+                    let refused = code == corebench_nghttp2::sys::NGHTTP2_REFUSED_STREAM && link.served > 0;
                     let step = match refused && conns[slot].times.first_byte.is_none() {
                         true => Step::Stale,
                         false => Step::Failed(ErrorKind::Receive, format!("stream reset: {}", h2_error(code))),
