@@ -35,9 +35,17 @@ fn with_server_tls(model: Model, tls: bool, test: impl FnOnce(&str)) -> Vec<Stri
             let cfg = ServeConfig { model, workers: 4, access_log: Some(log), tls, ..Default::default() };
             serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
         });
+        // The server stops however the test ends: a failed assertion
+        // unwinds through this guard instead of leaving the scope waiting.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let _stop = Stop(stop);
         let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server ready");
         test(&format!("{}://{addr}", if tls { "https" } else { "http" }));
-        stop.store(true, Ordering::SeqCst);
     });
     let lines = std::fs::read_to_string(&log).unwrap_or_default().lines().map(String::from).collect();
     let _ = std::fs::remove_dir_all(&dir);
@@ -196,4 +204,22 @@ fn over_tls_alpn_gives_http2_or_http1_and_the_server_counts_both() {
         assert_eq!(lines.len() as u64, responses, "{model:?}");
         assert_eq!(lines.iter().filter(|l| l.contains("HTTP/2.0\" 200")).count(), 1000, "{model:?}");
     }
+}
+
+#[test]
+fn a_response_after_its_timeout_is_not_counted_again() {
+    with_server(Model::Async, |base| {
+        // Users think 0.3 s after each request; each response comes 0.1 s
+        // after the request's timeout, while its user thinks.
+        let cfg = LoadConfig {
+            think_s: Some((0.3, 0.3)),
+            duration_s: Some(1.5),
+            timeout_s: 0.2,
+            threads: 1,
+            ..h2(format!("{base}/sleep?ms=300"), 1, 2)
+        };
+        let r = run(&cfg).unwrap();
+        assert!(r.requests >= 4, "{}", r.requests);
+        assert_eq!((r.responses, r.errors.timeout), (0, r.requests), "{:?}", r.error_samples);
+    });
 }

@@ -17,9 +17,17 @@ fn with_server(model: Model, test: impl FnOnce(&str)) {
             let cfg = ServeConfig { model, workers: 2, ..Default::default() };
             serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
         });
+        // The server stops however the test ends: a failed assertion
+        // unwinds through this guard instead of leaving the scope waiting.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let _stop = Stop(stop);
         let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server ready");
         test(&format!("http://{addr}"));
-        stop.store(true, Ordering::SeqCst);
     });
 }
 

@@ -69,6 +69,22 @@ pub(crate) enum Event {
     Reset,
 }
 
+impl Event {
+    /// The slot and stream an event is about, if it is about one.
+    pub(crate) fn stream(&self) -> Option<(usize, i32)> {
+        match *self {
+            Event::Head { slot, id }
+            | Event::Status { slot, id, .. }
+            | Event::HeadBytes { slot, id, .. }
+            | Event::Body { slot, id, .. }
+            | Event::End { slot, id }
+            | Event::Closed { slot, id, .. }
+            | Event::Sent { slot, id } => Some((slot, id)),
+            Event::Settings | Event::GoAway { .. } | Event::Reset => None,
+        }
+    }
+}
+
 /// A request body being sent: the read callback's position in it.
 struct BodyCursor {
     data: *const u8,

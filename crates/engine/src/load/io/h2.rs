@@ -191,6 +191,10 @@ impl H2 {
                 continue;
             }
             p.id = 0;
+            // A slot that gave up on its stream has had its request counted.
+            if conns[slot].phase != Phase::Stream {
+                continue;
+            }
             let untouched = conns[slot].times.first_byte.is_none();
             let step = match served > 0 && untouched && kind == ErrorKind::Receive {
                 true => Step::Stale,
@@ -273,16 +277,24 @@ impl H2 {
         let Some(s) = self.links[j].session.as_mut() else { return };
         let mut events = std::mem::take(s.events());
         for &ev in &events {
-            let current = |slot: usize, id: i32| self.places[slot].link == j && self.places[slot].id == id;
+            // An event of a stream its slot gave up on (a timeout, the slot
+            // now idle or on its next request) concerns no request: the
+            // request was counted when it failed.
+            if let Some((slot, id)) = ev.stream() {
+                let p = self.places[slot];
+                if p.link != j || p.id != id || conns[slot].phase != Phase::Stream {
+                    continue;
+                }
+            }
             match ev {
-                Event::Head { slot, id } if current(slot, id) => {
+                Event::Head { slot, .. } => {
                     conns[slot].times.first_byte.get_or_insert(now);
                 }
-                Event::Status { slot, id, status } if current(slot, id) => conns[slot].parser.status = status,
-                Event::HeadBytes { slot, id, n } if current(slot, id) => conns[slot].parser.header_bytes += n,
-                Event::Body { slot, id, n } if current(slot, id) => conns[slot].parser.body_bytes += n,
-                Event::Sent { slot, id } if current(slot, id) => self.links[j].unsent.push(slot),
-                Event::End { slot, id } if current(slot, id) => {
+                Event::Status { slot, status, .. } => conns[slot].parser.status = status,
+                Event::HeadBytes { slot, n, .. } => conns[slot].parser.header_bytes += n,
+                Event::Body { slot, n, .. } => conns[slot].parser.body_bytes += n,
+                Event::Sent { slot, .. } => self.links[j].unsent.push(slot),
+                Event::End { slot, .. } => {
                     self.places[slot].id = 0;
                     let link = &mut self.links[j];
                     link.active -= 1;
@@ -294,7 +306,7 @@ impl H2 {
                     }
                     done.push((slot, Step::Done));
                 }
-                Event::Closed { slot, id, code } if current(slot, id) => {
+                Event::Closed { slot, code, .. } => {
                     self.places[slot].id = 0;
                     let link = &mut self.links[j];
                     link.active -= 1;
@@ -322,7 +334,6 @@ impl H2 {
                     self.counts.goaways += 1;
                 }
                 Event::Reset => self.counts.resets += 1,
-                _ => {}
             }
         }
         events.clear();
