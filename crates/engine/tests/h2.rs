@@ -141,3 +141,12 @@ fn streams_need_http2_and_http2_runs_on_epoll() {
     assert_eq!(bad(LoadConfig { streams: 0, ..base.clone() }), "streams");
     assert_eq!(bad(LoadConfig { proxy: Some("127.0.0.1:3128".into()), ..base }), "proxy");
 }
+
+#[test]
+fn heads_over_http2_show_the_fields_sent() {
+    let srv = start(Peer::Good);
+    let r = within(Duration::from_secs(10), &LoadConfig { capture_heads: true, ..h2(&srv.url, 1, 1, 2) });
+    let heads = r.heads.expect("heads, as asked");
+    assert!(heads.request.starts_with(":method: GET\n:scheme: http\n:authority: 127.0.0.1:"), "{}", heads.request);
+    assert!(!heads.request.contains("HTTP/1.1") && heads.response.is_none(), "{heads:?}");
+}

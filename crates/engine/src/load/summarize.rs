@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::client::h2::request::H2Request;
 use crate::config::LoadConfig;
 use crate::load::pacing::{Schedule, Shape};
 use crate::measure::stats::{Http2Counts, Stats, StatusList, UrlStats};
@@ -40,7 +41,10 @@ pub(crate) fn build(
     let seconds_run = (f.duration_s.ceil() as usize).max(1);
     let timeline = timeline.into_iter().take(seconds_run).collect();
     let trace = config.trace.then(|| std::mem::take(&mut s.trace));
-    let heads = config.capture_heads.then(|| Heads { request: request_head(w), response: s.response_head.take() });
+    let heads = config.capture_heads.then(|| Heads {
+        request: if config.http2() { h2_request_head(w, config.url.starts_with("https")) } else { request_head(w) },
+        response: s.response_head.take(),
+    });
     LoadResult {
         schema: SCHEMA,
         engine_version: env!("CARGO_PKG_VERSION"),
@@ -100,6 +104,13 @@ fn request_head(w: &Workload) -> String {
     let Some(r) = w.requests.first() else { return String::new() };
     let end = r.bytes.windows(4).position(|b| b == b"\r\n\r\n").map_or(r.bytes.len(), |i| i + 4);
     String::from_utf8_lossy(&r.bytes[..end]).into_owned()
+}
+
+/// Over HTTP/2: the first request's fields as sent (pseudo-headers first;
+/// no response head is kept).
+fn h2_request_head(w: &Workload, tls: bool) -> String {
+    let Some(r) = w.requests.first() else { return String::new() };
+    H2Request::from_http1(&r.bytes, tls).map_or_else(|e| e, |h| h.describe())
 }
 
 fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSummary {

@@ -84,8 +84,7 @@ impl H2Request {
         &self.body
     }
 
-    /// The fields as text, `name: value` per line.
-    #[cfg(test)]
+    /// The fields as text, `name: value` per line (ab's -v 2 over HTTP/2).
     pub(crate) fn describe(&self) -> String {
         let s = |r: &std::ops::Range<usize>| String::from_utf8_lossy(&self.text[r.clone()]).into_owned();
         self.fields.iter().map(|(n, v)| format!("{}: {}\n", s(n), s(v))).collect()
