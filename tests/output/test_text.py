@@ -44,6 +44,8 @@ def _run(values=(800, 1200, 1900, 2600, 40_000), **over):
         bytes=SimpleNamespace(received=100, sent=700, body=25),
         heads=None,
         status_counts={200: 5},
+        streams=1,
+        http2=None,
     )
     return SimpleNamespace(**{**fields, **over})
 
