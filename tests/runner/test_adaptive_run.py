@@ -21,7 +21,7 @@ from tests.support.experiments import run_plan
 PLAN = """
 [experiment]
 repetitions = "auto"
-precision = 0.15
+precision = {precision}
 max_repetitions = 6
 duration = "0.5s"
 
@@ -41,8 +41,12 @@ concurrency = 16
 def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     (tmp_path / "stable").mkdir()
     (tmp_path / "noisy").mkdir()
-    stable = run_plan(tmp_path / "stable", PLAN.format(args="[]"))
-    noisy = run_plan(tmp_path / "noisy", PLAN.format(args='["--jitter", "0.6"]'))
+    stable = run_plan(tmp_path / "stable", PLAN.format(args="[]", precision=0.15))
+    # A precision that ±60% jitter cannot reach by chance: at 0.15, three
+    # starts' draws landing within a few percent of each other (a few in a
+    # hundred) stopped it at round 3 in a CI run; at 0.03 they must land
+    # within about 1%.
+    noisy = run_plan(tmp_path / "noisy", PLAN.format(args='["--jitter", "0.6"]', precision=0.03))
     rounds = [max(r["round"] for r in ran.runs) for ran in (stable, noisy)]
     assert rounds[0] < 6 and rounds[1] == 6, rounds
     assert stable.out.starts == rounds[0], "a fresh start each round"
