@@ -66,10 +66,11 @@ bench: build system-deps
 
 # HTTP/2's CPU per request beside h2load, oha and the h2 crate (docs/http2.md).
 # oha is built from crates.io into bench/.tools once (a few minutes).
+# H2_COST_ARGS: e.g. "--seconds 2 --rounds 1" for a quick look.
 bench-h2: build system-deps
 	test -x bench/.tools/bin/oha || cargo install oha --locked --root bench/.tools
 	cargo build --release --quiet --manifest-path bench/h2-crate-client/Cargo.toml
-	$(PY) bench/h2_cost.py
+	$(PY) bench/h2_cost.py $(H2_COST_ARGS)
 
 # A minute of each cargo-fuzz target (fuzz/, docs/fuzzing.md) from its seeds
 # in fuzz/corpus; what a run adds goes to fuzz/scratch, the seeds stay as

@@ -109,7 +109,7 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "log": st.sampled_from(["access.log", "missing.log"]),
     "path": st.sampled_from(["/", "/x?y=1", "x", "", "/{c}"]),
     "method": st.sampled_from(["GET", "POST", "get", "", "G E T", "M-SEARCH"]),
-    "http_version": st.sampled_from(["1.0", "1.1", "2", ""]),
+    "http": st.sampled_from(["1.0", "1.1", "2", "3", ""]),
     "headers": st.dictionaries(st.sampled_from(["Accept", "Host", "", "X:Y", "Cookie"]), TEXT, max_size=3),
     "cpus": st.one_of(st.floats(-1, 5000), st.integers(-1, 5000), PLACEHOLDERS),
     "workers": st.integers(-1, 5000),

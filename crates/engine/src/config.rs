@@ -369,7 +369,7 @@ impl LoadConfig {
         }
         if self.http_version != HttpVersion::Http2 {
             if self.streams > 1 {
-                return Err(bad("streams", "concurrent streams on a connection need HTTP/2 (http_version = \"2\")"));
+                return Err(bad("streams", "concurrent streams on a connection need HTTP/2 (--http2, or http = \"2\" in a plan or the Python API)"));
             }
             return Ok(());
         }

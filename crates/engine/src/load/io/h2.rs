@@ -154,9 +154,9 @@ impl H2 {
         let moved = &mut self.links[k];
         if let Some(t) = moved.transport.as_mut() {
             let interest = Interest::READABLE | Interest::WRITABLE;
-            if self.epoll.registry().reregister(t.socket(), Token(k), interest).is_err() {
-                // Its streams then end as failures when the run ends.
-            }
+            // Should this fail, no event reaches its streams: they time out,
+            // counted as timeouts, as a silent server's would.
+            let _ = self.epoll.registry().reregister(t.socket(), Token(k), interest);
         }
         if moved.queued {
             self.queued.push(k);
