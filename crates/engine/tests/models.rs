@@ -74,6 +74,20 @@ fn users_think_between_requests() {
 }
 }
 
+on_each_io! {
+fn bytes_a_server_sends_on_an_idle_connection_answer_no_request() {
+    // A 408 sent unasked between requests, while the user thinks: it is not
+    // the answer to the next request, which goes out on a new connection.
+    let srv = start(Reply::Stale(OK, b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n"));
+    let cfg = LoadConfig { think_s: Some((0.1, 0.1)), duration_s: Some(0.35), threads: 1, ..keep_alive(&srv.url, 1) };
+    let r = run(&cfg).unwrap();
+    assert!(r.responses >= 3, "{}", r.responses);
+    assert_eq!((r.failed, r.non_2xx), (0, 0), "{:?} {:?}", r.status_counts, r.error_samples);
+    assert_eq!(r.responses, srv.requests.load(Ordering::SeqCst));
+    assert_eq!(r.connections_opened, r.responses, "each connection was dropped after its stale bytes");
+}
+}
+
 fn urls(base: &str, paths: &[&str]) -> Vec<UrlSpec> {
     let base = base.trim_end_matches('/');
     paths

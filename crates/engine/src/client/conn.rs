@@ -142,11 +142,18 @@ impl Conn {
         match self.phase {
             Phase::Idle => {
                 // Between requests a keep-alive connection has nothing to say:
-                // an event now is the server closing it (or garbage). Drop it,
-                // so the next request opens a new connection instead of
-                // waiting for an answer that cannot come.
-                if peer_closed && self.transport.is_some() {
-                    self.close();
+                // an event now is the server closing it, or bytes no request
+                // asked for (a 408 before it closes, say). Drop it, as the
+                // io_uring driver does, so that the next request opens a new
+                // connection: neither waiting for an answer that cannot come
+                // nor taking those bytes for its answer. A TLS record with no
+                // plaintext (a session ticket) reads as WouldBlock and keeps it.
+                if let Some(t) = self.transport.as_mut() {
+                    let mut drained = false;
+                    let quiet = matches!(t.read(buf, &mut drained), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+                    if peer_closed || !quiet {
+                        self.close();
+                    }
                 }
                 Step::Pending
             }

@@ -117,6 +117,10 @@ pub enum Reply {
     /// Answers (without Connection: close), then closes its side and reads
     /// and discards whatever comes, as Apache's lingering close does.
     Linger(&'static [u8]),
+    /// Answers with the first bytes, then, 20 ms later and unasked, sends
+    /// the second on the idle connection (a 408, as some servers send
+    /// before closing an idle keep-alive connection) and keeps it open.
+    Stale(&'static [u8], &'static [u8]),
 }
 
 /// Reads one request head; returns its request line.
@@ -166,6 +170,15 @@ pub fn start(reply: Reply) -> TestServer {
                     match reply {
                         Reply::Bytes(bytes, keep) => {
                             if s.write_all(bytes).is_err() || !keep {
+                                return;
+                            }
+                        }
+                        Reply::Stale(bytes, stale) => {
+                            if s.write_all(bytes).is_err() {
+                                return;
+                            }
+                            thread::sleep(Duration::from_millis(20));
+                            if s.write_all(stale).is_err() {
                                 return;
                             }
                         }

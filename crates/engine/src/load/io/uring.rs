@@ -251,12 +251,9 @@ impl Ops {
             // Every buffer was taken: nothing was read, so nothing is lost.
             Step::Pending
         } else if c.phase == Phase::Idle {
-            // Between requests the server has nothing to say. The end of
-            // the stream: it closed the connection, which is dropped, as the
-            // epoll driver drops it. Bytes: garbage, and the connection is
-            // dropped too, where epoll leaves them in the socket to fail the
-            // next request on it as a malformed response (the one place the
-            // two transports count differently).
+            // Between requests the server has nothing to say: the end of the
+            // stream, or bytes no request asked for. The connection is
+            // dropped, as the epoll driver drops it (`Conn::ready`).
             c.close();
             return Some(Step::Pending);
         } else if ev.res < 0 {
