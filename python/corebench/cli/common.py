@@ -255,6 +255,8 @@ THRESHOLD = typer.Option(
 
 def thresholds(texts: list[str] | None) -> list[Any]:
     """Parsed before any load: a malformed criterion is bad input."""
+    if not texts:
+        return []  # without importing the plan package (35 ms of a load's start)
     from corebench.plan import thresholds as th
 
     out = []
@@ -370,6 +372,8 @@ def run_and_report(
 
 def _judge(criteria: list[Any], result: Any, out: Any) -> bool:
     """Each threshold with its measured value; True when one failed."""
+    if not criteria:
+        return False
     from corebench.plan.thresholds import judge
 
     verdicts = judge(criteria, result)
@@ -381,10 +385,10 @@ def _judge(criteria: list[Any], result: Any, out: Any) -> bool:
 def _watch_generator(result: Any) -> None:
     """One line when the generator's own CPU neared what its threads can
     use: the run may have measured the generator, not the server."""
-    from corebench.monitor import CLIENT_BOUND_SHARE
-
     if result.agents or result.busy_poll_us or not result.duration_s or not result.threads:
         return  # agents are watched by the cluster session; a busy-polling generator is busy by design
+    from corebench.monitor import CLIENT_BOUND_SHARE
+
     used = result.generator_cpu_s / result.duration_s
     if used >= CLIENT_BOUND_SHARE * result.threads:
         print(

@@ -15,18 +15,22 @@ ends, before the report."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.spinner import Spinner
+from typing import TYPE_CHECKING, Any
 
 from corebench import engine
 from corebench.engine import Figures
 from corebench.result import LoadResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+# rich is imported only where the line is drawn: without a terminal (a
+# script, a benchmark) its import would be 20 ms of every run's start.
 
 # How often rich redraws the line's spinner; the line is also redrawn at
 # each of the engine's reports, about four times a second.
@@ -89,6 +93,8 @@ def line(f: Figures, rps: float) -> str:
         last = f"last second: all {s.errors:,} failed" if s.errors else "last second: no responses"
     else:
         last = f"last second: p50 {latency(s.p50_us)} p99 {latency(s.p99_us)}"
+    from rich.markup import escape
+
     return f"{escape(where(f))} · {rps:,.0f} req/s · {errors} · {last}"
 
 
@@ -96,11 +102,11 @@ class LiveLine:
     """The line on `console`, when it is an interactive terminal and not
     `quiet`; otherwise nothing. Called with each `Figures` the engine reports."""
 
-    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+    def __init__(self, console: Console | None, *, quiet: bool = False) -> None:
         self.console = console
-        self.on = console.is_interactive and not quiet
+        self.on = console is not None and console.is_interactive and not quiet
         self.live: Live | None = None
-        self.spinner = Spinner("dots")
+        self.spinner: Spinner | None = None
         self.text = ""
         self.updates = 0
         # The previous report: (elapsed_s, finished), for the current rate.
@@ -119,8 +125,14 @@ class LiveLine:
             return
         self.text = line(f, self.rate(f) if f.elapsed_s is not None else 0.0)
         self.updates += 1
+        if self.spinner is None:
+            from rich.spinner import Spinner
+
+            self.spinner = Spinner("dots")
         self.spinner.update(text=self.text)
         if self.live is None:
+            from rich.live import Live
+
             self.live = Live(self.spinner, console=self.console, refresh_per_second=REDRAW_PER_S, transient=True)
             self.live.start()
         self.live.refresh()
@@ -135,12 +147,15 @@ def on_stderr(quiet: bool = False) -> LiveLine:
     """The line on stderr, on when stderr is a terminal (a real one: not
     one rich is told to assume by FORCE_COLOR or TTY_COMPATIBLE) and not
     `quiet`."""
-    console = Console(stderr=True, highlight=False)
     try:
-        tty = console.file.isatty()
+        tty = sys.stderr.isatty()
     except (AttributeError, ValueError):
         tty = False
-    return LiveLine(console, quiet=quiet or not tty)
+    if quiet or not tty:
+        return LiveLine(None)
+    from rich.console import Console
+
+    return LiveLine(Console(stderr=True, highlight=False))
 
 
 @contextmanager
