@@ -289,9 +289,9 @@ def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):
 
     from corebench.cli.common import _watch_generator
 
-    def run(cpu_s, threads=8, busy_poll_us=0):
+    def run(cpu_s, threads=8, busy_poll_us=0, duration_s=10.0):
         r = SimpleNamespace(
-            agents=[], duration_s=10.0, threads=threads, generator_cpu_s=cpu_s, busy_poll_us=busy_poll_us
+            agents=[], duration_s=duration_s, threads=threads, generator_cpu_s=cpu_s, busy_poll_us=busy_poll_us
         )
         _watch_generator(r)
         return capsys.readouterr().err
@@ -299,6 +299,9 @@ def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):
     # The issue's case: 7.58 of a core over the run with 8 threads.
     assert run(75.8).startswith("corebench: warning: the generator used 7.58 of the 8 cores its threads can use (95%)")
     assert run(40.0) == "" and run(75.8, busy_poll_us=20) == ""
+    # A run of a millisecond (`-n 1`) is its threads' start: no warning.
+    assert run(0.0009, threads=1, duration_s=0.001) == ""
+    assert run(0.095, threads=1, duration_s=0.1).startswith("corebench: warning: the generator used 0.95 of the 1")
 
 
 def test_http2_multiplexes_and_says_so(nginx):
