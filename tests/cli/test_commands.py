@@ -13,7 +13,7 @@ def test_the_table_names_each_command_and_its_module() -> None:
     for name, command in commands.items():
         module = command.callback.__module__
         assert module == f"corebench.cli.{COMMANDS[name]}", (name, module)
-    assert set(COMMANDS.values()) == set(MODULES)
+    assert MODULES == ("capacity", "cleanup", "fit", "load", "replay", "report", "run", "serve")
 
 
 def test_a_command_alone_imports_its_module_only() -> None:
@@ -27,3 +27,10 @@ def test_a_command_alone_imports_its_module_only() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['corebench.cli.load']"
+
+
+def test_a_misspelled_command_is_one_line_naming_the_one_meant(capsys) -> None:
+    from corebench.cli import main
+
+    assert main(["lod", "http://127.0.0.1:1/"]) == 2
+    assert capsys.readouterr().err == "corebench: error: No such command 'lod'. Did you mean 'load'?\n"

@@ -3,6 +3,7 @@ words: what they become in the engine's configuration, and their errors."""
 
 import base64
 
+import pydantic
 import pytest
 
 import corebench
@@ -61,3 +62,10 @@ def test_the_engine_refuses_a_remote_proxy_under_the_proxy_key():
     with pytest.raises(corebench.UsageError) as e:
         engine.check(corebench.load_config(URL, proxy="192.0.2.1:3128"))
     assert getattr(e.value, "key", None) == "proxy" and "not on a loopback address" in str(e.value)
+
+
+def test_http_names_every_protocol_the_engine_speaks():
+    # Taken from the engine's generated type, not restated.
+    assert config(http="2").http_version == "2" and config(http="1.0").http_version == "1.0"
+    with pytest.raises(pydantic.ValidationError, match=r"'3' is not a protocol corebench speaks: give 1\.0, 1\.1, 2"):
+        LoadSettings(url=URL, http="3")

@@ -76,10 +76,11 @@ fn users_think_between_requests() {
 
 on_each_io! {
 fn bytes_a_server_sends_on_an_idle_connection_answer_no_request() {
-    // A 408 sent unasked between requests, while the user thinks: it is not
-    // the answer to the next request, which goes out on a new connection.
+    // A 408 sent unasked 20 ms after each answer, while the user thinks
+    // 200 ms (room for a slow machine): it is not the answer to the next
+    // request, which goes out on a new connection.
     let srv = start(Reply::Stale(OK, b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n"));
-    let cfg = LoadConfig { think_s: Some((0.1, 0.1)), duration_s: Some(0.35), threads: 1, ..keep_alive(&srv.url, 1) };
+    let cfg = LoadConfig { think_s: Some((0.2, 0.2)), duration_s: Some(0.7), threads: 1, ..keep_alive(&srv.url, 1) };
     let r = run(&cfg).unwrap();
     assert!(r.responses >= 3, "{}", r.responses);
     assert_eq!((r.failed, r.non_2xx), (0, 0), "{:?} {:?}", r.status_counts, r.error_samples);

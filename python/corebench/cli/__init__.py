@@ -41,10 +41,8 @@ def _root(
     """How does my web server scale, and what should I run it on?"""
 
 
-# The modules that define the commands, in the order help lists them, and
-# which module defines each command (tests/cli/test_commands.py checks the
-# two against what the modules register).
-MODULES = ("capacity", "cleanup", "fit", "load", "replay", "report", "run", "serve")
+# Which module defines each command, in the order help lists them
+# (tests/cli/test_commands.py checks it against what the modules register).
 COMMANDS = {
     "capacity": "capacity",
     "cleanup": "cleanup",
@@ -58,6 +56,7 @@ COMMANDS = {
     "sweep": "run",
     "serve": "serve",
 }
+MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 def _register(argv: list[str] | None = None) -> None:
@@ -86,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         # The parser's own errors (unknown flag, missing argument, bad type),
         # folded into one line like every other user error.
-        where = f"{ctx.command_path}: " if ctx is not None else ""
+        # A subcommand's path; the root's is "corebench", already said.
+        where = f"{ctx.command_path}: " if ctx is not None and ctx.parent is not None else ""
         print(f"corebench: error: {where}{e.format_message()}", file=sys.stderr)
         return e.exit_code
     except UsageError as e:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -35,8 +35,11 @@ def _seconds(v: Any) -> Any:
 
 Seconds = Annotated[float, BeforeValidator(_seconds)]
 
-#: The protocols `http` can name: HTTP/1.0, HTTP/1.1 (the default), HTTP/2.
-HTTP_VERSIONS = ("1.0", "1.1", "2")
+#: The protocols `http` can name, as the engine's `http_version` lists them
+#: (1.0, 1.1, 2): its generated type is a union of literals, 1.x and 2.
+HTTP_VERSIONS: tuple[str, ...] = tuple(
+    v for part in get_args(LoadConfig.model_fields["http_version"].annotation) for v in get_args(part)
+)
 
 #: An open loop opens connections as it needs them, up to this many, unless told.
 OPEN_LOOP_CONNECTIONS = 1000
