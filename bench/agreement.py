@@ -31,12 +31,6 @@ from corebench.testing.nginx import Nginx
 WARMUP_S = 1.0
 
 
-def cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def sleeps(pid: int) -> int:
     total = 0
     for path in glob.glob(f"/proc/{pid}/task/*/status"):
@@ -45,14 +39,14 @@ def sleeps(pid: int) -> int:
     return total
 
 
-def measure(cmd: list[str], n: Nginx, worker_pid: int, seconds: int) -> dict:
+def measure(cmd: list[str], n: Nginx, seconds: int) -> dict:
     start_count = n.served()
     proc = subprocess.Popen(["taskset", "-c", "1"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(WARMUP_S)
-    c0, cpu0, z0, t0 = n.served(), cpu_s(worker_pid), sleeps(proc.pid), time.monotonic()
+    c0, cpu0, z0, t0 = n.served(), n.workers_cpu_s(), sleeps(proc.pid), time.monotonic()
     time.sleep(seconds - WARMUP_S - 0.5)
     req = n.served_since(c0)
-    cpu1, z1, dt = cpu_s(worker_pid), sleeps(proc.pid), time.monotonic() - t0
+    cpu1, z1, dt = n.workers_cpu_s(), sleeps(proc.pid), time.monotonic() - t0
     out, err = proc.communicate(timeout=60)
     if proc.returncode != 0:
         sys.exit(f"agreement: {cmd[0]} failed: {err.strip()[-300:]}")
@@ -82,9 +76,9 @@ def main() -> int:
     a = ap.parse_args()
     if a.seconds < 3:
         sys.exit("agreement: --seconds must be at least 3 (1 s warm-up, a steady window, the end)")
-    for tool in ("wrk", "taskset", "pgrep"):
+    for tool in ("wrk", "taskset"):
         if not shutil.which(tool):
-            sys.exit(f"agreement: {tool} not found (Debian: wrk, util-linux, procps)")
+            sys.exit(f"agreement: {tool} not found (Debian: wrk, util-linux)")
     cli = os.path.join(os.path.dirname(sys.executable), "corebench")
     corebench = [cli, "load", "-k", "--threads", "1", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-"]
     tools = {
@@ -101,10 +95,9 @@ def main() -> int:
         for cmd in tools.values():
             cmd += ["-H", "Accept-Encoding: gzip"]
     with Nginx(page_bytes=a.page_bytes, cpu_affinity="01", gzip_level=a.gzip) as n:
-        worker = int(subprocess.run(["pgrep", "-P", str(n.proc.pid)], capture_output=True, text=True).stdout.split()[0])
         for r in range(a.rounds):
             for name, cmd in tools.items():
-                m = measure(cmd + [n.url], n, worker, a.seconds)
+                m = measure(cmd + [n.url], n, a.seconds)
                 rows[name].append(m)
                 note = ""
                 if name.startswith("corebench"):

@@ -13,6 +13,8 @@ import tempfile
 import time
 import urllib.request
 
+import psutil
+
 from corebench.targets.process import free_port
 
 
@@ -153,6 +155,12 @@ http {{
         """nginx's request counter; it counts this status request too."""
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=5).read().decode()
         return int(text.split("\n")[2].split()[2])
+
+    def workers_cpu_s(self) -> float:
+        """CPU seconds (user and system) the worker processes have used: the
+        server's cost, to divide by its own count of requests."""
+        workers = psutil.Process(self.proc.pid).children()
+        return sum(sum(w.cpu_times()[:2]) for w in workers)
 
     def served_since(self, before: int) -> int:
         """Requests answered since `before` was read, less the status request that read it."""
