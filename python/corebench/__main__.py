@@ -1,5 +1,3 @@
-import sys
+from corebench.cli import console
 
-from corebench.cli import main
-
-sys.exit(main())
+console()
