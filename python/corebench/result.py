@@ -60,6 +60,13 @@ SUCCESS = range(200, 400)
 # unsuccessful statuses) is failing: reported, never offered as best, never
 # counted as sustaining its load.
 FAILING_SHARE = 0.01
+# A generator that used this share of its cores' time (its threads', or an
+# agent's) was the limit rather than the server: client-bound. The monitor,
+# the load command's warning and the agents' report all judge by it.
+CLIENT_BOUND_SHARE = 0.9
+# A run shorter than this is mostly its load threads' start (spawning them,
+# the first connects): its share of the cores says nothing of a limit.
+CLIENT_BOUND_MIN_S = 0.1
 
 
 def goodput_rps(result: dict[str, Any]) -> float:

@@ -387,7 +387,8 @@ def _watch_generator(result: Any) -> None:
     use: the run may have measured the generator, not the server."""
     if result.agents or result.busy_poll_us or not result.duration_s or not result.threads:
         return  # agents are watched by the cluster session; a busy-polling generator is busy by design
-    from corebench.monitor import CLIENT_BOUND_MIN_S, CLIENT_BOUND_SHARE
+    # From the result's module, not the monitor's: psutil's import is 10-25 ms of a load's start.
+    from corebench.result import CLIENT_BOUND_MIN_S, CLIENT_BOUND_SHARE
 
     if result.duration_s < CLIENT_BOUND_MIN_S:
         return

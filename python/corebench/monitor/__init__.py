@@ -17,15 +17,11 @@ from typing import Any, NamedTuple
 import psutil
 
 from corebench.monitor import cgroups
+from corebench.result import CLIENT_BOUND_SHARE
 
 INTERVAL_S = 0.2
 # A shorter tail has too few clock ticks (10 ms each) to say anything.
 MIN_TAIL_S = 0.05
-# A generator using this share of its cores' time was the limit (client-bound).
-CLIENT_BOUND_SHARE = 0.9
-# A run shorter than this is mostly its load threads' start (spawning them,
-# the first connects): its share of the cores says nothing of a limit.
-CLIENT_BOUND_MIN_S = 0.1
 _CORE_FIELDS = ("user", "system", "iowait", "softirq", "idle", "steal")
 # A run that lost this many cores' worth to the hypervisor (steal time: the
 # VM's vCPUs were runnable but not run) measured less than the machine gives.

@@ -5,7 +5,7 @@ list or a log, and what a replay skipped."""
 
 from __future__ import annotations
 
-from corebench.result import LoadResult, UrlSummary
+from corebench.result import CLIENT_BOUND_SHARE, LoadResult, UrlSummary
 
 SLOWEST = 10
 _TAIL = (50.0, 90.0, 99.0, 99.9, 100.0)
@@ -110,9 +110,6 @@ def siege(r: LoadResult) -> list[str]:
     return ["", "siege summary"] + SiegeText().render(r, None).rstrip("\n").split("\n")  # type: ignore[arg-type]
 
 
-# The monitor's threshold (corebench.monitor.CLIENT_BOUND_SHARE): an agent
-# this busy may have been the limit rather than the server.
-AGENT_BUSY = 0.9
 # Agents start at one agreed instant; later than this is worth a word.
 AGENT_LATE_S = 0.05
 
@@ -137,7 +134,7 @@ def agents(r: LoadResult) -> list[str]:
                 f"  WARNING: agent {a.index} began {a.start_lag_s:.3f} s after the agreed start (slow to "
                 "prepare, or its clock ahead of this one): its first second carried less load."
             )
-        if a.cpu_utilization >= AGENT_BUSY:
+        if a.cpu_utilization >= CLIENT_BOUND_SHARE:
             out.append(
                 f"  WARNING: agent {a.index} used {a.cpu_utilization:.0%} of its {min(a.threads, a.cores)} "
                 "core(s): it, not the server, may have been the limit; add agents or nodes."

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from corebench import engine
 from corebench.errors import EngineFailure, UsageError
-from corebench.monitor import CLIENT_BOUND_SHARE
+from corebench.result import CLIENT_BOUND_SHARE
 
 if TYPE_CHECKING:
     from corebench.cluster.session import Session
