@@ -105,8 +105,10 @@ def console() -> NoReturn:
     one (pydantic's validators, typer's commands): about 90 ms of CPU per
     `corebench load` on a 2-core VM, counted in its CPU per request
     (bench/generator-cost.sh). Nothing is left to that teardown: each
-    command closes what it opened (stores, servers, files) before `main`
-    returns, and no thread of ours outlives it."""
+    command closes what it opened (stores, servers, files, a Ray session)
+    before `main` returns, registers no exit handler, and leaves no thread
+    that needs to finish (the few left, like a timed-out Ray connect, are
+    daemons, which an ordinary exit would kill too)."""
     code = main()
     try:
         sys.stdout.flush()
