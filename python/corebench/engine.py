@@ -25,9 +25,9 @@ def refused(e: EngineUsageError) -> UsageError:
 
 
 # Descriptors besides the connections: the interpreter, the engine's epoll
-# and wake-up files per thread, the log and body files.
+# (or io_uring) and its two timers per thread, the log and body files.
 _FD_BASE = 16
-_FD_PER_THREAD = 2
+_FD_PER_THREAD = 3
 
 
 def descriptors(config: LoadConfig) -> None:

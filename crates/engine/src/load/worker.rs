@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::control::Control;
-use super::io::{Driver, EventLoop, Peer};
+use super::io::{Driver, EventLoop, Peer, TICK};
 use super::pacing::{Cursor, Schedule, TicketBook, Tickets};
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
@@ -21,8 +21,6 @@ use crate::measure::stats::{micros, record_small, ErrorKind, Stats, TraceRow};
 use crate::workload::{Entry, Workload};
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
-/// How often timeouts are checked and progress published.
-const TICK: Duration = Duration::from_millis(10);
 /// How long requests still in flight when a timed run ends may take to
 /// finish: past it they count as timeouts, so that a stalled server cannot
 /// hold the run beyond its end for the whole per-request timeout.

@@ -1,5 +1,6 @@
 //! The epoll driver: an edge-triggered event loop (mio) with a timerfd for
-//! wake-ups finer than epoll_wait's milliseconds.
+//! wake-ups finer than epoll_wait's milliseconds, and a periodic one for
+//! the worker's ticks, so that most waits need no timeout (see `TICK`).
 
 use std::io;
 use std::time::Instant;
@@ -7,17 +8,19 @@ use std::time::Instant;
 use mio::{Events, Poll, Token};
 
 use super::timer::Timer;
-use super::{Driver, Peer};
+use super::{Driver, Peer, TICK};
 use crate::client::conn::{Conn, Step};
 use crate::workload::Prepared;
 
 const TIMER: Token = Token(usize::MAX);
+const TICKER: Token = Token(usize::MAX - 1);
 /// Events taken from the kernel per wait.
 const EVENTS: usize = 1024;
 
 pub(crate) struct Epoll {
     poll: Poll,
     timer: Timer,
+    ticker: Timer,
     events: Events,
 }
 
@@ -25,7 +28,8 @@ impl Epoll {
     pub(crate) fn new() -> io::Result<Epoll> {
         let poll = Poll::new()?;
         let timer = Timer::new(poll.registry(), TIMER)?;
-        Ok(Epoll { poll, timer, events: Events::with_capacity(EVENTS) })
+        let ticker = Timer::periodic(poll.registry(), TICKER, TICK)?;
+        Ok(Epoll { poll, timer, ticker, events: Events::with_capacity(EVENTS) })
     }
 
     pub(super) fn registry(&self) -> &mio::Registry {
@@ -50,13 +54,13 @@ impl Driver for Epoll {
     }
 
     fn wait(&mut self, events: &mut Vec<Ready>, until: Instant, tick: Instant, now: Instant) -> io::Result<()> {
-        let mut wait = tick.saturating_duration_since(now);
+        let mut wait = None;
         if until <= now {
-            wait = std::time::Duration::ZERO;
+            wait = Some(std::time::Duration::ZERO);
         } else if until < tick {
             self.timer.arm(until, now);
         }
-        let polled = self.poll.poll(&mut self.events, Some(wait));
+        let polled = self.poll.poll(&mut self.events, wait);
         if let Err(e) = polled {
             return match e.kind() {
                 io::ErrorKind::Interrupted => Ok(()),
@@ -66,6 +70,7 @@ impl Driver for Epoll {
         for ev in self.events.iter() {
             match ev.token() {
                 TIMER => self.timer.fired(),
+                TICKER => self.ticker.fired(),
                 Token(slot) => events.push(Ready { slot, closed: ev.is_read_closed() || ev.is_error() }),
             }
         }

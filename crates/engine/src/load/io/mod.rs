@@ -12,7 +12,7 @@ mod uring;
 
 use std::io;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::client::conn::{Conn, Step};
 use crate::client::h2::request::H2Request;
@@ -26,6 +26,13 @@ pub(crate) use epoll::Epoll;
 pub(crate) use h2::H2;
 pub use uring::io_uring_support;
 pub(crate) use uring::Uring;
+
+/// How often the worker checks timeouts and publishes progress. The
+/// drivers keep a periodic wake-up of this period in the kernel, so a wait
+/// with nothing due before the worker's next tick needs no timeout: on a VM
+/// a sleep's timer costs two timer reprogrammings, each an exit to the
+/// hypervisor, and a closed loop sleeps about once per response.
+pub(crate) const TICK: Duration = Duration::from_millis(10);
 
 /// One worker's I/O. `Event` is what the kernel reported, copied out so
 /// the worker can handle each in turn with its slots.
@@ -44,6 +51,8 @@ pub(crate) trait Driver {
 
     /// Submits what is queued and waits for events until `until` (at once
     /// when it has passed); `tick` is the worker's next periodic check.
+    /// When `until` is `tick`, the wait may end at a later tick (up to one
+    /// `TICK` late): nothing but the periodic checks is due then.
     fn wait(&mut self, events: &mut Vec<Self::Event>, until: Instant, tick: Instant, now: Instant) -> io::Result<()>;
 
     /// Starts the prepared request of slot `i`: connects, or sends on the

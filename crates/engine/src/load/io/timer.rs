@@ -1,6 +1,7 @@
 //! A timerfd in the worker's event loop. epoll_wait's timeout counts whole
 //! milliseconds, too coarse for a schedule of thousands of requests per
 //! second; a timerfd wakes the loop at the instant the next request is due.
+//! A periodic one wakes it for the worker's ticks (see `TICK`).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -27,6 +28,13 @@ impl Timer {
         Ok(Timer { fd, armed_for: None })
     }
 
+    /// A timer that fires every `period`, from `period` from now on.
+    pub(crate) fn periodic(registry: &Registry, token: Token, period: Duration) -> io::Result<Timer> {
+        let timer = Timer::new(registry, token)?;
+        timer.set(period, period)?;
+        Ok(timer)
+    }
+
     /// Wakes the loop at `at` (at once when it has passed). Re-arming resets
     /// the expiry count, so a new edge follows.
     pub(crate) fn arm(&mut self, at: Instant, now: Instant) {
@@ -34,16 +42,19 @@ impl Timer {
             return;
         }
         let wait = at.saturating_duration_since(now).max(Duration::from_nanos(1));
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec {
-                tv_sec: wait.as_secs() as libc::time_t,
-                tv_nsec: wait.subsec_nanos() as libc::c_long,
-            },
-        };
-        // SAFETY: valid fd and a fully initialised itimerspec.
-        unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        // A valid fd and time cannot be refused.
+        let _ = self.set(wait, Duration::ZERO);
         self.armed_for = Some(at);
+    }
+
+    fn set(&self, value: Duration, interval: Duration) -> io::Result<()> {
+        let spec = |d: Duration| libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as _ };
+        let spec = libc::itimerspec { it_interval: spec(interval), it_value: spec(value) };
+        // SAFETY: valid fd and a fully initialised itimerspec.
+        match unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
     }
 
     /// Consumes an expiry after the timer's event.

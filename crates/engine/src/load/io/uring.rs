@@ -13,12 +13,12 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use io_uring::types::{Fd, SubmitArgs, Timespec};
+use io_uring::types::{Fd, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use socket2::SockAddr;
 
 use super::bufring::{BufRing, GROUP};
-use super::{Driver, Peer};
+use super::{Driver, Peer, TICK};
 use crate::client::conn::{failed, Conn, Phase, Step};
 use crate::client::transport::{RingSocket, Transport};
 use crate::measure::stats::ErrorKind;
@@ -50,6 +50,8 @@ const SMALL_REQUEST_BYTES: usize = 16 * 1024;
 /// io_uring_enter's IORING_ENTER_GETEVENTS (the crate keeps its flags private).
 const GETEVENTS: u32 = 1;
 
+/// The periodic wake-up's tag (slot 0, connection 0, op 0).
+const TICKER: u64 = 0;
 const CONNECT: u64 = 1;
 const SEND: u64 = 2;
 const RECV: u64 = 3;
@@ -85,7 +87,13 @@ pub(crate) struct Uring {
     ops: Ops,
     bufs: BufRing,
     cq_entries: usize,
+    /// A multishot timeout completes every `TICK`, so waits for nothing
+    /// sooner need no timeout of their own (see `TICK`).
+    ticking: bool,
 }
+
+/// The periodic wake-up's period, where the kernel reads it.
+static TICK_SPEC: Timespec = Timespec::new().sec(TICK.as_secs()).nsec(TICK.subsec_nanos());
 
 /// The ring and what its operations refer to.
 struct Ops {
@@ -122,6 +130,7 @@ impl Uring {
             ops: Ops { ring, slots: (0..connections).map(|_| Slot::default()).collect(), addr: None },
             bufs: BufRing::new(pow2_within(connections / b.share, b.min, b.max) as u16, b.bytes),
             cq_entries,
+            ticking: false,
         })
     }
 }
@@ -278,21 +287,28 @@ impl Driver for Uring {
 
     fn start(&mut self) -> io::Result<()> {
         self.ops.ring.submitter().register_enable_rings()?;
-        let incremental = features().is_ok_and(|f| f.incremental);
-        self.bufs.register(&self.ops.ring, incremental)
+        let features = features().ok();
+        if features.is_some_and(|f| f.multishot_timeout) {
+            let tick = opcode::Timeout::new(&TICK_SPEC).flags(TimeoutFlags::MULTISHOT).build();
+            self.ops.push(tick.user_data(TICKER));
+            self.ticking = true;
+        }
+        self.bufs.register(&self.ops.ring, features.is_some_and(|f| f.incremental))
     }
 
     fn capacity(&self) -> usize {
         self.cq_entries
     }
 
-    fn wait(&mut self, events: &mut Vec<Cqe>, until: Instant, _tick: Instant, now: Instant) -> io::Result<()> {
+    fn wait(&mut self, events: &mut Vec<Cqe>, until: Instant, tick: Instant, now: Instant) -> io::Result<()> {
         self.bufs.publish();
         let ring = &mut self.ops.ring;
         let waited = if until <= now {
             let queued = ring.submission().len() as u32;
             // SAFETY: no argument; GETEVENTS runs the deferred completions.
             unsafe { ring.submitter().enter::<libc::sigset_t>(queued, 0, GETEVENTS, None) }
+        } else if self.ticking && until >= tick {
+            ring.submit_and_wait(1)
         } else {
             // A timeout in nanoseconds: no timerfd needed for the schedule.
             let ts = Timespec::from(until - now);
@@ -333,6 +349,12 @@ impl Driver for Uring {
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     ) {
+        if ev.user_data == TICKER {
+            // A timeout that ended (an error, not its period) is not armed
+            // again: waits take their own timeouts from then on.
+            self.ticking &= cqueue::more(ev.flags);
+            return;
+        }
         let (i, _, op) = untag(ev.user_data);
         let bid = if op == RECV { cqueue::buffer_select(ev.flags) } else { None };
         let step = match bid {
@@ -364,6 +386,8 @@ pub fn io_uring_support() -> Result<(), String> {
 struct Features {
     /// Buffer rings consumed incrementally (Linux 6.12).
     incremental: bool,
+    /// Multishot timeouts (Linux 6.4).
+    multishot_timeout: bool,
 }
 
 fn features() -> Result<Features, String> {
@@ -404,5 +428,5 @@ fn probe() -> Result<Features, String> {
     if incremental {
         ring.submitter().unregister_buf_ring(GROUP).map_err(|e| format!("unregistering a buffer ring: {e}"))?;
     }
-    Ok(Features { incremental })
+    Ok(Features { incremental, multishot_timeout: (major, minor) >= (6, 4) })
 }
