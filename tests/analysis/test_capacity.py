@@ -119,3 +119,22 @@ def test_no_crossing_from_too_few_steps_near_the_bound():
     assert crossing([(100.0, 8000.0), (110.0, 7000.0), (120.0, 9000.0)], 20_000) is None
     # Latency falling with the rate: no crossing to read.
     assert crossing([(100.0, 15000.0), (110.0, 12000.0), (120.0, 9000.0)], 20_000) is None
+
+
+def test_a_crossing_just_past_the_top_step_is_read_and_one_further_is_not():
+    import math
+
+    from corebench.analysis.capacity import CROSSING_REACH, crossing
+
+    # A capacity search's steps (CI, uniform arrivals, M/D/1 limit 880 req/s):
+    # the line crosses 20 ms at 890.97 req/s, 0.02% past the top step.
+    pts = [(485.7, 5927.0), (971.4, 97791.0), (686.9, 7767.0), (816.9, 12807.0), (890.8, 20927.0)]
+    pts += [(853.1, 12943.0), (871.7, 19583.0), (871.7, 17663.0), (890.8, 20175.0)]
+    c = crossing(pts, 20_000)
+    assert c is not None and 890.8 < c.rate_rps < 891.0 and c.steps == 7
+    # M/M/1, mu = 1000/s: the 20 ms bound is crossed at 769.74 req/s.
+    p99_us = {lam: math.log(100) / (1000 - lam) * 1e6 for lam in (600, 650, 700, 720, 760)}
+    c = crossing(list(p99_us.items()), 20_000)
+    assert CROSSING_REACH > 769.74 / 760 - 1 and c is not None and abs(c.rate_rps - 769.74) < 0.01
+    del p99_us[760]
+    assert CROSSING_REACH < 769.74 / 720 - 1 and crossing(list(p99_us.items()), 20_000) is None

@@ -202,6 +202,13 @@ class Crossing:
 # overloaded and the percentile is the length of the step, not the queue.
 NEAR_BOUND = 3.0
 MIN_CROSSING_STEPS = 3
+# How far beyond the fitted steps' rates (a share of the nearest) the line
+# is still read. A search ends with its steps near the limit a bracket
+# apart (2% by default), and the noise of one step's percentile can put the
+# crossing just past the highest of them (seen: 890.97 req/s, the top step
+# at 890.82, theory 880): as well supported as one just inside. Further
+# out the line is not read.
+CROSSING_REACH = 0.02
 
 
 def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "p99") -> Crossing | None:
@@ -216,7 +223,8 @@ def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "
     whose fitted line's confidence band contains 1/limit (Draper & Smith,
     "Applied Regression Analysis", 1998, §3.2). None when fewer than 3
     rates are near the bound, when latency does not rise with the rate
-    there, or when the crossing lies outside the rates fitted. Every step counts, so the
+    there, or when the crossing lies more than CROSSING_REACH beyond the
+    rates fitted. Every step counts, so the
     estimate averages the noise of a percentile from a few thousand
     autocorrelated requests, which single pass/fail verdicts cannot."""
     near = [(r, 1e6 / v) for r, v in points if v > 0 and limit_us / NEAR_BOUND <= v <= limit_us * NEAR_BOUND]
@@ -235,7 +243,7 @@ def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "
         return None  # latency not rising with the rate here: no crossing to read
     t = float(st.t.ppf(0.975, dof))
     estimate = (y0 - a) / b
-    if not rates.min() <= estimate <= rates.max():
+    if not rates.min() * (1 - CROSSING_REACH) <= estimate <= rates.max() * (1 + CROSSING_REACH):
         return None  # the line would be read outside the steps that made it: no estimate
     # (a − y0 + b·x)² ≤ t²·(Vaa + 2x·Vab + x²·Vbb), a quadratic in x.
     qa = b * b - t * t * cov[1, 1]
