@@ -16,6 +16,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import time
 
 from corebench.testing.nginx import Nginx
 
@@ -67,7 +68,20 @@ def main() -> int:
     return 0 if ok else 1
 
 
+def settled(n: Nginx, within_s: float = 10.0) -> int:
+    """Waits (bounded) until nginx has closed the last run's connections: the
+    generator's exit closes them all at once, and nginx, holding them until it
+    reads each end, would otherwise start the next run short of connections
+    and free some by closing idle keep-alive ones, requests on their way in."""
+    deadline = time.monotonic() + within_s
+    while (held := n.active()) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return held
+
+
 def measure(cli: str, n: Nginx, io: str, conns: int, seconds: int) -> bool:
+    if (held := settled(n)) > 1:
+        print(f"--io {io}: nginx still holds {held} connections of the last run", file=sys.stderr)
     before = n.served()
     args = [cli, "load", "-k", "--io", io, "-c", str(conns), "-t", f"{seconds}s", "--json", "-", n.url]
     with tempfile.TemporaryFile() as err:

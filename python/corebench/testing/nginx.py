@@ -151,10 +151,17 @@ http {{
         assert self.tls_ports is not None, "started without tls"
         return f"https://127.0.0.1:{self.tls_ports[1]}/page.html"
 
+    def _status(self) -> list[str]:
+        text: str = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=5).read().decode()
+        return text.split("\n")
+
     def served(self) -> int:
         """nginx's request counter; it counts this status request too."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=5).read().decode()
-        return int(text.split("\n")[2].split()[2])
+        return int(self._status()[2].split()[2])
+
+    def active(self) -> int:
+        """The connections nginx holds open, this status request's included."""
+        return int(self._status()[0].split(":")[1])
 
     def workers_cpu_s(self) -> float:
         """CPU seconds (user and system) the worker processes have used: the
