@@ -70,9 +70,10 @@ def main() -> int:
 
 def settled(n: Nginx, within_s: float = 10.0) -> int:
     """Waits (bounded) until nginx has closed the last run's connections: the
-    generator's exit closes them all at once, and nginx, holding them until it
-    reads each end, would otherwise start the next run short of connections
-    and free some by closing idle keep-alive ones, requests on their way in."""
+    generator's exit closes them all at once, and nginx holds each until it
+    reads its end. One run that started at once lost 64 requests to
+    "connection closed by server", most likely nginx short of connections
+    freeing idle keep-alive ones with requests on their way in."""
     deadline = time.monotonic() + within_s
     while (held := n.active()) > 1 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -29,9 +29,10 @@ pub(crate) use uring::Uring;
 
 /// How often the worker checks timeouts and publishes progress. The
 /// drivers keep a periodic wake-up of this period in the kernel, so a wait
-/// with nothing due before the worker's next tick needs no timeout: on a VM
-/// a sleep's timer costs two timer reprogrammings, each an exit to the
-/// hypervisor, and a closed loop sleeps about once per response.
+/// with nothing due before the worker's next tick needs no timeout. A
+/// closed loop sleeps about once per response, and a sleep with a timeout
+/// programs and cancels a timer (on a VM, presumably exits to the
+/// hypervisor); docs/benchmarks.md has what leaving it out measured.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
 
 /// One worker's I/O. `Event` is what the kernel reported, copied out so
