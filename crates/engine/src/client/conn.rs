@@ -9,7 +9,8 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
 use super::response::{Progress, ResponseParser};
-use super::transport::{TlsContext, Transport};
+use super::stamp::Wall;
+use super::transport::{ReadNote, TlsContext, Transport};
 use crate::client::target::Entry;
 use crate::measure::stats::ErrorKind;
 
@@ -46,7 +47,9 @@ pub(crate) struct Times {
     pub begun: Instant,
     pub connected: Instant,
     pub sent: Instant,
+    /// When the response's first and last bytes reached the socket.
     pub first_byte: Option<Instant>,
+    pub last_byte: Option<Instant>,
 }
 
 pub(crate) struct Conn {
@@ -74,7 +77,7 @@ impl Conn {
             token,
             transport: None,
             phase: Phase::Idle,
-            times: Times { start: now, begun: now, connected: now, sent: now, first_byte: None },
+            times: Times { start: now, begun: now, connected: now, sent: now, first_byte: None, last_byte: None },
             parser: ResponseParser::default(),
             deadline: now,
             served: 0,
@@ -92,7 +95,7 @@ impl Conn {
 
     /// Makes the slot ready for a request due at `start`, begun at `now`.
     pub(crate) fn prepare(&mut self, start: Instant, now: Instant, deadline: Instant) {
-        self.times = Times { start, begun: now, connected: now, sent: now, first_byte: None };
+        self.times = Times { start, begun: now, connected: now, sent: now, first_byte: None, last_byte: None };
         self.deadline = deadline;
         self.parser.reset();
         self.written = 0;
@@ -127,13 +130,15 @@ impl Conn {
         Step::Pending
     }
 
-    /// Drives the request after a readiness event.
+    /// Drives the request after a readiness event, at `now`; `wall` converts
+    /// the arrival stamps of what is read.
     /// `peer_closed` is the event's read-closed flag (EPOLLRDHUP): the end of
     /// the stream is already queued behind the data, and no further edge
     /// will report it, so the socket is read to the end.
     pub(crate) fn ready(
         &mut self,
         now: Instant,
+        wall: &Wall,
         buf: &mut [u8],
         request: &[u8],
         head: bool,
@@ -149,8 +154,7 @@ impl Conn {
                 // nor taking those bytes for its answer. A TLS record with no
                 // plaintext (a session ticket) reads as WouldBlock and keeps it.
                 if let Some(t) = self.transport.as_mut() {
-                    let mut drained = false;
-                    let quiet = matches!(t.read(buf, &mut drained), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+                    let quiet = matches!(t.read(buf, &mut ReadNote::default()), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
                     if peer_closed || !quiet {
                         self.close();
                     }
@@ -160,7 +164,7 @@ impl Conn {
             Phase::Connecting => self.connected(now, request),
             Phase::Handshake => self.handshake(now, request),
             Phase::Writing => self.write(request),
-            Phase::Reading => self.read(now, buf, head, peer_closed),
+            Phase::Reading => self.read(now, wall, buf, head, peer_closed),
             Phase::Stream => Step::Pending,
         }
     }
@@ -217,17 +221,18 @@ impl Conn {
         Step::Pending
     }
 
-    fn read(&mut self, now: Instant, buf: &mut [u8], head: bool, peer_closed: bool) -> Step {
+    fn read(&mut self, now: Instant, wall: &Wall, buf: &mut [u8], head: bool, peer_closed: bool) -> Step {
         loop {
-            let mut drained = false;
+            let mut note = ReadNote::default();
             let t = self.transport.as_mut().expect("reading without a socket");
-            match t.read(buf, &mut drained) {
+            match t.read(buf, &mut note) {
                 Ok(0) => return self.closed_by_peer(None),
                 Ok(n) => {
-                    if let Some(step) = self.received(now, &buf[..n], head, peer_closed) {
+                    let at = wall.arrival(note.stamp, now);
+                    if let Some(step) = self.received(at, &buf[..n], head, peer_closed) {
                         return step;
                     }
-                    if drained && !peer_closed {
+                    if note.drained && !peer_closed {
                         return Step::Pending;
                     }
                 }
@@ -238,12 +243,13 @@ impl Conn {
         }
     }
 
-    /// Bytes of the response arrived (at `now`, however they were read):
+    /// Bytes of the response arrived (at `at`, however they were read):
     /// the step they complete, or None while more are needed.
-    pub(crate) fn received(&mut self, now: Instant, data: &[u8], head: bool, peer_closed: bool) -> Option<Step> {
-        if self.times.first_byte.is_none() {
-            self.times.first_byte = Some(now);
-        }
+    pub(crate) fn received(&mut self, at: Instant, data: &[u8], head: bool, peer_closed: bool) -> Option<Step> {
+        // Not before the request went: the stamps' clock is converted.
+        let at = at.max(self.times.sent);
+        self.times.first_byte.get_or_insert(at);
+        self.times.last_byte = Some(at);
         match self.parser.feed(data, head) {
             Ok(Progress::Complete(used)) => {
                 if used < data.len() || peer_closed {

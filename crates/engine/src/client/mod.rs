@@ -4,5 +4,6 @@
 pub(crate) mod conn;
 pub(crate) mod h2;
 pub(crate) mod response;
+pub(crate) mod stamp;
 pub(crate) mod target;
 pub(crate) mod transport;

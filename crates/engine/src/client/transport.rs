@@ -10,10 +10,40 @@ use mio::net::TcpStream;
 use rustls::pki_types::ServerName;
 use rustls::ClientConnection;
 
+use super::stamp::{self, Stamp};
+
 pub(crate) enum Transport {
     Plain(TcpStream),
-    Tls(Box<(TcpStream, ClientConnection)>),
+    /// The socket, its TLS session, and the arrival stamp of the last
+    /// record read (the plaintext read next came in it).
+    Tls(Box<(TcpStream, ClientConnection, Option<Stamp>)>),
     Ring(RingSocket),
+}
+
+/// What a read found besides its bytes.
+#[derive(Default)]
+pub(crate) struct ReadNote {
+    /// The socket was read to empty, so the edge-triggered poll will report
+    /// the next arrival.
+    pub drained: bool,
+    /// When the bytes read reached the socket (see `stamp`).
+    pub stamp: Option<Stamp>,
+}
+
+/// A socket read with its arrival stamps, for rustls to read records from.
+struct Stamped<'a> {
+    fd: RawFd,
+    stamp: &'a mut Option<Stamp>,
+}
+
+impl Read for Stamped<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, stamp) = stamp::recv(self.fd, buf)?;
+        if stamp.is_some() {
+            *self.stamp = stamp;
+        }
+        Ok(n)
+    }
 }
 
 /// A socket driven by io_uring. Closing it shuts it down first: a multishot
@@ -43,12 +73,13 @@ pub(crate) struct TlsContext {
 
 impl Transport {
     pub(crate) fn new(sock: TcpStream, tls: Option<&TlsContext>) -> io::Result<Transport> {
+        stamp::enable(sock.as_raw_fd());
         Ok(match tls {
             None => Transport::Plain(sock),
             Some(ctx) => {
                 let conn = ClientConnection::new(ctx.config.clone(), ctx.name.clone())
                     .map_err(|e| io::Error::other(e.to_string()))?;
-                Transport::Tls(Box::new((sock, conn)))
+                Transport::Tls(Box::new((sock, conn, None)))
             }
         })
     }
@@ -81,7 +112,7 @@ impl Transport {
     /// Sends whatever TLS records are queued; Ok(true) when all went out.
     pub(crate) fn flush(&mut self) -> io::Result<bool> {
         if let Transport::Tls(b) = self {
-            let (sock, conn) = &mut **b;
+            let (sock, conn, _) = &mut **b;
             while conn.wants_write() {
                 match conn.write_tls(sock) {
                     Ok(_) => {}
@@ -108,42 +139,46 @@ impl Transport {
     }
 
     /// Reads plaintext. Ok(0) is the end of the stream; WouldBlock means no
-    /// plaintext now. `drained` is set when the socket was read to empty, so
-    /// the edge-triggered poll will report the next arrival.
-    pub(crate) fn read(&mut self, buf: &mut [u8], drained: &mut bool) -> io::Result<usize> {
+    /// plaintext now. `note` says whether the socket was read to empty, and
+    /// when what was read arrived.
+    pub(crate) fn read(&mut self, buf: &mut [u8], note: &mut ReadNote) -> io::Result<usize> {
         match self {
             Transport::Ring(_) => unreachable!("io_uring receives complete, they are not read"),
             Transport::Plain(s) => {
-                let n = s.read(buf)?;
+                let (n, stamp) = stamp::recv(s.as_raw_fd(), buf)?;
                 // A short read empties the receive queue (nginx's ngx_unix_recv
                 // clears rev->ready the same way), saving a read that would
                 // only return EAGAIN.
-                *drained = n < buf.len();
+                note.drained = n < buf.len();
+                note.stamp = stamp;
                 Ok(n)
             }
             Transport::Tls(b) => {
-                let (sock, conn) = &mut **b;
+                let (sock, conn, last) = &mut **b;
                 loop {
                     match conn.reader().read(buf) {
-                        Ok(n) => return Ok(n),
+                        Ok(n) => {
+                            note.stamp = *last;
+                            return Ok(n);
+                        }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                         Err(e) => return Err(e),
                     }
-                    match conn.read_tls(sock) {
+                    match conn.read_tls(&mut Stamped { fd: sock.as_raw_fd(), stamp: last }) {
                         Ok(0) => {
-                            *drained = true;
+                            note.drained = true;
                             return Ok(0);
                         }
                         Ok(_) => {
                             conn.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                             if conn.wants_write() {
                                 self.flush()?;
-                                return self.read(buf, drained);
+                                return self.read(buf, note);
                             }
                         }
                         Err(e) => {
                             if e.kind() == io::ErrorKind::WouldBlock {
-                                *drained = true;
+                                note.drained = true;
                             }
                             return Err(e);
                         }
@@ -157,7 +192,7 @@ impl Transport {
     pub(crate) fn handshake(&mut self) -> io::Result<()> {
         self.flush()?;
         if let Transport::Tls(b) = self {
-            let (sock, conn) = &mut **b;
+            let (sock, conn, _) = &mut **b;
             while conn.is_handshaking() {
                 match conn.read_tls(sock) {
                     Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),

@@ -456,15 +456,18 @@ impl<D: Driver> Worker<'_, D> {
         let open = matches!(self.pace, Pace::Open(_));
         let c = &mut self.conns[i];
         let t = &c.times;
-        let first = t.first_byte.unwrap_or(now);
+        // The response ended when its last byte arrived, not when this
+        // thread got to it (see `client::stamp`).
+        let end = t.last_byte.unwrap_or(now);
+        let first = t.first_byte.unwrap_or(end);
         let s = &mut self.stats;
         s.connect_us.saturating_record(micros(t.connected - t.begun));
         s.waiting_us.saturating_record(micros(first.saturating_duration_since(t.sent)));
-        s.processing_us.saturating_record(micros(now - t.connected));
-        let total = micros(now - t.start);
+        s.processing_us.saturating_record(micros(end - t.connected));
+        let total = micros(end - t.start);
         s.total_us.saturating_record(total);
         if open {
-            s.uncorrected_us.saturating_record(micros(now - t.begun));
+            s.uncorrected_us.saturating_record(micros(end - t.begun));
         }
         if self.spec.trace_limit > 0 {
             let us = |d: Duration| d.as_micros() as u64;
@@ -472,8 +475,8 @@ impl<D: Driver> Worker<'_, D> {
                 start_us: us(t.start.saturating_duration_since(self.spec.run_start)),
                 connect_us: us(t.connected - t.begun),
                 waiting_us: us(first.saturating_duration_since(t.sent)),
-                processing_us: us(now - t.connected),
-                total_us: us(now - t.start),
+                processing_us: us(end - t.connected),
+                total_us: us(end - t.start),
                 status: c.parser.status,
             };
             s.trace.record(row, self.spec.trace_limit);

@@ -2,13 +2,6 @@
 //! pool a worker's multishot receives draw from. The kernel takes a buffer
 //! per arrival and names it in the completion; the worker hands it back
 //! once the parser has read it. One allocation for the whole run.
-//!
-//! Where the kernel consumes buffers incrementally (IOU_PBUF_RING_INC,
-//! Linux 6.12), an arrival takes only the bytes it needs from the buffer at
-//! the head, and the next continues where it stopped: large buffers then
-//! serve small responses without wasting memory, and large responses in
-//! few completions. A completion flagged BUF_MORE leaves its buffer with
-//! the kernel; the one without it hands the buffer back.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::io;
@@ -20,8 +13,6 @@ use io_uring::IoUring;
 /// The buffer group the receives name.
 pub(crate) const GROUP: u16 = 0;
 const PAGE: usize = 4096;
-/// io_uring_register_buf_ring's IOU_PBUF_RING_INC.
-const INCREMENTAL: u16 = 2;
 
 pub(crate) struct BufRing {
     entries: *mut BufRingEntry,
@@ -31,10 +22,6 @@ pub(crate) struct BufRing {
     size: usize,
     /// Our producer index, published to the kernel by `publish`.
     tail: u16,
-    /// Incremental consumption: how far into each buffer the kernel has
-    /// written (all zero otherwise).
-    incremental: bool,
-    offsets: Vec<u32>,
 }
 
 impl BufRing {
@@ -48,16 +35,7 @@ impl BufRing {
         if entries.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        let mut ring = BufRing {
-            entries,
-            layout,
-            count,
-            slab: vec![0; usize::from(count) * size],
-            size,
-            tail: 0,
-            incremental: false,
-            offsets: vec![0; usize::from(count)],
-        };
+        let mut ring = BufRing { entries, layout, count, slab: vec![0; usize::from(count) * size], size, tail: 0 };
         for bid in 0..count {
             ring.recycle(bid);
         }
@@ -65,33 +43,22 @@ impl BufRing {
         ring
     }
 
-    /// Registers the ring, for incremental consumption when asked.
-    pub(crate) fn register(&mut self, ring: &IoUring, incremental: bool) -> io::Result<()> {
-        let flags = if incremental { INCREMENTAL } else { 0 };
+    /// Registers the ring.
+    pub(crate) fn register(&mut self, ring: &IoUring) -> io::Result<()> {
         // SAFETY: the entries live as long as this value, which the worker
         // drops after its ring.
-        unsafe { ring.submitter().register_buf_ring_with_flags(self.entries as u64, self.count, GROUP, flags) }?;
-        self.incremental = incremental;
-        Ok(())
+        unsafe { ring.submitter().register_buf_ring_with_flags(self.entries as u64, self.count, GROUP, 0) }
     }
 
     /// The `len` bytes a completion put in buffer `bid`.
     pub(crate) fn get(&self, bid: u16, len: usize) -> &[u8] {
-        let at = usize::from(bid) * self.size + self.offsets[usize::from(bid)] as usize;
-        let end = (usize::from(bid) + 1) * self.size;
-        &self.slab[at..(at + len).min(end)]
+        let at = usize::from(bid) * self.size;
+        &self.slab[at..at + len.min(self.size)]
     }
 
-    /// The completion's bytes are read: the buffer goes back to the kernel
-    /// unless the kernel keeps filling it (`more`, incremental rings only).
-    pub(crate) fn release(&mut self, bid: u16, len: usize, more: bool) {
-        let offset = &mut self.offsets[usize::from(bid)];
-        if self.incremental && more {
-            *offset += len as u32;
-        } else {
-            *offset = 0;
-            self.recycle(bid);
-        }
+    /// The completion's bytes are read: the buffer goes back to the kernel.
+    pub(crate) fn release(&mut self, bid: u16) {
+        self.recycle(bid);
     }
 
     /// Hands buffer `bid` back to the kernel (seen at the next `publish`).

@@ -10,6 +10,7 @@ use mio::{Events, Poll, Token};
 use super::timer::Timer;
 use super::{Driver, Peer, TICK};
 use crate::client::conn::{Conn, Step};
+use crate::client::stamp::Wall;
 use crate::workload::Prepared;
 
 const TIMER: Token = Token(usize::MAX);
@@ -22,6 +23,8 @@ pub(crate) struct Epoll {
     timer: Timer,
     ticker: Timer,
     events: Events,
+    /// The clocks as the last wait ended.
+    pub(super) wall: Wall,
 }
 
 impl Epoll {
@@ -29,7 +32,7 @@ impl Epoll {
         let poll = Poll::new()?;
         let timer = Timer::new(poll.registry(), TIMER)?;
         let ticker = Timer::periodic(poll.registry(), TICKER, TICK)?;
-        Ok(Epoll { poll, timer, ticker, events: Events::with_capacity(EVENTS) })
+        Ok(Epoll { poll, timer, ticker, events: Events::with_capacity(EVENTS), wall: Wall::read() })
     }
 
     pub(super) fn registry(&self) -> &mio::Registry {
@@ -61,6 +64,7 @@ impl Driver for Epoll {
             self.timer.arm(until, now);
         }
         let polled = self.poll.poll(&mut self.events, wait);
+        self.wall = Wall::read();
         if let Err(e) = polled {
             return match e.kind() {
                 io::ErrorKind::Interrupted => Ok(()),
@@ -92,6 +96,6 @@ impl Driver for Epoll {
     ) {
         let c = &mut conns[ev.slot];
         let req = &requests[c.entry.request as usize];
-        done.push((ev.slot, c.ready(now, buf, &req.bytes, req.head, ev.closed)));
+        done.push((ev.slot, c.ready(now, &self.wall, buf, &req.bytes, req.head, ev.closed)));
     }
 }

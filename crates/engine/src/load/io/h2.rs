@@ -20,7 +20,7 @@ use super::{Driver, Peer};
 use crate::client::conn::{failed, Conn, Phase, Step};
 use crate::client::h2::request::H2Request;
 use crate::client::h2::session::{h2_error, Event, Session};
-use crate::client::transport::Transport;
+use crate::client::transport::{ReadNote, Transport};
 use crate::measure::stats::{ErrorKind, Http2Counts, Stats};
 use crate::workload::Prepared;
 
@@ -272,8 +272,9 @@ impl H2 {
         });
     }
 
-    /// Applies what connection `j`'s session reported to the slots.
-    fn handle(&mut self, j: usize, conns: &mut [Conn], now: Instant, done: &mut Vec<(usize, Step)>) {
+    /// Applies what connection `j`'s session reported to the slots, as of
+    /// `at`: when the bytes it took arrived.
+    fn handle(&mut self, j: usize, conns: &mut [Conn], at: Instant, done: &mut Vec<(usize, Step)>) {
         let Some(s) = self.links[j].session.as_mut() else { return };
         let mut events = std::mem::take(s.events());
         for &ev in &events {
@@ -288,7 +289,8 @@ impl H2 {
             }
             match ev {
                 Event::Head { slot, .. } => {
-                    conns[slot].times.first_byte.get_or_insert(now);
+                    let t = &mut conns[slot].times;
+                    t.first_byte.get_or_insert(at.max(t.sent));
                 }
                 Event::Status { slot, status, .. } => conns[slot].parser.status = status,
                 Event::HeadBytes { slot, n, .. } => conns[slot].parser.header_bytes += n,
@@ -300,6 +302,7 @@ impl H2 {
                     link.active -= 1;
                     link.served += 1;
                     let c = &mut conns[slot];
+                    c.times.last_byte = Some(at.max(c.times.sent));
                     c.parser.reusable = true;
                     if c.parser.want_server {
                         c.parser.server = link.session.as_mut().and_then(Session::take_server);
@@ -388,9 +391,9 @@ impl H2 {
     ) -> bool {
         loop {
             let link = &mut self.links[j];
-            let mut drained = false;
+            let mut note = ReadNote::default();
             let t = link.transport.as_mut().expect("reading without a socket");
-            match t.read(buf, &mut drained) {
+            match t.read(buf, &mut note) {
                 Ok(0) => {
                     self.fail_link(j, ErrorKind::Receive, "connection closed by server", conns, done);
                     return false;
@@ -404,8 +407,9 @@ impl H2 {
                         self.fail_link(j, ErrorKind::Exception, &format!("not valid HTTP/2: {e}"), conns, done);
                         return false;
                     }
-                    self.handle(j, conns, now, done);
-                    if drained && !closed {
+                    let at = self.epoll.wall.arrival(note.stamp, now);
+                    self.handle(j, conns, at, done);
+                    if note.drained && !closed {
                         return true;
                     }
                 }

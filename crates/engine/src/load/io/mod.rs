@@ -179,3 +179,94 @@ impl EventLoop {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    use mio::Token;
+
+    use super::*;
+    use crate::client::conn::Phase;
+
+    const SERVER_DELAY: Duration = Duration::from_millis(50);
+    const READ_LATE: Duration = Duration::from_millis(250);
+
+    /// The latency a driver measures for a response the server sends
+    /// `SERVER_DELAY` after the request, read `READ_LATE` after sending.
+    fn latency_read_late<D: Driver>(mut d: D) -> Duration {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 256];
+            while !got.ends_with(b"\r\n\r\n") {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the client closed before its request");
+                got.extend_from_slice(&buf[..n]);
+            }
+            std::thread::sleep(SERVER_DELAY);
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+            // Held open until the client is done.
+            let _ = s.read(&mut buf);
+        });
+        let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
+        let requests = [Prepared { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
+        let peer = Peer { addr, tls: None };
+        d.start().unwrap();
+        let now = Instant::now();
+        let mut conns = vec![Conn::new(Token(0), now)];
+        conns[0].prepare(now, now, now + Duration::from_secs(5));
+        let _ = d.begin(0, &mut conns[0], &peer, &requests[0].bytes, now);
+        let (mut events, mut done, mut buf) = (Vec::new(), Vec::new(), vec![0u8; 4096]);
+        let mut turn = |d: &mut D, conns: &mut [Conn], wait_s: f64| {
+            let now = Instant::now();
+            let until = now + Duration::from_secs_f64(wait_s);
+            events.clear();
+            d.wait(&mut events, until, until, now).unwrap();
+            for &ev in &events {
+                d.advance(ev, conns, &mut buf, &requests, Instant::now(), &mut done);
+            }
+            done.drain(..).any(|(_, s)| matches!(s, Step::Done))
+        };
+        while conns[0].phase != Phase::Reading {
+            assert!(!turn(&mut d, &mut conns, 0.1));
+            assert!(now.elapsed() < Duration::from_secs(5), "no connection");
+        }
+        // io_uring submits the queued send with the next wait.
+        assert!(!turn(&mut d, &mut conns, 0.0));
+        std::thread::sleep(READ_LATE);
+        while !turn(&mut d, &mut conns, 0.1) {
+            assert!(now.elapsed() < Duration::from_secs(5), "no response");
+        }
+        let t = &conns[0].times;
+        let latency = t.last_byte.unwrap() - t.sent;
+        conns[0].close();
+        server.join().unwrap();
+        latency
+    }
+
+    fn assert_stamped(latency: Duration) {
+        assert!(
+            latency >= SERVER_DELAY && latency < SERVER_DELAY + READ_LATE / 2,
+            "measured {latency:?}: the response was sent after {SERVER_DELAY:?} and read after {READ_LATE:?}"
+        );
+    }
+
+    #[test]
+    fn epoll_times_responses_by_their_arrival() {
+        assert_stamped(latency_read_late(Epoll::new().unwrap()));
+    }
+
+    #[test]
+    fn io_uring_times_responses_by_their_arrival() {
+        if let Err(why) = io_uring_support() {
+            eprintln!("skipped: io_uring is not available here ({why})");
+            return;
+        }
+        assert_stamped(latency_read_late(Uring::new(1).unwrap()));
+    }
+}

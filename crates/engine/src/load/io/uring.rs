@@ -1,6 +1,7 @@
 //! The io_uring driver. Each connection keeps one multishot receive armed
-//! (kernel 6.0) drawing from a provided-buffer ring, so a response costs no
-//! system call of its own; sends and connects are queued and go to the
+//! (recvmsg, kernel 6.0) drawing from a provided-buffer ring, so a response
+//! costs no system call of its own, and each completion carries its arrival
+//! stamp (`client::stamp`); sends and connects are queued and go to the
 //! kernel together, with the wait, in one io_uring_enter per loop turn. The
 //! ring is single-issuer with deferred task work (kernel 6.1): completions
 //! run when the worker asks for them, on its own CPU, not as interrupts of
@@ -13,36 +14,29 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use io_uring::types::{Fd, SubmitArgs, TimeoutFlags, Timespec};
+use io_uring::types::{Fd, RecvMsgOut, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use socket2::SockAddr;
 
 use super::bufring::{BufRing, GROUP};
 use super::{Driver, Peer, TICK};
 use crate::client::conn::{failed, Conn, Phase, Step};
+use crate::client::stamp::{self, Stamp, Wall};
 use crate::client::transport::{RingSocket, Transport};
 use crate::measure::stats::ErrorKind;
 use crate::workload::Prepared;
 
-/// Receive buffers per worker, at most 16 MB (whole) or 4 MB (shared): an
-/// arrival touches its memory, so it is resident. Fewer than
-/// connections is fine: a receive that finds none ends (ENOBUFS) and is
-/// armed again once the batch is handed back.
-#[derive(Clone, Copy, Debug)]
-struct Buffers {
-    bytes: usize,
-    /// Connections per buffer.
-    share: usize,
-    min: usize,
-    max: usize,
-}
-
-/// Consumed whole: a buffer per arrival, sized for a small page's response,
-/// one per connection.
-const WHOLE: Buffers = Buffers { bytes: 16 * 1024, share: 1, min: 32, max: 1024 };
-/// Consumed incrementally: arrivals share a buffer, so a few large ones
-/// serve many connections, and a large body comes in few completions.
-const SHARED: Buffers = Buffers { bytes: 64 * 1024, share: 16, min: 16, max: 64 };
+/// Receive buffers per worker: 64 KB each (a large body in few
+/// completions), one per connection from 32 up to 256 (16 MB; an arrival
+/// touches only the pages it fills, so small responses keep little of it
+/// resident). Fewer than connections is fine: a receive that finds none
+/// ends (ENOBUFS) and is armed again once the batch is handed back.
+/// Buffers are consumed whole: a recvmsg needs room for its header and
+/// stamp in every buffer it takes, which an incrementally consumed one
+/// (Linux 6.12) cannot promise (a remainder too short fails the receive).
+const BUFFER_BYTES: usize = 64 * 1024;
+const MIN_BUFFERS: usize = 32;
+const MAX_BUFFERS: usize = 256;
 
 /// Requests up to this size are sent without a completion on success.
 const SMALL_REQUEST_BYTES: usize = 16 * 1024;
@@ -55,6 +49,22 @@ const TICKER: u64 = 0;
 const CONNECT: u64 = 1;
 const SEND: u64 = 2;
 const RECV: u64 = 3;
+
+/// What the receives ask of each message: no address, room for the stamp.
+/// The kernel reads it when a receive is armed.
+struct MsgHeader(libc::msghdr);
+
+// SAFETY: the header points at nothing; only its lengths are read.
+unsafe impl Send for MsgHeader {}
+
+impl MsgHeader {
+    fn new() -> Box<MsgHeader> {
+        // SAFETY: an all-zero msghdr is valid: no name, iovec or control.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_controllen = stamp::CONTROL_BYTES as _;
+        Box::new(MsgHeader(msg))
+    }
+}
 
 /// A completion, copied out of the ring.
 #[derive(Clone, Copy)]
@@ -87,6 +97,8 @@ pub(crate) struct Uring {
     ops: Ops,
     bufs: BufRing,
     cq_entries: usize,
+    /// The clocks as the last wait ended, for the completions it brought.
+    wall: Wall,
     /// A multishot timeout completes every `TICK`, so waits for nothing
     /// sooner need no timeout of their own (see `TICK`).
     ticking: bool,
@@ -101,6 +113,7 @@ struct Ops {
     slots: Vec<Slot>,
     /// The peer's address, where connects read it until they complete.
     addr: Option<Box<SockAddr>>,
+    msg: Box<MsgHeader>,
 }
 
 fn pow2_within(n: usize, lo: usize, hi: usize) -> usize {
@@ -125,11 +138,12 @@ impl Uring {
         let cq = pow2_within(connections * 4, 256, 65536);
         let ring = build(sq as u32, cq as u32)?;
         let cq_entries = ring.params().cq_entries() as usize;
-        let b = if features().is_ok_and(|f| f.incremental) { SHARED } else { WHOLE };
+        let slots = (0..connections).map(|_| Slot::default()).collect();
         Ok(Uring {
-            ops: Ops { ring, slots: (0..connections).map(|_| Slot::default()).collect(), addr: None },
-            bufs: BufRing::new(pow2_within(connections / b.share, b.min, b.max) as u16, b.bytes),
+            ops: Ops { ring, slots, addr: None, msg: MsgHeader::new() },
+            bufs: BufRing::new(pow2_within(connections, MIN_BUFFERS, MAX_BUFFERS) as u16, BUFFER_BYTES),
             cq_entries,
+            wall: Wall::read(),
             ticking: false,
         })
     }
@@ -158,7 +172,8 @@ impl Ops {
 
     fn arm_recv(&mut self, i: usize, fd: i32) {
         let conn = self.slots[i].conn;
-        self.push(opcode::RecvMulti::new(Fd(fd), GROUP).build().user_data(tag(i, conn, RECV)));
+        let msg = &raw const self.msg.0;
+        self.push(opcode::RecvMsgMulti::new(Fd(fd), msg, GROUP).build().user_data(tag(i, conn, RECV)));
     }
 
     /// Sends `bytes` whole: MSG_WAITALL makes io_uring retry a short send
@@ -185,6 +200,7 @@ impl Ops {
         }
         // SAFETY: a new descriptor owned by nothing else.
         let sock = RingSocket(unsafe { OwnedFd::from_raw_fd(fd) });
+        stamp::enable(fd);
         let one: libc::c_int = 1;
         // SAFETY: a valid socket and option value. A failure only costs latency.
         unsafe {
@@ -206,11 +222,12 @@ impl Ops {
         }
     }
 
-    /// What a completion means for its slot's request.
+    /// What a completion means for its slot's request; a receive's
+    /// `data` is its payload and arrival.
     fn complete(
         &mut self,
         ev: Cqe,
-        data: Option<&[u8]>,
+        data: Option<(&[u8], Instant)>,
         c: &mut Conn,
         requests: &[Prepared],
         now: Instant,
@@ -242,7 +259,7 @@ impl Ops {
                 }
                 Some(Step::Pending)
             }
-            _ => self.received(i, ev, data, c, req, now),
+            _ => self.received(i, ev, data, c, req),
         }
     }
 
@@ -250,12 +267,13 @@ impl Ops {
         &mut self,
         i: usize,
         ev: Cqe,
-        data: Option<&[u8]>,
+        data: Option<(&[u8], Instant)>,
         c: &mut Conn,
         req: &Prepared,
-        now: Instant,
     ) -> Option<Step> {
         let rearm = !cqueue::more(ev.flags);
+        // A recvmsg's end of stream is a message with no payload.
+        let payload = data.filter(|(bytes, _)| !bytes.is_empty());
         let step = if ev.res == -libc::ENOBUFS {
             // Every buffer was taken: nothing was read, so nothing is lost.
             Step::Pending
@@ -267,13 +285,12 @@ impl Ops {
             return Some(Step::Pending);
         } else if ev.res < 0 {
             c.closed_by_peer(Some(io::Error::from_raw_os_error(-ev.res)))
-        } else if ev.res == 0 {
-            c.closed_by_peer(None)
+        } else if let Some((bytes, at)) = payload {
+            c.received(at, bytes, req.head, false).unwrap_or(Step::Pending)
         } else {
-            let bytes = data.unwrap_or_default();
-            c.received(now, bytes, req.head, false).unwrap_or(Step::Pending)
+            c.closed_by_peer(None)
         };
-        let live = ev.res > 0 || ev.res == -libc::ENOBUFS;
+        let live = payload.is_some() || ev.res == -libc::ENOBUFS;
         if rearm && live && matches!(step, Step::Pending | Step::Done) && c.transport.is_some() {
             self.arm_recv(i, Self::fd(c));
         }
@@ -293,7 +310,7 @@ impl Driver for Uring {
             self.ops.push(tick.user_data(TICKER));
             self.ticking = true;
         }
-        self.bufs.register(&self.ops.ring, features.is_some_and(|f| f.incremental))
+        self.bufs.register(&self.ops.ring)
     }
 
     fn capacity(&self) -> usize {
@@ -314,6 +331,7 @@ impl Driver for Uring {
             let ts = Timespec::from(until - now);
             ring.submitter().submit_with_args(1, &SubmitArgs::new().timespec(&ts))
         };
+        self.wall = Wall::read();
         match waited {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
@@ -360,10 +378,13 @@ impl Driver for Uring {
         let step = match bid {
             Some(bid) => {
                 // The buffer is read in place, then handed back.
-                let len = ev.res.max(0) as usize;
-                let data = self.bufs.get(bid, len);
-                let step = self.ops.complete(ev, Some(data), &mut conns[i], requests, now);
-                self.bufs.release(bid, len, cqueue::buffer_more(ev.flags));
+                let message = RecvMsgOut::parse(self.bufs.get(bid, ev.res.max(0) as usize), &self.ops.msg.0).ok();
+                let data = message.as_ref().map(|m| {
+                    let stamp: Option<Stamp> = stamp::parse(m.control_data());
+                    (m.payload_data(), self.wall.arrival(stamp, now))
+                });
+                let step = self.ops.complete(ev, data, &mut conns[i], requests, now);
+                self.bufs.release(bid);
                 step
             }
             None => self.ops.complete(ev, None, &mut conns[i], requests, now),
@@ -384,8 +405,6 @@ pub fn io_uring_support() -> Result<(), String> {
 /// What this kernel's io_uring offers beyond what the load needs.
 #[derive(Clone, Copy, Debug)]
 struct Features {
-    /// Buffer rings consumed incrementally (Linux 6.12).
-    incremental: bool,
     /// Multishot timeouts (Linux 6.4).
     multishot_timeout: bool,
 }
@@ -413,20 +432,15 @@ fn probe() -> Result<Features, String> {
     let mut probe = io_uring::Probe::new();
     ring.submitter().register_probe(&mut probe).map_err(|e| format!("probing io_uring: {e}"))?;
     for (code, name) in
-        [(opcode::Connect::CODE, "connect"), (opcode::Send::CODE, "send"), (opcode::RecvMulti::CODE, "recv")]
+        [(opcode::Connect::CODE, "connect"), (opcode::Send::CODE, "send"), (opcode::RecvMsgMulti::CODE, "recvmsg")]
     {
         if !probe.is_supported(code) {
             return Err(format!("this kernel's io_uring has no {name}"));
         }
     }
-    // Each ring tried is unregistered before its memory goes.
+    // The ring tried is unregistered before its memory goes.
     let mut bufs = BufRing::new(2, 64);
-    bufs.register(&ring, false).map_err(|e| format!("registering a buffer ring: {e}"))?;
+    bufs.register(&ring).map_err(|e| format!("registering a buffer ring: {e}"))?;
     ring.submitter().unregister_buf_ring(GROUP).map_err(|e| format!("unregistering a buffer ring: {e}"))?;
-    // An older kernel refuses the flag (EINVAL): whole buffers then.
-    let incremental = bufs.register(&ring, true).is_ok();
-    if incremental {
-        ring.submitter().unregister_buf_ring(GROUP).map_err(|e| format!("unregistering a buffer ring: {e}"))?;
-    }
-    Ok(Features { incremental, multishot_timeout: (major, minor) >= (6, 4) })
+    Ok(Features { multishot_timeout: (major, minor) >= (6, 4) })
 }
