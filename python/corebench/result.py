@@ -276,6 +276,9 @@ class LoadResult(_Model):
     timeline: list[TimelineSecond]
     cpu: CpuTimes
     busy_poll_us: int
+    # The share of the response time waits held responses for (io_uring's
+    # `linger`), in percent; 0 for results stored before it existed.
+    linger_percent: int = 0
     # How the load threads reached the kernel: "io_uring" or "epoll" (results
     # stored before corebench had io_uring ran on epoll).
     io: str = "epoll"

@@ -73,6 +73,11 @@ pub fn merge(config: &LoadConfig, mut parts: Vec<AgentPart>) -> Result<LoadResul
             (true, false) => "io_uring",
             _ => "epoll",
         },
+        // Held by the agents on io_uring (epoll cannot hold).
+        linger_percent: match runs.iter().any(|r| r.io == "io_uring") {
+            true => config.linger_percent,
+            false => 0,
+        },
     };
     let summaries = parts.iter().map(summary).collect();
     let mut stats = Stats::new(0, prepared.workload.requests.len());

@@ -82,6 +82,17 @@ pub struct LoadConfig {
     /// looks fully busy, so use it only with the generator on cores of its own.
     #[schemars(range(max = MAX_BUSY_POLL_US))]
     pub busy_poll_us: u64,
+    /// io_uring only: a worker's wait may hold the responses that came for
+    /// up to this percentage of the recent mean response time, waking once
+    /// a quarter of the requests in flight are answered, instead of at the
+    /// first. Fewer wake-ups cost the generator less CPU; the kernel's
+    /// receive timestamps keep every response's time exact. The price: a
+    /// closed loop sends each connection's next request that much later, so
+    /// a server with room to spare is offered (and reads) up to this share
+    /// less throughput; a saturated one, the same. 0 (the default) wakes at
+    /// the first response.
+    #[schemars(range(max = MAX_LINGER_PERCENT))]
+    pub linger_percent: u32,
     /// The workers' I/O: io_uring (completions, several sockets' sends and
     /// receives per system call) or epoll; `auto` takes io_uring where it
     /// works. HTTPS runs on epoll.
@@ -217,6 +228,7 @@ impl Default for LoadConfig {
             allow_remote: false,
             user_agent: concat!("corebench/", env!("CARGO_PKG_VERSION")).into(),
             busy_poll_us: 0,
+            linger_percent: 0,
             io: IoBackend::Auto,
             rate: None,
             think_s: None,
@@ -246,6 +258,9 @@ pub const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 pub const MAX_SPEED: f64 = 1e9;
 /// Longer spins only burn CPU: the next response is due within microseconds.
 pub const MAX_BUSY_POLL_US: u64 = 10_000;
+/// Holding responses longer than a quarter of their time stretches a
+/// closed loop's cycle past any use.
+pub const MAX_LINGER_PERCENT: u32 = 25;
 /// A bound on every schedule: no loop on this machine could send faster.
 pub const MAX_RATE_RPS: f64 = 10_000_000.0;
 /// One request every 1,000 s: slower is a typo, and its due times would
@@ -298,6 +313,15 @@ impl LoadConfig {
         }
         if self.busy_poll_us > MAX_BUSY_POLL_US {
             return Err(bad("busy_poll_us", format!("{} is more than {MAX_BUSY_POLL_US} µs", self.busy_poll_us)));
+        }
+        if self.linger_percent > MAX_LINGER_PERCENT {
+            let why = format!("{}% is more than {MAX_LINGER_PERCENT}% of the response time", self.linger_percent);
+            return Err(bad("linger_percent", why));
+        }
+        if self.linger_percent > 0 && (self.io == IoBackend::Epoll || self.http2()) {
+            let why =
+                "holding responses needs io_uring (epoll and HTTP/2 wake at the first): drop it or use io = \"auto\"";
+            return Err(bad("linger_percent", why));
         }
         self.validate_model()?;
         self.validate_share()?;

@@ -184,6 +184,9 @@ pub struct RunFacts {
     /// Non-zero when the workers busy-polled: their CPU then reads as fully
     /// used whether or not they were the limit.
     pub busy_poll_us: u64,
+    /// The share of the response time waits held responses for, in percent
+    /// (`linger_percent`; 0 where the load ran on epoll).
+    pub linger_percent: u32,
     /// How the workers reached the kernel: "io_uring" or "epoll".
     pub io: &'static str,
     /// The protocol: "1.0", "1.1" or "2".

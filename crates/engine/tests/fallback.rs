@@ -57,6 +57,10 @@ fn without_io_uring_auto_runs_on_epoll_and_uring_is_refused() {
     assert_eq!((r.responses, r.failed), (500, 0));
     assert_eq!(srv.requests.load(Ordering::SeqCst), 500, "the server's count");
 
+    // Asked to hold responses, the epoll it fell back to cannot: it says none were.
+    let r = run(&LoadConfig { linger_percent: 10, ..cfg.clone() }).unwrap();
+    assert_eq!((r.run.io, r.run.linger_percent, r.responses, r.failed), ("epoll", 0, 500, 0));
+
     match run(&LoadConfig { io: IoBackend::Uring, ..cfg }) {
         Err(e @ EngineError::BadConfig { key: "io", .. }) => {
             let line = e.to_string();

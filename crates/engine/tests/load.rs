@@ -154,6 +154,25 @@ fn busy_polling_counts_the_same() {
 }
 }
 
+#[test]
+fn holding_responses_counts_the_same_and_needs_io_uring() {
+    if let Err(why) = corebench_engine::io_uring_support() {
+        eprintln!("skipped: io_uring is not available here ({why}); the fallback has its own test");
+        return;
+    }
+    let srv = start(Reply::Bytes(OK, true));
+    let base = LoadConfig { keep_alive: true, io: corebench_engine::IoBackend::Uring, ..config(&srv.url, 32, 3000) };
+    // The engine's own run: the tests' `run` puts the load on this thread's transport.
+    let run = corebench_engine::run;
+    let r = run(&LoadConfig { linger_percent: 25, ..base.clone() }).unwrap();
+    assert_eq!((r.responses, r.failed, r.run.linger_percent), (3000, 0, 25), "{:?}", r.error_samples);
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 3000);
+    let refused =
+        |c: LoadConfig| matches!(run(&c), Err(corebench_engine::EngineError::BadConfig { key: "linger_percent", .. }));
+    assert!(refused(LoadConfig { linger_percent: 26, ..base.clone() }));
+    assert!(refused(LoadConfig { linger_percent: 10, io: corebench_engine::IoBackend::Epoll, ..base }));
+}
+
 on_each_io! {
 fn a_server_that_closes_after_answering_is_not_waited_for() {
     // Apache's event MPM under load: a keep-alive response, then its side

@@ -35,6 +35,7 @@ FLAGS = {
     "variable_length": "-l/--variable-length",
     "allow_remote": "--allow-remote",
     "busy_poll": "--busy-poll",
+    "linger": "--linger",
     "io": "--io",
     "rate": "--rate",
     "ramp": "--ramp",
@@ -107,6 +108,14 @@ BUSY_POLL = typer.Option(
     help=(
         "Keep polling this long (e.g. 20us) after each batch instead of sleeping; only with the generator on cores of "
         "its own."
+    ),
+)
+LINGER = typer.Option(
+    None,
+    "--linger",
+    help=(
+        "io_uring: hold responses up to this percent of the response time to wake once for many (less generator CPU; "
+        "a closed loop offers a server with room to spare up to that share less load)."
     ),
 )
 IO = typer.Option(

@@ -74,6 +74,9 @@ class LoadSettings(BaseModel):
     variable_length: bool | None = None
     allow_remote: bool | None = None
     busy_poll: Seconds | None = None
+    # io_uring: hold responses up to this percentage of the response time, to
+    # wake once for many (fewer wake-ups; a closed loop's cycle that much longer).
+    linger: int | None = None
     # The load threads' I/O: "auto" (io_uring where it works), "uring" or "epoll".
     io: str | None = None
     # Open loop: requests per second, or START..END with `ramp`.
@@ -141,6 +144,7 @@ ENGINE_TO_SETTING = {
     "duration_s": "duration",
     "timeout_s": "timeout",
     "busy_poll_us": "busy_poll",
+    "linger_percent": "linger",
     "think_s": "think",
     "random_order": "random",
     "rate.rps": "rate",
@@ -197,6 +201,8 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
     out.update({k: v for k, v in passthrough.items() if v is not None})
     if s.busy_poll is not None:
         out["busy_poll_us"] = round(s.busy_poll * 1e6)
+    if s.linger is not None:
+        out["linger_percent"] = s.linger
     out["concurrency"] = s.concurrency if s.concurrency is not None else (OPEN_LOOP_CONNECTIONS if s.open_loop else 1)
     if s.requests is None and s.duration is None and s.log is None:
         if s.rate is not None or s.think is not None:

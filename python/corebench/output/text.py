@@ -175,7 +175,9 @@ def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
         "",
         f"Generator CPU:          {r.cpu.user_s:.2f} s user, {r.cpu.system_s:.2f} s system "
         f"({cores:.2f} of a core over the run, {r.threads} threads on {r.io}"
-        + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation)" if r.busy_poll_us else ")"),
+        + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation" if r.busy_poll_us else "")
+        + (f", holding responses up to {r.linger_percent}% of their time" if r.linger_percent else "")
+        + ")",
     ]
     if r.http2 is not None:
         out.append(_http2_line(r))

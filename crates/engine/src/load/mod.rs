@@ -87,6 +87,7 @@ impl Prepared {
             interrupted: clock.interrupted,
             cpu: clock.cpu,
             busy_poll_us: config.busy_poll_us,
+            linger_percent: clock.linger_percent,
             io: clock.io,
             http_version: config.http_version,
             streams: config.streams,
@@ -114,6 +115,8 @@ pub(crate) struct Clock {
     pub cpu: CpuTimes,
     /// The workers' I/O: "io_uring" or "epoll" (agents' differing: both).
     pub io: &'static str,
+    /// The `linger_percent` the workers applied (none on epoll).
+    pub linger_percent: u32,
 }
 
 pub(crate) struct Measured {
@@ -149,6 +152,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let shares: Vec<usize> = (0..workers).map(|i| split(conc, workers, i) as usize).collect();
     let loops = EventLoop::for_workers(config, p.target.tls, &shares, &p.workload.requests)?;
     let io = loops.first().map_or("epoll", EventLoop::name);
+    let linger_percent = if loops.iter().all(EventLoop::lingers) { config.linger_percent } else { 0 };
     let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
         Some(at) => {
             wait_until(at, control)?;
@@ -191,6 +195,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
                 expected_seconds,
                 want_server: i == 0,
                 busy_poll: Duration::from_micros(config.busy_poll_us),
+                linger_share: f64::from(linger_percent) / 100.0,
                 seed: config.seed.wrapping_add(global),
                 trace_limit: if config.trace { MAX_TRACE.div_ceil(workers as usize) } else { 0 },
                 want_head: config.capture_heads,
@@ -221,7 +226,16 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
             Some(m) => m.merge(stats),
         }
     }
-    let clock = Clock { threads, started_unix_s, start_lag_s, duration_s, interrupted: control.stopped(), cpu, io };
+    let clock = Clock {
+        threads,
+        started_unix_s,
+        start_lag_s,
+        duration_s,
+        interrupted: control.stopped(),
+        cpu,
+        io,
+        linger_percent,
+    };
     Ok(Measured { clock, stats: merged.expect("at least one worker") })
 }
 

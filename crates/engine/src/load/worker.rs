@@ -25,6 +25,12 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// finish: past it they count as timeouts, so that a stalled server cannot
 /// hold the run beyond its end for the whole per-request timeout.
 pub(crate) const DRAIN: Duration = Duration::from_secs(1);
+/// A lingering wait wakes once this share of the requests in flight has
+/// answered (or at its deadline).
+const LINGER_WANT_DIVISOR: usize = 4;
+/// The weight of each response in the recent response time: an
+/// exponentially weighted mean over about this many responses.
+const RECENT_RESPONSES: f64 = 64.0;
 
 pub(crate) enum PacingSpec<'a> {
     Closed { tickets: &'a Tickets, think: Option<(Duration, Duration)> },
@@ -49,6 +55,9 @@ pub(crate) struct WorkerSpec<'a> {
     pub expected_seconds: usize,
     pub want_server: bool,
     pub busy_poll: Duration,
+    /// The share of the recent response time a wait may hold responses for
+    /// (`LoadConfig::linger_percent`); 0: none.
+    pub linger_share: f64,
     pub seed: u64,
     /// The most responses this worker keeps in its trace; 0: no trace.
     pub trace_limit: usize,
@@ -96,6 +105,8 @@ struct Worker<'a, D: Driver> {
     stats: Stats,
     rng: SmallRng,
     in_flight: usize,
+    /// The recent mean response time, the request sent to its last byte.
+    recent_response_s: f64,
     unpublished: u64,
     /// Failed requests already published to `control`.
     published_failed: u64,
@@ -141,6 +152,7 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
         stats: Stats::new(spec.expected_seconds, spec.workload.requests.len()),
         rng: SmallRng::seed_from_u64(spec.seed),
         in_flight: 0,
+        recent_response_s: 0.0,
         unpublished: 0,
         published_failed: 0,
         deferred: Vec::with_capacity(n),
@@ -181,6 +193,7 @@ impl<D: Driver> Worker<'_, D> {
             let mut done = std::mem::take(&mut self.done);
             self.io.flush(&mut self.conns, now, &mut done);
             self.follow_all(&mut done, now);
+            self.linger(now, until);
             let mut events = std::mem::take(&mut self.events);
             events.clear();
             if let Err(e) = self.io.wait(&mut events, until, next_tick, now) {
@@ -210,6 +223,15 @@ impl<D: Driver> Worker<'_, D> {
             self.wake_due(Instant::now());
         }
         self.publish(Instant::now(), true);
+    }
+
+    /// Lets the driver's next wait hold early responses for later ones.
+    fn linger(&mut self, now: Instant, until: Instant) {
+        let want = self.in_flight / LINGER_WANT_DIVISOR;
+        if self.spec.linger_share > 0.0 && want > 1 && until > now && self.recent_response_s > 0.0 {
+            let by = now + Duration::from_secs_f64(self.recent_response_s * self.spec.linger_share);
+            self.io.linger(want, by.min(until));
+        }
     }
 
     /// Progress for `control`, at a tick (not per request): the requests
@@ -460,6 +482,11 @@ impl<D: Driver> Worker<'_, D> {
         // thread got to it (see `client::stamp`).
         let end = t.last_byte.unwrap_or(now);
         let first = t.first_byte.unwrap_or(end);
+        let response_s = end.saturating_duration_since(t.sent).as_secs_f64();
+        self.recent_response_s = match self.recent_response_s {
+            0.0 => response_s,
+            r => r + (response_s - r) / RECENT_RESPONSES,
+        };
         let s = &mut self.stats;
         s.connect_us.saturating_record(micros(t.connected - t.begun));
         s.waiting_us.saturating_record(micros(first.saturating_duration_since(t.sent)));

@@ -56,6 +56,12 @@ pub(crate) trait Driver {
     /// `TICK` late): nothing but the periodic checks is due then.
     fn wait(&mut self, events: &mut Vec<Self::Event>, until: Instant, tick: Instant, now: Instant) -> io::Result<()>;
 
+    /// Lets the next wait sleep on until `want` completions are in, up to
+    /// `by`, instead of waking for the first: fewer wake-ups for the same
+    /// responses, whose arrival stamps keep them exact (`client::stamp`).
+    /// Only io_uring can (`EventLoop::lingers`): epoll wakes at the first.
+    fn linger(&mut self, _want: usize, _by: Instant) {}
+
     /// Starts the prepared request of slot `i`: connects, or sends on the
     /// slot's open connection.
     fn begin(&mut self, i: usize, c: &mut Conn, peer: &Peer<'_>, request: &[u8], now: Instant) -> Step;
@@ -169,6 +175,11 @@ impl EventLoop {
             .map(|_| Epoll::new().map(EventLoop::Epoll))
             .collect::<io::Result<Vec<_>>>()
             .map_err(descriptors)
+    }
+
+    /// Whether this driver can hold responses for later ones (`Driver::linger`).
+    pub(crate) fn lingers(&self) -> bool {
+        matches!(self, EventLoop::Uring(_))
     }
 
     pub(crate) fn name(&self) -> &'static str {

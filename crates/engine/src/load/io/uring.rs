@@ -99,6 +99,10 @@ pub(crate) struct Uring {
     cq_entries: usize,
     /// The clocks as the last wait ended, for the completions it brought.
     wall: Wall,
+    /// What the next wait may wait for (`Driver::linger`): completions, and
+    /// until when.
+    want: usize,
+    linger_until: Option<Instant>,
     /// A multishot timeout completes every `TICK`, so waits for nothing
     /// sooner need no timeout of their own (see `TICK`).
     ticking: bool,
@@ -144,6 +148,8 @@ impl Uring {
             bufs: BufRing::new(pow2_within(connections, MIN_BUFFERS, MAX_BUFFERS) as u16, BUFFER_BYTES),
             cq_entries,
             wall: Wall::read(),
+            want: 1,
+            linger_until: None,
             ticking: false,
         })
     }
@@ -320,10 +326,16 @@ impl Driver for Uring {
     fn wait(&mut self, events: &mut Vec<Cqe>, until: Instant, tick: Instant, now: Instant) -> io::Result<()> {
         self.bufs.publish();
         let ring = &mut self.ops.ring;
+        let (want, linger) = (std::mem::replace(&mut self.want, 1), self.linger_until.take());
         let waited = if until <= now {
             let queued = ring.submission().len() as u32;
             // SAFETY: no argument; GETEVENTS runs the deferred completions.
             unsafe { ring.submitter().enter::<libc::sigset_t>(queued, 0, GETEVENTS, None) }
+        } else if let Some(by) = linger.filter(|&by| want > 1 && by > now) {
+            // Deferred task work wakes this thread only once `want`
+            // completions are in, or at the timeout.
+            let ts = Timespec::from(by.min(until) - now);
+            ring.submitter().submit_with_args(want, &SubmitArgs::new().timespec(&ts))
         } else if self.ticking && until >= tick {
             ring.submit_and_wait(1)
         } else {
@@ -339,6 +351,10 @@ impl Driver for Uring {
         }
         events.extend(ring.completion().map(|e| Cqe { user_data: e.user_data(), res: e.result(), flags: e.flags() }));
         Ok(())
+    }
+
+    fn linger(&mut self, want: usize, by: Instant) {
+        (self.want, self.linger_until) = (want, Some(by));
     }
 
     fn begin(&mut self, i: usize, c: &mut Conn, peer: &Peer<'_>, request: &[u8], now: Instant) -> Step {
