@@ -318,9 +318,11 @@ impl LoadConfig {
             let why = format!("{}% is more than {MAX_LINGER_PERCENT}% of the response time", self.linger_percent);
             return Err(bad("linger_percent", why));
         }
-        if self.linger_percent > 0 && (self.io == IoBackend::Epoll || self.http2()) {
-            let why =
-                "holding responses needs io_uring (epoll and HTTP/2 wake at the first): drop it or use io = \"auto\"";
+        if self.linger_percent > 0 && self.http2() {
+            return Err(bad("linger_percent", "HTTP/2 runs on epoll, which cannot hold responses: drop it"));
+        }
+        if self.linger_percent > 0 && self.io == IoBackend::Epoll {
+            let why = "holding responses needs io_uring (epoll wakes at the first): drop it or use io = \"auto\"";
             return Err(bad("linger_percent", why));
         }
         self.validate_model()?;
