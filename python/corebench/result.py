@@ -241,6 +241,13 @@ class Http2Summary(_Model):
     resets: int
 
 
+class ProbeCounts(_Model):
+    # What `linger = "auto"`'s probes found: those that decided, and those
+    # that found holding cost the server no load (summed over the workers).
+    probes: int = 0
+    held: int = 0
+
+
 class LoadResult(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -276,9 +283,13 @@ class LoadResult(_Model):
     timeline: list[TimelineSecond]
     cpu: CpuTimes
     busy_poll_us: int
-    # The share of the response time waits held responses for (io_uring's
-    # `linger`), in percent; 0 for results stored before it existed.
+    # When waits held responses (io_uring's `linger`: "auto", "always" or
+    # "off"), and for up to what share of the response time, in percent (0:
+    # off); results stored before `auto` existed held always where the
+    # percent is not 0.
+    linger: str = "always"
     linger_percent: int = 0
+    linger_probes: ProbeCounts = ProbeCounts()
     # How the load threads reached the kernel: "io_uring" or "epoll" (results
     # stored before corebench had io_uring ran on epoll).
     io: str = "epoll"

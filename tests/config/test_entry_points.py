@@ -132,7 +132,7 @@ common = {
     "timeout": st.sampled_from([None, "5s", "250ms"]),
     "threads": st.one_of(st.none(), st.integers(1, 4)),
     "busy_poll": st.sampled_from([None, "20us"]),
-    "linger": st.sampled_from([None, 0, 10]),
+    "linger": st.sampled_from([None, 0, 10, "auto", "off", "always"]),
     "io": st.sampled_from([None, "auto", "uring", "epoll"]),
     "seed": st.integers(1, 1000),
     "concurrency": st.one_of(st.none(), st.integers(1, 64)),
@@ -175,9 +175,10 @@ replay = st.fixed_dictionaries(
 
 
 def _speakable(s: dict[str, Any]) -> dict[str, Any]:
-    """Streams need HTTP/2, HTTP/2 runs on epoll, and only io_uring holds
-    responses (`linger`): the engine refuses the rest."""
-    if s.get("linger") and (s.get("io") == "epoll" or s.get("http") == "2"):
+    """Streams need HTTP/2, HTTP/2 runs on epoll, and only io_uring promises
+    to hold responses (`linger` always, or a percent): the engine refuses the rest."""
+    holds = s.get("linger") not in (None, 0, "auto", "off")
+    if holds and (s.get("io") == "epoll" or s.get("http") == "2"):
         s = {**s, "linger": None}
     if s.get("http") != "2":
         return {**s, "streams": None if s.get("streams") != 1 else 1}
@@ -209,7 +210,8 @@ REACH: dict[str, dict[str, Any]] = {
     "variable_length": {"variable_length": True},
     "allow_remote": {"allow_remote": True},
     "busy_poll_us": {"busy_poll": "20us"},
-    "linger_percent": {"linger": 10},
+    "linger": {"linger": "off"},
+    "linger_percent": {"linger": 20},
     "io": {"io": "epoll"},
     "rate": {"rate": "500"},
     "think_s": {"think": "1s", "concurrency": 2},

@@ -95,7 +95,7 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "timeout": DURATIONS,
     "ramp": DURATIONS,
     "busy_poll": DURATIONS,
-    "linger": st.integers(-1, 30),
+    "linger": st.one_of(st.integers(-1, 30), st.sampled_from(["auto", "off", "always", "sometimes", "10%"])),
     "requests": st.integers(-1, 10**6),
     "seed": NUMBERS,
     "concurrency": st.one_of(st.integers(-1, 5000), PLACEHOLDERS),

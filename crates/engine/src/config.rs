@@ -33,6 +33,25 @@ pub enum IoBackend {
     Epoll,
 }
 
+/// When a worker's wait may hold responses for later ones (io_uring only;
+/// epoll wakes at the first), so that it wakes once for many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Linger {
+    /// Where a probe finds that holding costs the server no load: a closed
+    /// loop (without think time) alternates phases without and with holding
+    /// and compares each connection's cycle (response time plus hold); it
+    /// holds if the cycle did not grow, and probes again every few seconds.
+    /// Open loops and think times never hold.
+    #[default]
+    Auto,
+    /// Always, whatever it costs: a server with room to spare is offered up
+    /// to `linger_percent` less load.
+    Always,
+    /// Never: every wait wakes at the first response.
+    Off,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadConfig {
@@ -82,16 +101,19 @@ pub struct LoadConfig {
     /// looks fully busy, so use it only with the generator on cores of its own.
     #[schemars(range(max = MAX_BUSY_POLL_US))]
     pub busy_poll_us: u64,
-    /// io_uring only: a worker's wait may hold the responses that came for
-    /// up to this percentage of the recent mean response time, waking once
-    /// a quarter of the requests in flight are answered, instead of at the
-    /// first. Fewer wake-ups cost the generator less CPU; the kernel's
-    /// receive timestamps keep every response's time exact. The price: a
-    /// closed loop sends each connection's next request that much later, so
-    /// a server with room to spare is offered (and reads) up to this share
-    /// less throughput; a saturated one, the same. 0 (the default) wakes at
-    /// the first response.
-    #[schemars(range(max = MAX_LINGER_PERCENT))]
+    /// io_uring only: when (`linger`) a worker's wait may hold the responses
+    /// that came, for up to `linger_percent` of the recent mean response
+    /// time, waking once a quarter of the requests in flight are answered
+    /// instead of at the first. Fewer wake-ups cost the generator less CPU,
+    /// and a server on the same machine less of its own (it pays for waking
+    /// the generator); the kernel's receive timestamps keep every response's
+    /// time exact. The price: a closed loop sends each connection's next
+    /// request that much later, which a saturated server absorbs and one
+    /// with room to spare reads as less load.
+    pub linger: Linger,
+    /// How long a held response may wait, in percent of the recent mean
+    /// response time.
+    #[schemars(range(min = 1, max = MAX_LINGER_PERCENT))]
     pub linger_percent: u32,
     /// The workers' I/O: io_uring (completions, several sockets' sends and
     /// receives per system call) or epoll; `auto` takes io_uring where it
@@ -228,7 +250,8 @@ impl Default for LoadConfig {
             allow_remote: false,
             user_agent: concat!("corebench/", env!("CARGO_PKG_VERSION")).into(),
             busy_poll_us: 0,
-            linger_percent: 0,
+            linger: Linger::Auto,
+            linger_percent: DEFAULT_LINGER_PERCENT,
             io: IoBackend::Auto,
             rate: None,
             think_s: None,
@@ -261,6 +284,10 @@ pub const MAX_BUSY_POLL_US: u64 = 10_000;
 /// Holding responses longer than a quarter of their time stretches a
 /// closed loop's cycle past any use.
 pub const MAX_LINGER_PERCENT: u32 = 25;
+/// Enough to wake about half as often against a saturated server
+/// (docs/benchmarks.md), little enough that a probe's phases of holding
+/// cost a server with room to spare under 1% of its load in all.
+pub const DEFAULT_LINGER_PERCENT: u32 = 10;
 /// A bound on every schedule: no loop on this machine could send faster.
 pub const MAX_RATE_RPS: f64 = 10_000_000.0;
 /// One request every 1,000 s: slower is a typo, and its due times would
@@ -314,16 +341,18 @@ impl LoadConfig {
         if self.busy_poll_us > MAX_BUSY_POLL_US {
             return Err(bad("busy_poll_us", format!("{} is more than {MAX_BUSY_POLL_US} µs", self.busy_poll_us)));
         }
-        if self.linger_percent > MAX_LINGER_PERCENT {
-            let why = format!("{}% is more than {MAX_LINGER_PERCENT}% of the response time", self.linger_percent);
+        if !(1..=MAX_LINGER_PERCENT).contains(&self.linger_percent) {
+            let why =
+                format!("{}% is not between 1% and {MAX_LINGER_PERCENT}% of the response time", self.linger_percent);
             return Err(bad("linger_percent", why));
         }
-        if self.linger_percent > 0 && self.http2() {
-            return Err(bad("linger_percent", "HTTP/2 runs on epoll, which cannot hold responses: drop it"));
+        // `auto` holds where it can; `always` is a promise epoll cannot keep.
+        if self.linger == Linger::Always && self.http2() {
+            return Err(bad("linger", "HTTP/2 runs on epoll, which cannot hold responses: use auto or off"));
         }
-        if self.linger_percent > 0 && self.io == IoBackend::Epoll {
-            let why = "holding responses needs io_uring (epoll wakes at the first): drop it or use io = \"auto\"";
-            return Err(bad("linger_percent", why));
+        if self.linger == Linger::Always && self.io == IoBackend::Epoll {
+            let why = "holding responses needs io_uring (epoll wakes at the first): use auto or off, or io = \"auto\"";
+            return Err(bad("linger", why));
         }
         self.validate_model()?;
         self.validate_share()?;
@@ -450,6 +479,19 @@ impl LoadConfig {
     /// True when requests follow a schedule rather than the responses.
     pub fn open_loop(&self) -> bool {
         self.rate.is_some() || self.replay.as_ref().is_some_and(|r| r.speed.is_some())
+    }
+
+    /// How the workers hold responses, and for what share of the response
+    /// time, given whether they run on io_uring (epoll cannot hold). `auto`
+    /// probes a closed loop's cycle: with a schedule or think times there is
+    /// no cycle to probe, and it does not hold.
+    pub(crate) fn linger_applied(&self, io_uring: bool) -> (Linger, u32) {
+        let cycle = !self.open_loop() && self.think_s.is_none();
+        match self.linger {
+            Linger::Auto if io_uring && cycle => (Linger::Auto, self.linger_percent),
+            Linger::Always if io_uring => (Linger::Always, self.linger_percent),
+            _ => (Linger::Off, 0),
+        }
     }
 
     /// The name of the load model, as results and reports call it.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::RateConfig;
 use crate::measure::cpu::CpuTimes;
-use crate::measure::stats::{ErrorCounts, Trace};
+use crate::measure::stats::{ErrorCounts, ProbeCounts, Trace};
 use crate::measure::summary::LatencySummary;
 use crate::workload::replay::ReplaySource;
 
@@ -99,6 +99,8 @@ pub struct LoadResult {
     pub non_2xx: u64,
     pub keep_alive_requests: u64,
     pub connections_opened: u64,
+    /// What `linger = "auto"`'s probes found (none otherwise).
+    pub linger_probes: ProbeCounts,
     pub errors: ErrorCounts,
     pub error_samples: Vec<String>,
     pub status_counts: BTreeMap<u16, u64>,
@@ -184,8 +186,10 @@ pub struct RunFacts {
     /// Non-zero when the workers busy-polled: their CPU then reads as fully
     /// used whether or not they were the limit.
     pub busy_poll_us: u64,
-    /// The share of the response time waits held responses for, in percent
-    /// (`linger_percent`; 0 where the load ran on epoll).
+    /// When waits held responses (`LoadConfig::linger_applied`: off where
+    /// the load ran on epoll, or `auto` had no closed loop to probe).
+    pub linger: crate::config::Linger,
+    /// For up to what share of the response time, in percent (0: off).
     pub linger_percent: u32,
     /// How the workers reached the kernel: "io_uring" or "epoll".
     pub io: &'static str,

@@ -8,7 +8,7 @@ mod server;
 
 use std::sync::atomic::Ordering;
 
-use corebench_engine::{io_uring_support, run, EngineError, IoBackend, LoadConfig};
+use corebench_engine::{io_uring_support, run, EngineError, IoBackend, Linger, LoadConfig};
 use server::{start, Reply};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -58,8 +58,11 @@ fn without_io_uring_auto_runs_on_epoll_and_uring_is_refused() {
     assert_eq!(srv.requests.load(Ordering::SeqCst), 500, "the server's count");
 
     // Asked to hold responses, the epoll it fell back to cannot: it says none were.
-    let r = run(&LoadConfig { linger_percent: 10, ..cfg.clone() }).unwrap();
-    assert_eq!((r.run.io, r.run.linger_percent, r.responses, r.failed), ("epoll", 0, 500, 0));
+    let r = run(&LoadConfig { linger: Linger::Always, ..cfg.clone() }).unwrap();
+    assert_eq!(
+        (r.run.io, r.run.linger, r.run.linger_percent, r.responses, r.failed),
+        ("epoll", Linger::Off, 0, 500, 0)
+    );
 
     match run(&LoadConfig { io: IoBackend::Uring, ..cfg }) {
         Err(e @ EngineError::BadConfig { key: "io", .. }) => {

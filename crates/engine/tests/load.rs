@@ -4,7 +4,7 @@ mod server;
 
 use std::time::{Duration, Instant};
 
-use corebench_engine::{Control, LoadConfig};
+use corebench_engine::{Control, Linger, LoadConfig};
 use server::{refused_url, run, run_with, start, Reply};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nServer: test/1\r\nContent-Length: 5\r\n\r\nhello";
@@ -164,13 +164,44 @@ fn holding_responses_counts_the_same_and_needs_io_uring() {
     let base = LoadConfig { keep_alive: true, io: corebench_engine::IoBackend::Uring, ..config(&srv.url, 32, 3000) };
     // The engine's own run: the tests' `run` puts the load on this thread's transport.
     let run = corebench_engine::run;
-    let r = run(&LoadConfig { linger_percent: 25, ..base.clone() }).unwrap();
-    assert_eq!((r.responses, r.failed, r.run.linger_percent), (3000, 0, 25), "{:?}", r.error_samples);
+    let r = run(&LoadConfig { linger: Linger::Always, linger_percent: 25, ..base.clone() }).unwrap();
+    assert_eq!((r.responses, r.failed, r.run.linger, r.run.linger_percent), (3000, 0, Linger::Always, 25));
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 3000);
-    let refused =
-        |c: LoadConfig| matches!(run(&c), Err(corebench_engine::EngineError::BadConfig { key: "linger_percent", .. }));
-    assert!(refused(LoadConfig { linger_percent: 26, ..base.clone() }));
-    assert!(refused(LoadConfig { linger_percent: 10, io: corebench_engine::IoBackend::Epoll, ..base }));
+    let refused = |c: LoadConfig, field: &str| matches!(run(&c), Err(corebench_engine::EngineError::BadConfig { key, .. }) if key == field);
+    assert!(refused(LoadConfig { linger_percent: 26, ..base.clone() }, "linger_percent"));
+    assert!(refused(LoadConfig { linger_percent: 0, ..base.clone() }, "linger_percent"));
+    let epoll = LoadConfig { io: corebench_engine::IoBackend::Epoll, ..base.clone() };
+    assert!(refused(LoadConfig { linger: Linger::Always, ..epoll.clone() }, "linger"));
+    // `auto` holds where it can: on epoll, nowhere, and says so.
+    let r = run(&epoll).unwrap();
+    assert_eq!((r.responses, r.run.linger, r.run.linger_percent), (3000, Linger::Off, 0));
+}
+
+#[test]
+fn holding_by_probe_counts_the_same_and_says_what_the_probes_found() {
+    if let Err(why) = corebench_engine::io_uring_support() {
+        eprintln!("skipped: io_uring is not available here ({why}); the fallback has its own test");
+        return;
+    }
+    let srv = start(Reply::Bytes(OK, true));
+    let closed = LoadConfig {
+        keep_alive: true,
+        io: corebench_engine::IoBackend::Uring,
+        duration_s: Some(1.5),
+        threads: 1,
+        ..config(&srv.url, 16, 1)
+    };
+    let closed = LoadConfig { requests: None, ..closed };
+    let r = corebench_engine::run(&closed).unwrap();
+    // 1.5 s of a closed loop on one thread: the first probe decided
+    // (whatever it found, on a machine as busy as the tests make it).
+    assert_eq!((r.failed, r.run.linger, r.run.linger_percent), (0, Linger::Auto, 10), "{:?}", r.error_samples);
+    assert!(r.linger_probes.probes >= 1 && r.linger_probes.held <= r.linger_probes.probes, "{:?}", r.linger_probes);
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), r.responses);
+    // Think times and schedules have no cycle to probe: no holding at all.
+    let users = LoadConfig { think_s: Some((0.001, 0.002)), duration_s: Some(0.3), ..closed };
+    let r = corebench_engine::run(&users).unwrap();
+    assert_eq!((r.run.linger, r.run.linger_percent, r.linger_probes.probes), (Linger::Off, 0, 0));
 }
 
 on_each_io! {

@@ -122,7 +122,7 @@ def load(
     ),
     allow_remote: bool = common.ALLOW_REMOTE,
     busy_poll: str | None = common.BUSY_POLL,
-    linger: int | None = common.LINGER,
+    linger: str | None = common.LINGER,
     io: str | None = common.IO,
     rate: str | None = common.RATE,
     ramp: str | None = common.RAMP,

@@ -42,7 +42,7 @@ def replay(
     threads: int | None = common.THREADS,
     allow_remote: bool = common.ALLOW_REMOTE,
     busy_poll: str | None = common.BUSY_POLL,
-    linger: int | None = common.LINGER,
+    linger: str | None = common.LINGER,
     io: str | None = common.IO,
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine's random choices, for a repeatable run."),
     json_out: str | None = common.JSON_OUT,

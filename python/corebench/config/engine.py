@@ -138,17 +138,22 @@ class LoadConfig(BaseModel):
     works. HTTPS runs on epoll.
     """
     keep_alive: bool = False
-    linger_percent: int = Field(0, ge=0, le=25)
+    linger: Literal["auto", "always", "off"] = "auto"
     """
-    io_uring only: a worker's wait may hold the responses that came for
-    up to this percentage of the recent mean response time, waking once
-    a quarter of the requests in flight are answered, instead of at the
-    first. Fewer wake-ups cost the generator less CPU; the kernel's
-    receive timestamps keep every response's time exact. The price: a
-    closed loop sends each connection's next request that much later, so
-    a server with room to spare is offered (and reads) up to this share
-    less throughput; a saturated one, the same. 0 (the default) wakes at
-    the first response.
+    io_uring only: when (`linger`) a worker's wait may hold the responses
+    that came, for up to `linger_percent` of the recent mean response
+    time, waking once a quarter of the requests in flight are answered
+    instead of at the first. Fewer wake-ups cost the generator less CPU,
+    and a server on the same machine less of its own (it pays for waking
+    the generator); the kernel's receive timestamps keep every response's
+    time exact. The price: a closed loop sends each connection's next
+    request that much later, which a saturated server absorbs and one
+    with room to spare reads as less load.
+    """
+    linger_percent: int = Field(10, ge=1, le=25)
+    """
+    How long a held response may wait, in percent of the recent mean
+    response time.
     """
     method: str = Field("GET", min_length=1, pattern="^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
     proxy: str | None = None

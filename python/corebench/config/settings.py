@@ -74,9 +74,11 @@ class LoadSettings(BaseModel):
     variable_length: bool | None = None
     allow_remote: bool | None = None
     busy_poll: Seconds | None = None
-    # io_uring: hold responses up to this percentage of the response time, to
-    # wake once for many (fewer wake-ups; a closed loop's cycle that much longer).
-    linger: int | None = None
+    # io_uring: when a wait may hold responses, to wake once for many: "auto"
+    # (the engine's default: where a probe shows it costs the server no load),
+    # "off" (or 0), "always", or a percentage of the response time to always
+    # hold for (1 to 25).
+    linger: int | str | None = None
     # The load threads' I/O: "auto" (io_uring where it works), "uring" or "epoll".
     io: str | None = None
     # Open loop: requests per second, or START..END with `ramp`.
@@ -127,6 +129,18 @@ class LoadSettings(BaseModel):
     @property
     def open_loop(self) -> bool:
         return self.rate is not None or (self.log is not None and self.speed is not None)
+
+
+def _linger(v: int | str) -> dict[str, Any]:
+    """`linger` as said -> the engine's `linger` and `linger_percent`."""
+    modes = get_args(LoadConfig.model_fields["linger"].annotation)
+    if v in modes:
+        return {"linger": v}
+    try:
+        percent = int(v)
+    except ValueError:
+        raise SettingError("linger", f"{v!r} is not {', '.join(modes)} or a percentage of the response time") from None
+    return {"linger": "off"} if percent == 0 else {"linger": "always", "linger_percent": percent}
 
 
 class SettingError(UsageError):
@@ -202,7 +216,7 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
     if s.busy_poll is not None:
         out["busy_poll_us"] = round(s.busy_poll * 1e6)
     if s.linger is not None:
-        out["linger_percent"] = s.linger
+        out.update(_linger(s.linger))
     out["concurrency"] = s.concurrency if s.concurrency is not None else (OPEN_LOOP_CONNECTIONS if s.open_loop else 1)
     if s.requests is None and s.duration is None and s.log is None:
         if s.rate is not None or s.think is not None:

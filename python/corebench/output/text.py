@@ -168,6 +168,21 @@ def _ab_block(r: LoadResult, c: LoadConfig, o: ReportOptions) -> list[str]:
     return out
 
 
+def _holding(r: LoadResult) -> str:
+    """When the waits held responses (`linger`), for the Generator CPU line."""
+    if not r.linger_percent:
+        return ""
+    if r.linger != "auto":
+        return f", holding responses up to {r.linger_percent}% of their time"
+    p = r.linger_probes
+    if not p.probes:
+        # A run too short or too slow for a probe to decide (its phases
+        # of holding, if any, were under half a second).
+        return ""
+    held = f"up to {r.linger_percent}% of their time" if p.held else "only to probe"
+    return f", holding responses {held}: {p.held} of {p.probes} probes showed it cost the server no load"
+
+
 def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
     cores = r.generator_cpu_s / r.duration_s if r.duration_s > 0 else 0.0
     total = r.latency_us.total
@@ -176,7 +191,7 @@ def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
         f"Generator CPU:          {r.cpu.user_s:.2f} s user, {r.cpu.system_s:.2f} s system "
         f"({cores:.2f} of a core over the run, {r.threads} threads on {r.io}"
         + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation" if r.busy_poll_us else "")
-        + (f", holding responses up to {r.linger_percent}% of their time" if r.linger_percent else "")
+        + _holding(r)
         + ")",
     ]
     if r.http2 is not None:

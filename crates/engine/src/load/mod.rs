@@ -3,6 +3,7 @@
 
 pub(crate) mod control;
 pub(crate) mod io;
+mod linger;
 pub(crate) mod pacing;
 pub(crate) mod share;
 mod summarize;
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::target::Target;
 use crate::client::transport::tls_context;
-use crate::config::{split, Arrivals, LoadConfig, MAX_TRACE};
+use crate::config::{split, Arrivals, Linger, LoadConfig, MAX_TRACE};
 use crate::error::{EngineError, Result};
 use crate::measure::cpu::{process_cpu, CpuTimes};
 use crate::measure::stats::Stats;
@@ -87,6 +88,7 @@ impl Prepared {
             interrupted: clock.interrupted,
             cpu: clock.cpu,
             busy_poll_us: config.busy_poll_us,
+            linger: clock.linger,
             linger_percent: clock.linger_percent,
             io: clock.io,
             http_version: config.http_version,
@@ -115,7 +117,8 @@ pub(crate) struct Clock {
     pub cpu: CpuTimes,
     /// The workers' I/O: "io_uring" or "epoll" (agents' differing: both).
     pub io: &'static str,
-    /// The `linger_percent` the workers applied (none on epoll).
+    /// How the workers held responses (`LoadConfig::linger_applied`).
+    pub linger: Linger,
     pub linger_percent: u32,
 }
 
@@ -152,7 +155,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
     let shares: Vec<usize> = (0..workers).map(|i| split(conc, workers, i) as usize).collect();
     let loops = EventLoop::for_workers(config, p.target.tls, &shares, &p.workload.requests)?;
     let io = loops.first().map_or("epoll", EventLoop::name);
-    let linger_percent = if loops.iter().all(EventLoop::lingers) { config.linger_percent } else { 0 };
+    let (linger, linger_percent) = config.linger_applied(loops.iter().all(EventLoop::lingers));
     let (start, started_unix_s, start_lag_s) = match config.start_at_unix_s {
         Some(at) => {
             wait_until(at, control)?;
@@ -196,6 +199,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
                 want_server: i == 0,
                 busy_poll: Duration::from_micros(config.busy_poll_us),
                 linger_share: f64::from(linger_percent) / 100.0,
+                linger_probe: linger == Linger::Auto,
                 seed: config.seed.wrapping_add(global),
                 trace_limit: if config.trace { MAX_TRACE.div_ceil(workers as usize) } else { 0 },
                 want_head: config.capture_heads,
@@ -234,6 +238,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> R
         interrupted: control.stopped(),
         cpu,
         io,
+        linger,
         linger_percent,
     };
     Ok(Measured { clock, stats: merged.expect("at least one worker") })

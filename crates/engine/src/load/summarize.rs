@@ -54,6 +54,7 @@ pub(crate) fn build(
         non_2xx,
         keep_alive_requests: s.keep_alive_requests,
         connections_opened: s.connections_opened,
+        linger_probes: s.linger_probes,
         errors: s.errors.clone(),
         error_samples: s.error_samples.clone(),
         status_counts,

@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 
 use super::control::Control;
 use super::io::{Driver, EventLoop, Peer, TICK};
+use super::linger::Probe;
 use super::pacing::{Cursor, Schedule, TicketBook, Tickets};
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
@@ -58,6 +59,8 @@ pub(crate) struct WorkerSpec<'a> {
     /// The share of the recent response time a wait may hold responses for
     /// (`LoadConfig::linger_percent`); 0: none.
     pub linger_share: f64,
+    /// Hold only where a probe finds it free (`Linger::Auto`; closed loop).
+    pub linger_probe: bool,
     pub seed: u64,
     /// The most responses this worker keeps in its trace; 0: no trace.
     pub trace_limit: usize,
@@ -107,6 +110,8 @@ struct Worker<'a, D: Driver> {
     in_flight: usize,
     /// The recent mean response time, the request sent to its last byte.
     recent_response_s: f64,
+    /// Whether holding costs the server load (`--linger auto`).
+    probe: Option<Probe>,
     unpublished: u64,
     /// Failed requests already published to `control`.
     published_failed: u64,
@@ -153,6 +158,7 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
         rng: SmallRng::seed_from_u64(spec.seed),
         in_flight: 0,
         recent_response_s: 0.0,
+        probe: spec.linger_probe.then(|| Probe::new(spec.run_start)),
         unpublished: 0,
         published_failed: 0,
         deferred: Vec::with_capacity(n),
@@ -164,6 +170,9 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
         c.parser.want_head = spec.want_server && spec.want_head;
     }
     w.run();
+    if let Some(p) = &w.probe {
+        w.stats.linger_probes = p.counts;
+    }
     w.io.finish(&mut w.stats);
     Ok(w.stats)
 }
@@ -229,6 +238,11 @@ impl<D: Driver> Worker<'_, D> {
     fn linger(&mut self, now: Instant, until: Instant) {
         let want = self.in_flight / LINGER_WANT_DIVISOR;
         if self.spec.linger_share > 0.0 && want > 1 && until > now && self.recent_response_s > 0.0 {
+            if let Some(p) = &mut self.probe {
+                if !p.holds(now, self.recent_response_s) {
+                    return;
+                }
+            }
             let by = now + Duration::from_secs_f64(self.recent_response_s * self.spec.linger_share);
             self.io.linger(want, by.min(until));
         }
@@ -487,6 +501,9 @@ impl<D: Driver> Worker<'_, D> {
             0.0 => response_s,
             r => r + (response_s - r) / RECENT_RESPONSES,
         };
+        if let Some(p) = &mut self.probe {
+            p.response(t.sent, end, now);
+        }
         let s = &mut self.stats;
         s.connect_us.saturating_record(micros(t.connected - t.begun));
         s.waiting_us.saturating_record(micros(first.saturating_duration_since(t.sent)));

@@ -190,6 +190,16 @@ pub struct ScheduleCounts {
     pub peak_in_flight: u64,
 }
 
+/// What `--linger auto`'s probes found (`load::linger`), summed over the
+/// workers (each probes its own connections).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeCounts {
+    /// Probes that came to a decision.
+    pub probes: u64,
+    /// Those that found holding cost the server no load, and held after.
+    pub held: u64,
+}
+
 /// Each response's own figures, kept only when asked (`LoadConfig::trace`,
 /// ab's -g): columns of equal length, one row per response, in the order
 /// each worker recorded them. Times are µs; `start_us` counts from the
@@ -273,6 +283,8 @@ pub struct Stats {
     #[serde(with = "crate::measure::wire::latency")]
     pub send_lag_us: Histogram<u64>,
     pub schedule: ScheduleCounts,
+    #[serde(default)]
+    pub linger_probes: ProbeCounts,
     pub urls: Vec<UrlStats>,
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
@@ -358,6 +370,7 @@ impl Stats {
             uncorrected_us: latency_histogram(),
             send_lag_us: latency_histogram(),
             schedule: ScheduleCounts::default(),
+            linger_probes: ProbeCounts::default(),
             urls: (0..urls).map(|_| UrlStats::new()).collect(),
             status: vec![0; 600],
             errors: ErrorCounts::default(),
@@ -431,6 +444,8 @@ impl Stats {
         self.schedule.late += o.schedule.late;
         self.schedule.dropped += o.schedule.dropped;
         self.schedule.peak_in_flight += o.schedule.peak_in_flight;
+        self.linger_probes.probes += o.linger_probes.probes;
+        self.linger_probes.held += o.linger_probes.held;
         for (a, b) in self.urls.iter_mut().zip(&o.urls) {
             a.merge(b);
         }
