@@ -82,8 +82,11 @@ def main() -> int:
     cli = os.path.join(os.path.dirname(sys.executable), "corebench")
     corebench = [cli, "load", "-k", "--threads", "1", "-c", str(a.conns), "-t", f"{a.seconds}s", "--json", "-"]
     tools = {
-        # The default transport: io_uring where it works.
+        # The defaults: io_uring where it works, holding responses where a
+        # probe shows it costs the server no load (--linger auto).
         "corebench": corebench,
+        # Waking at every response, as wrk does.
+        "corebench-off": [*corebench, "--linger", "off"],
         "corebench-epoll": [*corebench, "--io", "epoll"],
         "wrk": ["wrk", "-t1", f"-c{a.conns}", f"-d{a.seconds}s"],
         # The same engine kept awake between batches: the server no longer pays for waking it.
@@ -126,7 +129,12 @@ def main() -> int:
         f"throughput ratio corebench/wrk: {med['corebench']['rps'] / med['wrk']['rps']:.3f}, "
         f"median per-round ratio {paired:.3f}"
     )
-    for name, what in (("corebench-epoll", "on epoll (--io epoll)"), ("corebench-busy", "with --busy-poll 20us")):
+    others = (
+        ("corebench-off", "without holding (--linger off)"),
+        ("corebench-epoll", "on epoll (--io epoll)"),
+        ("corebench-busy", "with --busy-poll 20us"),
+    )
+    for name, what in others:
         ratio = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows[name], rows["wrk"], strict=True))
         print(f"{what}: median per-round ratio {ratio:.3f}")
     print(f"counts equal to nginx's in every round: {exact}")

@@ -5,8 +5,8 @@
 # 50 and at 500 keep-alive connections, corebench on each of its transports
 # (--io uring and --io epoll) with its defaults (--linger auto: io_uring holds
 # responses where a probe shows it costs the server no load), and on io_uring
-# without holding (--linger off). Goals: vs_wrk <= 0.80 on io_uring, <= 1.00
-# on epoll.
+# without holding (--linger off) and always holding (--linger 10). Goals:
+# vs_wrk <= 0.80 on io_uring, <= 1.00 on epoll.
 #
 #   bench/generator-cost.sh [SECONDS] [ROUNDS]   (5 s, 7 rounds by default)
 set -euo pipefail
@@ -22,6 +22,7 @@ for conns in 50 500; do
   "$(pwd)/.venv/bin/python" bench/generator_cost.py "$tool" "$seconds" "$rounds" "$conns" \
     "corebench-uring=$cb load -k --io uring --threads 1 -c {conns} -t {seconds}s {url}" \
     "corebench-epoll=$cb load -k --io epoll --threads 1 -c {conns} -t {seconds}s {url}" \
-    "corebench-uring-off=$cb load -k --io uring --linger off --threads 1 -c {conns} -t {seconds}s {url}"
+    "corebench-uring-off=$cb load -k --io uring --linger off --threads 1 -c {conns} -t {seconds}s {url}" \
+    "corebench-uring-10=$cb load -k --io uring --linger 10 --threads 1 -c {conns} -t {seconds}s {url}"
   echo
 done

@@ -93,3 +93,26 @@ def test_users_say_their_think_time():
     assert _concurrency_line(users) == "Users:                  25 (think time 0–2 s after each response, uniform)"
     bench = SimpleNamespace(model="users", concurrency=3, think_s=(0.0, 0.0))
     assert _concurrency_line(bench) == "Users:                  3 (no think time)"
+
+
+def test_the_generator_line_says_what_the_probes_found():
+    from types import SimpleNamespace
+
+    from corebench.output.text import _holding
+
+    def line(linger: str, percent: int, probes: int = 0, held: int = 0) -> str:
+        r = SimpleNamespace(
+            linger=linger, linger_percent=percent, linger_probes=SimpleNamespace(probes=probes, held=held)
+        )
+        return _holding(r)
+
+    assert line("off", 0) == ""
+    assert line("always", 10) == ", holding responses up to 10% of their time"
+    held = ", holding responses up to 10% of their time: 3 of 4 probes showed it cost the server no load"
+    assert line("auto", 10, probes=4, held=3) == held
+    assert (
+        line("auto", 10, probes=2)
+        == ", holding responses only to probe: 0 of 2 probes showed it cost the server no load"
+    )
+    # No probe decided (a short run): nothing held but a probe's phases, nothing said.
+    assert line("auto", 10) == ""

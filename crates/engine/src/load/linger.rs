@@ -5,8 +5,9 @@
 //! A closed loop's connection cycles between its request in flight (the
 //! response time R, send to last byte) and the time its response waits for
 //! the worker (the hold H, last byte to handling). Each connection's
-//! throughput is 1 / (R + H): the response time law of Denning and Buzen's
-//! operational laws, with the hold as the think time. Holding lengthens H.
+//! throughput is 1 / (R + H): the interactive response time law of Denning
+//! and Buzen's operational laws (Jain §33.5), with the hold as the think
+//! time. Holding lengthens H.
 //! A server with room to spare answers in the same R, so the cycle grows
 //! and the load it is offered falls by as much. A saturated one answers
 //! the others sooner by as much (past the knee of the asymptotic bounds,
@@ -14,13 +15,16 @@
 //! Analysis*, §33.6), so its throughput stays; on the same machine it can
 //! even rise, as the server pays for each wake-up of the generator.
 //!
-//! The probe alternates phases without and with holding, in pairs, and
-//! compares each pair's mean cycles: a paired one-sided t-test (Jain §13.4.1,
-//! paired observations; Student's t) holds only if the upper 95% bound of
-//! the mean relative growth is under `LOSS_LIMIT`. Pairs cancel the drift of
-//! a server whose speed wanders, and a phase is the unit because responses
-//! within one are not independent. A probe runs every `PERIOD_PHASES`,
-//! since a server's state changes within a run.
+//! The probe alternates phases without and with holding, in pairs whose
+//! order alternates too (ABBA: a server speeding up or slowing down favours
+//! neither), and compares each pair's mean cycles (paired observations,
+//! Jain §13.4.1): it holds only if Wilcoxon's signed-rank test (Wilcoxon
+//! 1945; exact, one-sided, 5%) shows the pairs' growth of the cycle to be
+//! under `LOSS_LIMIT`. Pairs cancel the drift of a server whose speed
+//! wanders; a phase is the unit because responses within one are not
+//! independent; ranks, because on a VM one phase in a few is far off (a
+//! stall), which would widen a t-test's bound past any use. A probe runs
+//! every `PERIOD_PHASES`, since a server's state changes within a run.
 
 use std::time::{Duration, Instant};
 
@@ -30,14 +34,16 @@ use crate::measure::stats::ProbeCounts;
 /// same for every worker, so that all hold together: a saturated server's
 /// queue absorbs one worker's hold only if the others do not refill it.
 const PHASE: Duration = Duration::from_millis(100);
-/// Pairs of phases (without, with holding) in one probe.
-const PROBE_PAIRS: usize = 4;
-/// Student's t, one-sided 95%, PROBE_PAIRS - 1 degrees of freedom
-/// (scipy.stats.t.ppf(0.95, 3) = 2.3534).
-const T_95: f64 = 2.3534;
-/// Phases from one probe's start to the next: the probe's, one in which the
-/// probe's last responses come in (no holding), and then its decision's.
-const PERIOD_PHASES: u64 = 48;
+/// Pairs of phases (without and with holding) in one probe: with 6, the
+/// signed-rank test can pass with one pair, the closest, on the wrong side.
+const PROBE_PAIRS: usize = 6;
+/// The signed-rank test's one-sided level.
+const ALPHA: f64 = 0.05;
+/// Phases from one probe's start to the next: a pause, the probe's, a
+/// pause, and then its decision's.
+/// The probe's phases with holding are a tenth of it, so probing costs a
+/// server with room to spare at most a tenth of the hold.
+const PERIOD_PHASES: u64 = 60;
 /// The growth of the cycle, as a share of it, that holding may be shown to
 /// stay under.
 pub(crate) const LOSS_LIMIT: f64 = 0.01;
@@ -72,30 +78,52 @@ impl Phase {
 /// Where a moment falls in the probes' schedule.
 #[derive(Debug, PartialEq)]
 enum Slot {
+    /// Neither holding nor measured: the phase before a probe, in which the
+    /// server settles from what came before (the run's start, or holding),
+    /// and the one after, in which the probe's last responses come in.
+    Pause,
     /// Phase `index` of a probe: even without holding, odd with.
     Probe { index: usize },
-    /// The phase after a probe, when its decision is taken.
-    Decide,
-    /// The decision's phases.
+    /// The probe's decision's phases (taken at the first of them).
     Keep,
 }
 
 fn slot(phase: u64) -> Slot {
     match (phase % PERIOD_PHASES) as usize {
-        i if i < 2 * PROBE_PAIRS => Slot::Probe { index: i },
-        i if i == 2 * PROBE_PAIRS => Slot::Decide,
+        0 => Slot::Pause,
+        i if i <= 2 * PROBE_PAIRS => Slot::Probe { index: i - 1 },
+        i if i == 2 * PROBE_PAIRS + 1 => Slot::Pause,
         _ => Slot::Keep,
     }
 }
 
-/// The growth of the cycle with holding, each pair's share of its cycle
-/// with holding: its mean, and the upper one-sided 95% bound of the mean.
-pub(crate) fn growth(pairs: &[(f64, f64)]) -> (f64, f64) {
-    let d: Vec<f64> = pairs.iter().map(|&(off, on)| 1.0 - off / on).collect();
-    let n = d.len() as f64;
-    let mean = d.iter().sum::<f64>() / n;
-    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, mean + T_95 * (var / n).sqrt())
+/// Whether phase `index` of a probe holds: pairs alternate between
+/// (without, with) and (with, without).
+fn holding_phase(index: usize) -> bool {
+    (index % 2 == 1) != ((index / 2) % 2 == 1)
+}
+
+/// The one-sided p-value of Wilcoxon's signed-rank test that the values'
+/// median is below 0: the chance, over the 2^n equally likely sign
+/// patterns of their ranks, of a sum of positive ranks no larger than
+/// theirs (exact; average ranks for ties, a zero counted as negative).
+/// `scipy.stats.wilcoxon(x, alternative="less", method="exact")`.
+pub(crate) fn signed_rank_p_below(x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| x[a].abs().total_cmp(&x[b].abs()));
+    let mut rank = vec![0.0; n];
+    let mut i = 0;
+    while i < n {
+        let tied = order[i..].iter().take_while(|&&k| x[k].abs() == x[order[i]].abs()).count();
+        let average = i as f64 + (tied as f64 + 1.0) / 2.0;
+        order[i..i + tied].iter().for_each(|&k| rank[k] = average);
+        i += tied;
+    }
+    let positive: f64 = (0..n).filter(|&k| x[k] > 0.0).map(|k| rank[k]).sum();
+    let sum = |signs: u32| (0..n).filter(|&k| signs >> k & 1 == 1).map(|k| rank[k]).sum::<f64>();
+    let as_low = (0..1u32 << n).filter(|&signs| sum(signs) <= positive + 1e-9).count();
+    as_low as f64 / f64::from(1u32 << n)
 }
 
 /// One worker's probes.
@@ -129,8 +157,8 @@ impl Probe {
     pub(crate) fn holds(&mut self, now: Instant, recent_response_s: f64) -> bool {
         let slow = recent_response_s > PHASE.as_secs_f64() * MAX_RESPONSE_SHARE;
         match self.place(now) {
-            (_, Slot::Probe { index }, _) => index % 2 == 1 && !slow,
-            (_, Slot::Decide, _) => false,
+            (_, Slot::Probe { index }, _) => holding_phase(index) && !slow,
+            (_, Slot::Pause, _) => false,
             (period, Slot::Keep, _) => {
                 if self.decided != Some(period) {
                     self.decided = Some(period);
@@ -142,12 +170,19 @@ impl Probe {
     }
 
     fn decide(&mut self, period: u64) {
-        let pairs: Option<Vec<(f64, f64)>> = match self.period == period {
-            true => self.phases.chunks(2).map(|p| Some((p[0].cycle_s()?, p[1].cycle_s()?))).collect(),
+        // Each pair's growth of the cycle with holding, as a share of it.
+        let growth: Option<Vec<f64>> = match self.period == period {
+            true => (0..PROBE_PAIRS)
+                .map(|pair| {
+                    let (a, b) = (self.phases[2 * pair].cycle_s()?, self.phases[2 * pair + 1].cycle_s()?);
+                    let (off, on) = if holding_phase(2 * pair) { (b, a) } else { (a, b) };
+                    Some(1.0 - off / on - LOSS_LIMIT)
+                })
+                .collect(),
             false => None,
         };
-        self.holding = pairs.as_ref().is_some_and(|p| growth(p).1 < LOSS_LIMIT);
-        self.counts.probes += u64::from(pairs.is_some());
+        self.holding = growth.as_ref().is_some_and(|g| signed_rank_p_below(g) < ALPHA);
+        self.counts.probes += u64::from(growth.is_some());
         self.counts.held += u64::from(self.holding);
     }
 
@@ -191,7 +226,7 @@ mod tests {
     fn run(every: Duration, response: impl Fn(bool, u32) -> Duration, hold: impl Fn(bool) -> Duration) -> Probe {
         let start = Instant::now();
         let mut p = Probe::new(start);
-        let end = PHASE * (2 * PROBE_PAIRS as u32);
+        let end = PHASE * (2 * PROBE_PAIRS as u32 + 1);
         let mut k = 0;
         while every * k < end {
             let sent = start + every * k;
@@ -200,7 +235,7 @@ mod tests {
             p.response(sent, got, got + hold(on));
             k += 1;
         }
-        p.holds(start + PHASE * (2 * PROBE_PAIRS as u32 + 1), 0.001);
+        p.holds(start + PHASE * (2 * PROBE_PAIRS as u32 + 2), 0.001);
         p
     }
 
@@ -209,19 +244,23 @@ mod tests {
         let start = Instant::now();
         let mut p = Probe::new(start);
         let period = PHASE * PERIOD_PHASES as u32;
-        // Sent in the first probe's phase 1, handled in the second probe's.
-        p.response(start + PHASE * 3 / 2, start + PHASE * 2, start + period + PHASE / 2);
+        // Sent in the first probe's phase 1, handled in the second probe's 0.
+        p.response(start + PHASE * 5 / 2, start + PHASE * 3, start + period + PHASE * 3 / 2);
         assert_eq!((p.period, p.phases[1].responses, p.phases[0].holds), (1, 0, 1));
     }
 
     #[test]
     fn phases_alternate_then_decide_then_keep() {
-        let kinds: Vec<Slot> = (0..PERIOD_PHASES + 1).map(slot).collect();
-        assert_eq!(kinds[0], Slot::Probe { index: 0 });
-        assert_eq!(kinds[7], Slot::Probe { index: 7 });
-        assert_eq!(kinds[8], Slot::Decide);
-        assert_eq!(kinds[9], Slot::Keep);
-        assert_eq!(kinds[PERIOD_PHASES as usize], Slot::Probe { index: 0 });
+        let kinds: Vec<Slot> = (0..PERIOD_PHASES + 2).map(slot).collect();
+        let last = 2 * PROBE_PAIRS;
+        assert_eq!(kinds[0], Slot::Pause);
+        assert_eq!(kinds[1], Slot::Probe { index: 0 });
+        assert_eq!(kinds[last], Slot::Probe { index: last - 1 });
+        assert_eq!(kinds[last + 1], Slot::Pause);
+        assert_eq!(kinds[last + 2], Slot::Keep);
+        assert_eq!(kinds[PERIOD_PHASES as usize - 1], Slot::Keep);
+        assert_eq!(kinds[PERIOD_PHASES as usize], Slot::Pause);
+        assert_eq!(kinds[PERIOD_PHASES as usize + 1], Slot::Probe { index: 0 });
     }
 
     #[test]
@@ -241,7 +280,7 @@ mod tests {
     #[test]
     fn noise_that_hides_the_cost_decides_against_holding() {
         // On average the cycle does not grow, but pairs disagree by ±10%:
-        // the bound cannot be shown under 1%.
+        // the test cannot show the growth to be under 1%.
         let phase_of = |k: u32| (MS / 10 * k).as_nanos() / PHASE.as_nanos();
         let noisy = |_: bool, k: u32| if phase_of(k) % 3 == 0 { MS * 11 } else { MS * 9 };
         let p = run(MS / 10, noisy, |_| MS / 100);
@@ -254,21 +293,65 @@ mod tests {
         assert_eq!((p.holding, p.counts), (false, ProbeCounts { probes: 0, held: 0 }));
     }
 
+    /// The mean response time of a closed network of `n` connections, one
+    /// queueing centre of demand `d_s` (the server's CPU) and a delay
+    /// centre of `delay_s` (a sleep, the network), each connection's think
+    /// time `z_s`: exact mean value analysis (Reiser and Lavenberg 1980;
+    /// Jain §34.1).
+    fn mva_response_s(n: u32, d_s: f64, delay_s: f64, z_s: f64) -> f64 {
+        let (mut queue, mut r) = (0.0, 0.0);
+        for k in 1..=n {
+            r = d_s * (1.0 + queue) + delay_s;
+            queue = f64::from(k) / (r + z_s) * (r - delay_s);
+        }
+        r
+    }
+
+    #[test]
+    fn the_probe_decides_as_mean_value_analysis_predicts() {
+        // 50 connections, 20 µs of server CPU per request, a 10 µs wake-up;
+        // holding adds 10% of the response time to the think time.
+        let (n, d, wake) = (50, 20e-6, 10e-6);
+        for (delay, holds) in [(0.0, true), (0.005, false)] {
+            let off = mva_response_s(n, d, delay, wake);
+            let hold = wake + 0.1 * off;
+            let on = mva_response_s(n, d, delay, hold);
+            // The throughput holding costs, by the interactive response time law.
+            let loss = 1.0 - (f64::from(n) / (on + hold)) / (f64::from(n) / (off + wake));
+            assert_eq!(loss < LOSS_LIMIT, holds, "delay {delay} s: MVA's loss {loss}");
+            let secs = Duration::from_secs_f64;
+            let p = run(MS / 20, |h, _| secs(if h { on } else { off }), |h| secs(if h { hold } else { wake }));
+            assert_eq!(p.holding, holds, "delay {delay} s: R {off} s without holding, {on} s with");
+        }
+    }
+
     #[test]
     fn slow_responses_never_hold() {
         let mut p = Probe::new(Instant::now());
         p.holding = true;
-        let keep = p.start + PHASE * (2 * PROBE_PAIRS as u32 + 2);
+        let keep = p.start + PHASE * (2 * PROBE_PAIRS as u32 + 3);
         assert!(!p.holds(keep, PHASE.as_secs_f64()));
-        assert!(!p.holds(p.start + PHASE, PHASE.as_secs_f64()), "not even in a probe's phase with holding");
+        assert!(!p.holds(p.start + PHASE * 2, PHASE.as_secs_f64()), "not even in a probe's phase with holding");
     }
 
     #[test]
-    fn growth_is_the_paired_mean_and_its_upper_bound() {
-        // d = 0.1, 0.2, 0.3, 0.4: mean 0.25, sd 0.1291, bound 0.25 + 2.3534 * 0.1291 / 2.
-        let pairs = [(0.9, 1.0), (0.8, 1.0), (0.7, 1.0), (0.6, 1.0)];
-        let (mean, upper) = growth(&pairs);
-        assert!((mean - 0.25).abs() < 1e-12);
-        assert!((upper - (0.25 + 2.3534 * 0.129_099_444_873_580_56 / 2.0)).abs() < 1e-9);
+    fn the_signed_rank_test_agrees_with_scipy() {
+        // scipy.stats.wilcoxon(x, alternative="less", method="exact").pvalue, scipy 1.x.
+        let cases: [([f64; 6], f64); 5] = [
+            ([-0.1, -0.2, -0.05, -0.3, -0.15, -0.08], 0.015625),
+            ([-0.1, -0.2, 0.01, -0.3, -0.15, -0.08], 0.03125),
+            ([-0.1, -0.2, 0.03, -0.3, -0.15, -0.08], 0.03125),
+            ([0.02, 0.03, 0.01, 0.04, -0.01, 0.05], 0.984375),
+            ([-0.72, -0.148, -0.087, 0.108, -0.05, -0.06], 0.109375),
+        ];
+        for (x, p) in cases {
+            assert!((signed_rank_p_below(&x) - p).abs() < 1e-12, "{x:?}: {} against {p}", signed_rank_p_below(&x));
+        }
+    }
+
+    #[test]
+    fn pairs_alternate_their_order() {
+        let on: Vec<bool> = (0..8).map(holding_phase).collect();
+        assert_eq!(on, [false, true, true, false, false, true, true, false]);
     }
 }

@@ -158,7 +158,7 @@ fn serve(mut sock: TcpStream, peer: Peer, answered: &AtomicU64, stop: &AtomicBoo
                                 let payload = [stream.to_be_bytes(), 0u32.to_be_bytes()].concat();
                                 out.extend(frame(GOAWAY, 0, 0, &payload));
                                 let _ = sock.write_all(&out);
-                                return;
+                                return close_gracefully(sock, stop);
                             }
                         }
                     }
@@ -168,6 +168,24 @@ fn serve(mut sock: TcpStream, peer: Peer, answered: &AtomicU64, stop: &AtomicBoo
             if !out.is_empty() && sock.write_all(&out).is_err() {
                 return;
             }
+        }
+    }
+}
+
+/// Closes after the last write as a server should: its side shut, then
+/// the client's requests read and dropped until it closes (at most 2 s).
+/// Closed with requests unread, the socket would reset the connection, and
+/// a reset can discard a response the client has not read yet: the client
+/// would ask again for what was answered.
+fn close_gracefully(mut sock: TcpStream, stop: &AtomicBool) {
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    let (end, mut chunk) = (Instant::now() + Duration::from_secs(2), [0u8; 16 * 1024]);
+    while !stop.load(Ordering::SeqCst) && Instant::now() < end {
+        match sock.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
         }
     }
 }

@@ -208,22 +208,7 @@ mod tests {
     /// The latency a driver measures for a response the server sends
     /// `SERVER_DELAY` after the request, read `READ_LATE` after sending.
     fn latency_read_late<D: Driver>(mut d: D) -> Duration {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut got = Vec::new();
-            let mut buf = [0u8; 256];
-            while !got.ends_with(b"\r\n\r\n") {
-                let n = s.read(&mut buf).unwrap();
-                assert!(n > 0, "the client closed before its request");
-                got.extend_from_slice(&buf[..n]);
-            }
-            std::thread::sleep(SERVER_DELAY);
-            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
-            // Held open until the client is done.
-            let _ = s.read(&mut buf);
-        });
+        let (addr, server) = answering_after(vec![SERVER_DELAY]);
         let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
         let requests = [Prepared { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
         let peer = Peer { addr, tls: None };
@@ -279,5 +264,103 @@ mod tests {
             return;
         }
         assert_stamped(latency_read_late(Uring::new(1).unwrap()));
+    }
+
+    /// A server whose k-th accepted connection answers its request after
+    /// `delays[k]`, then holds the connection open until the client is done.
+    fn answering_after(delays: Vec<Duration>) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let answers: Vec<_> = delays
+                .into_iter()
+                .map(|delay| {
+                    let (mut s, _) = listener.accept().unwrap();
+                    std::thread::spawn(move || {
+                        let (mut got, mut buf) = (Vec::new(), [0u8; 256]);
+                        while !got.ends_with(b"\r\n\r\n") {
+                            let n = s.read(&mut buf).unwrap();
+                            assert!(n > 0, "the client closed before its request");
+                            got.extend_from_slice(&buf[..n]);
+                        }
+                        std::thread::sleep(delay);
+                        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+                        let _ = s.read(&mut buf);
+                    })
+                })
+                .collect();
+            answers.into_iter().for_each(|a| a.join().unwrap());
+        });
+        (addr, server)
+    }
+
+    /// Two requests, answered after `delays`; once both are sent, one wait
+    /// that may hold (`linger`: completions wanted, for how long). Returns
+    /// how long the wait took and the responses it brought, or None where a
+    /// response came before it (a machine so busy that connecting took
+    /// longer than the faster answer).
+    fn one_wait(delays: [Duration; 2], linger: Option<(usize, Duration)>) -> Option<(Duration, usize)> {
+        let (addr, server) = answering_after(delays.to_vec());
+        let mut d = Uring::new(2).unwrap();
+        // No tick: a tick's completion would end the wait by itself.
+        d.start_quiet().unwrap();
+        let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
+        let requests = [Prepared { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
+        let peer = Peer { addr, tls: None };
+        let start = Instant::now();
+        let mut conns = vec![Conn::new(Token(0), start), Conn::new(Token(1), start)];
+        let (mut events, mut done, mut buf) = (Vec::new(), Vec::new(), vec![0u8; 4096]);
+        let mut turn = |d: &mut Uring, conns: &mut [Conn], wait: Duration| {
+            let now = Instant::now();
+            events.clear();
+            d.wait(&mut events, now + wait, now + wait, now).unwrap();
+            for &ev in &events {
+                d.advance(ev, conns, &mut buf, &requests, Instant::now(), &mut done);
+            }
+            done.drain(..).filter(|(_, s)| matches!(s, Step::Done)).count()
+        };
+        for (i, c) in conns.iter_mut().enumerate() {
+            c.prepare(start, start, start + Duration::from_secs(10));
+            let _ = d.begin(i, c, &peer, &requests[0].bytes, start);
+        }
+        let mut early = 0;
+        while conns.iter().any(|c| c.phase != Phase::Reading) {
+            early += turn(&mut d, &mut conns, Duration::from_millis(10));
+            assert!(start.elapsed() < Duration::from_secs(5), "no connection");
+        }
+        // The sends still queued go with this wait.
+        let now = Instant::now();
+        if let Some((want, hold)) = linger {
+            d.linger(want, now + hold);
+        }
+        let got = turn(&mut d, &mut conns, Duration::from_secs(5));
+        let waited = now.elapsed();
+        conns.iter_mut().for_each(Conn::close);
+        server.join().unwrap();
+        (early == 0).then_some((waited, got))
+    }
+
+    /// `one_wait`, tried until no response comes before the wait (3 tries).
+    fn wait_once(delays: [Duration; 2], linger: Option<(usize, Duration)>) -> (Duration, usize) {
+        (0..3).find_map(|_| one_wait(delays, linger)).expect("a response came before the wait, 3 times")
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn io_uring_wakes_at_the_first_response_unless_it_lingers() {
+        if let Err(why) = io_uring_support() {
+            eprintln!("skipped: io_uring is not available here ({why})");
+            return;
+        }
+        // Not holding: the faster response ends the wait, long before the other.
+        let (waited, got) = wait_once([MS * 200, MS * 2500], None);
+        assert!(got == 1 && waited < MS * 2000, "{got} responses after {waited:?}");
+        // Wanting two completions (the two responses): it sleeps through the first.
+        let (waited, got) = wait_once([MS * 200, MS * 800], Some((2, MS * 4000)));
+        assert!(got == 2 && waited >= MS * 600, "{got} responses after {waited:?}");
+        // Until its deadline, no longer: the slower response is not waited for.
+        let (waited, got) = wait_once([MS * 200, MS * 2500], Some((2, MS * 400)));
+        assert!(got == 1 && waited >= MS * 360 && waited < MS * 2000, "{got} responses after {waited:?}");
     }
 }
