@@ -35,14 +35,15 @@ use crate::measure::stats::ProbeCounts;
 /// queue absorbs one worker's hold only if the others do not refill it.
 const PHASE: Duration = Duration::from_millis(100);
 /// Pairs of phases (without and with holding) in one probe: with 6, the
-/// signed-rank test can pass with one pair, the closest, on the wrong side.
+/// signed-rank test can pass with one pair on the wrong side, if it is one
+/// of the two nearest the limit.
 const PROBE_PAIRS: usize = 6;
 /// The signed-rank test's one-sided level.
 const ALPHA: f64 = 0.05;
 /// Phases from one probe's start to the next: a pause, the probe's, a
-/// pause, and then its decision's.
-/// The probe's phases with holding are a tenth of it, so probing costs a
-/// server with room to spare at most a tenth of the hold.
+/// pause, and then its decision's. The probe's phases with holding are a
+/// tenth of them, so probing costs a server with room to spare at most a
+/// tenth of what holding would.
 const PERIOD_PHASES: u64 = 60;
 /// The growth of the cycle, as a share of it, that holding may be shown to
 /// stay under.
@@ -82,7 +83,7 @@ enum Slot {
     /// server settles from what came before (the run's start, or holding),
     /// and the one after, in which the probe's last responses come in.
     Pause,
-    /// Phase `index` of a probe: even without holding, odd with.
+    /// Phase `index` of a probe (`holding_phase` says whether it holds).
     Probe { index: usize },
     /// The probe's decision's phases (taken at the first of them).
     Keep,
