@@ -263,3 +263,20 @@ def test_the_generated_models_match_the_engine() -> None:
         [sys.executable, str(root / "scripts" / "gen_engine_models.py"), "--check"], capture_output=True, text=True
     )
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_linger_says_what_it_takes() -> None:
+    from corebench.config.settings import LoadSettings, SettingError, engine_config
+
+    def cfg(v: object) -> tuple[str, int]:
+        c = engine_config(LoadSettings(url="http://127.0.0.1:1/", linger=v))
+        return c.linger, c.linger_percent
+
+    assert cfg("auto") == ("auto", 10) and cfg(0) == ("off", 10) and cfg("15") == ("always", 15)
+    for bad, words in (("sometimes", "is not auto, always, off"), (-1, "is negative")):
+        try:
+            cfg(bad)
+        except SettingError as e:
+            assert e.key == "linger" and words in str(e), str(e)
+        else:
+            raise AssertionError(f"linger={bad!r} was accepted")

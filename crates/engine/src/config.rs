@@ -284,8 +284,9 @@ pub const MAX_BUSY_POLL_US: u64 = 10_000;
 /// Holding responses longer than a quarter of their time stretches a
 /// closed loop's cycle past any use.
 pub const MAX_LINGER_PERCENT: u32 = 25;
-/// Enough to wake a fifth as often against a saturated server (0.17 sleeps
-/// per response against 0.85 to 0.98 without holding: docs/benchmarks.md),
+/// Enough to wake a fourth as often, or less, against a saturated server
+/// (0.16 to 0.17 sleeps per response against 0.68 to 0.98 without holding,
+/// bench/agreement.py: docs/benchmarks.md),
 /// little enough that a probe's phases of holding, a tenth of the time,
 /// cost a server with room to spare under 1% of its load.
 pub const DEFAULT_LINGER_PERCENT: u32 = 10;

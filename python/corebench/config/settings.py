@@ -140,6 +140,8 @@ def _linger(v: int | str) -> dict[str, Any]:
         percent = int(v)
     except ValueError:
         raise SettingError("linger", f"{v!r} is not {', '.join(modes)} or a percentage of the response time") from None
+    if percent < 0:
+        raise SettingError("linger", f"{percent} is negative: give off (or 0), auto, always, or a percentage (1-25)")
     return {"linger": "off"} if percent == 0 else {"linger": "always", "linger_percent": percent}
 
 
