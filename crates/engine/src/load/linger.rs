@@ -49,7 +49,8 @@ const PHASE: Duration = Duration::from_millis(50);
 /// wrong side, if they are near the limit, or one far off (a stall), if
 /// the others are far below it. At 500 connections to nginx on a 2-core VM
 /// the first look held in 6 runs of 8 and the second in the other 2; the
-/// first alone, at 5%, had held in 4 of 6 (docs/benchmarks.md).
+/// first alone, at 5% and in 100 ms phases, had held in 4 of 6
+/// (docs/benchmarks.md).
 const LOOK_PAIRS: [usize; 2] = [6, 12];
 /// All pairs a probe may measure.
 const PROBE_PAIRS: usize = LOOK_PAIRS[LOOK_PAIRS.len() - 1];
