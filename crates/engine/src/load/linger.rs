@@ -360,12 +360,8 @@ mod tests {
         assert!(held[look_phase(1)], "and then it holds");
     }
 
-    #[test]
-    fn each_look_tests_at_half_the_level() {
-        // Five pairs of six well under the limit and one just over: Wilcoxon's
-        // p is 2/64, under 5% but not under half of it.
-        let growth = [-0.1, -0.2, -0.15, 0.001, -0.3, -0.12];
-        assert!((signed_rank_p_below(&growth) - 2.0 / 64.0).abs() < 1e-12);
+    /// A probe whose first pairs' cycles grew by `growth` (less the limit).
+    fn probe_with(growth: &[f64]) -> Probe {
         let mut p = Probe::new(Instant::now());
         for (pair, g) in growth.iter().enumerate() {
             let phase = |cycle_s: f64| Phase { response_s: cycle_s * 10.0, responses: 10, hold_s: 0.0, holds: 10 };
@@ -373,8 +369,39 @@ mod tests {
             let (a, b) = if holding_phase(2 * pair) { (on, off) } else { (off, on) };
             (p.phases[2 * pair], p.phases[2 * pair + 1]) = (a, b);
         }
+        p
+    }
+
+    #[test]
+    fn each_look_tests_at_half_the_level() {
+        // Five pairs of six well under the limit and one just over: Wilcoxon's
+        // p is 2/64, under 5% but not under half of it.
+        let growth = [-0.1, -0.2, -0.15, 0.001, -0.3, -0.12];
+        assert!((signed_rank_p_below(&growth) - 2.0 / 64.0).abs() < 1e-12);
+        let mut p = probe_with(&growth);
         p.decide(0, 0);
         assert_eq!((p.holding, p.measured, p.counts), (false, true, ProbeCounts::default()));
+        // Twelve pairs, two over the limit (ranks 3 and 12): p is 131/4096
+        // (scipy.stats.wilcoxon(..., alternative="less", method="exact")).
+        let mut growth: Vec<f64> = (1..=12).map(|k| -0.02 * f64::from(k)).collect();
+        (growth[2], growth[11]) = (0.06, 0.24);
+        assert!((signed_rank_p_below(&growth) - 131.0 / 4096.0).abs() < 1e-12);
+        let mut p = probe_with(&growth);
+        p.decide(0, 1);
+        assert_eq!((p.holding, p.counts), (false, ProbeCounts { probes: 1, held: 0 }));
+    }
+
+    #[test]
+    fn each_period_probes_afresh() {
+        let mut p = probe_with(&[-0.1; PROBE_PAIRS]);
+        let at = |period: u64, phase: usize| p.start + PHASE * (period * PERIOD_PHASES + phase as u64) as u32;
+        let (first, pause, next) = (at(0, look_phase(0)), at(1, 0), at(1, look_phase(0)));
+        let last = at(1, look_phase(1));
+        assert!(p.holds(first, 0.001), "the first look holds");
+        assert!(!p.holds(pause, 0.001), "the next period starts with a pause");
+        // No responses in the second period: the first's phases decide nothing.
+        assert!(!p.holds(next, 0.001) && !p.holds(last, 0.001));
+        assert_eq!(p.counts, ProbeCounts { probes: 1, held: 1 });
     }
 
     #[test]
