@@ -283,7 +283,7 @@ class LoadResult(_Model):
     timeline: list[TimelineSecond]
     cpu: CpuTimes
     busy_poll_us: int
-    # When waits held responses (io_uring's `linger`: "auto", "always" or
+    # When waits held responses (`linger`, HTTP/1.x: "auto", "always" or
     # "off"), and for up to what share of the response time, in percent (0:
     # off); results stored before `auto` existed held always where the
     # percent is not 0.

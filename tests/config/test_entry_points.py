@@ -175,10 +175,10 @@ replay = st.fixed_dictionaries(
 
 
 def _speakable(s: dict[str, Any]) -> dict[str, Any]:
-    """Streams need HTTP/2, HTTP/2 runs on epoll, and only io_uring promises
+    """Streams need HTTP/2, HTTP/2 runs on epoll, and HTTP/2 does not promise
     to hold responses (`linger` always, or a percent): the engine refuses the rest."""
     holds = s.get("linger") not in (None, 0, "auto", "off")
-    if holds and (s.get("io") == "epoll" or s.get("http") == "2"):
+    if holds and s.get("http") == "2":
         s = {**s, "linger": None}
     if s.get("http") != "2":
         return {**s, "streams": None if s.get("streams") != 1 else 1}

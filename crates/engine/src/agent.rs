@@ -61,8 +61,8 @@ pub fn merge(config: &LoadConfig, mut parts: Vec<AgentPart>) -> Result<LoadResul
     let runs: Vec<&AgentRun> = parts.iter().map(|p| &p.run).collect();
     let t0 = runs.iter().map(|r| r.started_unix_s).fold(f64::INFINITY, f64::min);
     let end = runs.iter().map(|r| r.started_unix_s + r.duration_s).fold(f64::NEG_INFINITY, f64::max);
-    // Held by the agents on io_uring (epoll cannot hold).
-    let (linger, linger_percent) = config.linger_applied(runs.iter().any(|r| r.io == "io_uring"));
+    // Every agent's transport holds responses but HTTP/2's.
+    let (linger, linger_percent) = config.linger_applied(!config.http2());
     let clock = Clock {
         threads: runs.iter().map(|r| r.threads).sum(),
         started_unix_s: t0,

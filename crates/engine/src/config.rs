@@ -33,8 +33,8 @@ pub enum IoBackend {
     Epoll,
 }
 
-/// When a worker's wait may hold responses for later ones (io_uring only;
-/// epoll wakes at the first), so that it wakes once for many.
+/// When a worker's wait may hold responses for later ones (HTTP/1.x, on
+/// either transport), so that it wakes once for many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Linger {
@@ -101,10 +101,11 @@ pub struct LoadConfig {
     /// looks fully busy, so use it only with the generator on cores of its own.
     #[schemars(range(max = MAX_BUSY_POLL_US))]
     pub busy_poll_us: u64,
-    /// io_uring only: when (`linger`) a worker's wait may hold the responses
+    /// HTTP/1.x: when (`linger`) a worker's wait may hold the responses
     /// that came, for up to `linger_percent` of the recent mean response
-    /// time, waking once a quarter of the requests in flight are answered
-    /// instead of at the first. Fewer wake-ups cost the generator less CPU,
+    /// time, instead of waking at the first (io_uring wakes once a quarter
+    /// of the requests in flight are answered; epoll, which cannot count
+    /// them, at the deadline). Fewer wake-ups cost the generator less CPU,
     /// and a server on the same machine less of its own (it pays for waking
     /// the generator); the kernel's receive timestamps keep every response's
     /// time exact. The price: a closed loop sends each connection's next
@@ -348,13 +349,9 @@ impl LoadConfig {
                 format!("{}% is not between 1% and {MAX_LINGER_PERCENT}% of the response time", self.linger_percent);
             return Err(bad("linger_percent", why));
         }
-        // `auto` holds where it can; `always` is a promise epoll cannot keep.
+        // `auto` holds where it can; `always` is a promise HTTP/2 cannot keep.
         if self.linger == Linger::Always && self.http2() {
-            return Err(bad("linger", "HTTP/2 runs on epoll, which cannot hold responses: use auto or off"));
-        }
-        if self.linger == Linger::Always && self.io == IoBackend::Epoll {
-            let why = "holding responses needs io_uring (epoll wakes at the first): use auto or off, or io = \"auto\"";
-            return Err(bad("linger", why));
+            return Err(bad("linger", "HTTP/2 does not hold responses: use auto or off"));
         }
         self.validate_model()?;
         self.validate_share()?;
@@ -484,14 +481,14 @@ impl LoadConfig {
     }
 
     /// How the workers hold responses, and for what share of the response
-    /// time, given whether they run on io_uring (epoll cannot hold). `auto`
+    /// time, given whether their transports can hold (HTTP/2's cannot). `auto`
     /// probes a closed loop's cycle: with a schedule or think times there is
     /// no cycle to probe, and it does not hold.
-    pub(crate) fn linger_applied(&self, io_uring: bool) -> (Linger, u32) {
+    pub(crate) fn linger_applied(&self, holds: bool) -> (Linger, u32) {
         let cycle = !self.open_loop() && self.think_s.is_none();
         match self.linger {
-            Linger::Auto if io_uring && cycle => (Linger::Auto, self.linger_percent),
-            Linger::Always if io_uring => (Linger::Always, self.linger_percent),
+            Linger::Auto if holds && cycle => (Linger::Auto, self.linger_percent),
+            Linger::Always if holds => (Linger::Always, self.linger_percent),
             _ => (Linger::Off, 0),
         }
     }

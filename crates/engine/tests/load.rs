@@ -154,45 +154,23 @@ fn busy_polling_counts_the_same() {
 }
 }
 
-#[test]
-fn holding_responses_counts_the_same_and_needs_io_uring() {
-    if let Err(why) = corebench_engine::io_uring_support() {
-        eprintln!("skipped: io_uring is not available here ({why}); the fallback has its own test");
-        return;
-    }
+on_each_io! {
+fn holding_responses_counts_the_same() {
     let srv = start(Reply::Bytes(OK, true));
-    let base = LoadConfig { keep_alive: true, io: corebench_engine::IoBackend::Uring, ..config(&srv.url, 32, 3000) };
-    // The engine's own run: the tests' `run` puts the load on this thread's transport.
-    let run = corebench_engine::run;
+    let base = LoadConfig { keep_alive: true, ..config(&srv.url, 32, 3000) };
     let r = run(&LoadConfig { linger: Linger::Always, linger_percent: 25, ..base.clone() }).unwrap();
     assert_eq!((r.responses, r.failed, r.run.linger, r.run.linger_percent), (3000, 0, Linger::Always, 25));
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 3000);
     let refused = |c: LoadConfig, field: &str| matches!(run(&c), Err(corebench_engine::EngineError::BadConfig { key, .. }) if key == field);
     assert!(refused(LoadConfig { linger_percent: 26, ..base.clone() }, "linger_percent"));
-    assert!(refused(LoadConfig { linger_percent: 0, ..base.clone() }, "linger_percent"));
-    let epoll = LoadConfig { io: corebench_engine::IoBackend::Epoll, ..base.clone() };
-    assert!(refused(LoadConfig { linger: Linger::Always, ..epoll.clone() }, "linger"));
-    // `auto` holds where it can: on epoll, nowhere, and says so.
-    let r = run(&epoll).unwrap();
-    assert_eq!((r.responses, r.run.linger, r.run.linger_percent), (3000, Linger::Off, 0));
+    assert!(refused(LoadConfig { linger_percent: 0, ..base }, "linger_percent"));
 }
 
-#[test]
 fn holding_by_probe_counts_the_same_and_says_what_the_probes_found() {
-    if let Err(why) = corebench_engine::io_uring_support() {
-        eprintln!("skipped: io_uring is not available here ({why}); the fallback has its own test");
-        return;
-    }
     let srv = start(Reply::Bytes(OK, true));
-    let closed = LoadConfig {
-        keep_alive: true,
-        io: corebench_engine::IoBackend::Uring,
-        duration_s: Some(1.5),
-        threads: 1,
-        ..config(&srv.url, 16, 1)
-    };
+    let closed = LoadConfig { keep_alive: true, duration_s: Some(1.5), threads: 1, ..config(&srv.url, 16, 1) };
     let closed = LoadConfig { requests: None, ..closed };
-    let r = corebench_engine::run(&closed).unwrap();
+    let r = run(&closed).unwrap();
     // 1.5 s of a closed loop on one thread: the first probe decided
     // (whatever it found, on a machine as busy as the tests make it).
     assert_eq!((r.failed, r.run.linger, r.run.linger_percent), (0, Linger::Auto, 10), "{:?}", r.error_samples);
@@ -200,8 +178,20 @@ fn holding_by_probe_counts_the_same_and_says_what_the_probes_found() {
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), r.responses);
     // Think times and schedules have no cycle to probe: no holding at all.
     let users = LoadConfig { think_s: Some((0.001, 0.002)), duration_s: Some(0.3), ..closed };
-    let r = corebench_engine::run(&users).unwrap();
+    let r = run(&users).unwrap();
     assert_eq!((r.run.linger, r.run.linger_percent, r.linger_probes.probes), (Linger::Off, 0, 0));
+}
+}
+
+#[test]
+fn http2_does_not_hold_responses() {
+    use corebench_engine::config::HttpVersion;
+    let base = LoadConfig { http_version: HttpVersion::Http2, ..config("http://127.0.0.1:1/", 1, 1) };
+    let refused = |c: LoadConfig| {
+        matches!(corebench_engine::run(&c), Err(corebench_engine::EngineError::BadConfig { key: "linger", .. }))
+    };
+    assert!(refused(LoadConfig { linger: Linger::Always, ..base.clone() }));
+    assert!(!refused(base));
 }
 
 on_each_io! {

@@ -114,7 +114,7 @@ LINGER = typer.Option(
     None,
     "--linger",
     help=(
-        "io_uring: when a wait may hold responses, to wake once for many (less CPU for the generator and a server on "
+        "HTTP/1.x: when a wait may hold responses, to wake once for many (less CPU for the generator and a server on "
         "the same machine): auto (default: where a probe shows it costs the server no load), off, or a percent of "
         "the response time to always hold for (1-25; a server with room to spare is offered up to that much less)."
     ),

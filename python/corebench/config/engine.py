@@ -140,10 +140,11 @@ class LoadConfig(BaseModel):
     keep_alive: bool = False
     linger: Literal["auto", "always", "off"] = "auto"
     """
-    io_uring only: when (`linger`) a worker's wait may hold the responses
+    HTTP/1.x: when (`linger`) a worker's wait may hold the responses
     that came, for up to `linger_percent` of the recent mean response
-    time, waking once a quarter of the requests in flight are answered
-    instead of at the first. Fewer wake-ups cost the generator less CPU,
+    time, instead of waking at the first (io_uring wakes once a quarter
+    of the requests in flight are answered; epoll, which cannot count
+    them, at the deadline). Fewer wake-ups cost the generator less CPU,
     and a server on the same machine less of its own (it pays for waking
     the generator); the kernel's receive timestamps keep every response's
     time exact. The price: a closed loop sends each connection's next

@@ -1,6 +1,12 @@
 //! The epoll driver: an edge-triggered event loop (mio) with a timerfd for
 //! wake-ups finer than epoll_wait's milliseconds, and a periodic one for
 //! the worker's ticks, so that most waits need no timeout (see `TICK`).
+//!
+//! epoll wakes a waiting thread at the first ready socket; it has no wait
+//! for several, as io_uring has. A lingering wait (`Driver::linger`)
+//! therefore sleeps to its deadline outside epoll_wait, then takes what is
+//! ready: the server's sends find no waiter to wake, and the responses
+//! that came meanwhile are read together, each by its arrival stamp.
 
 use std::io;
 use std::time::Instant;
@@ -25,6 +31,10 @@ pub(crate) struct Epoll {
     events: Events,
     /// The clocks as the last wait ended.
     pub(super) wall: Wall,
+    /// Where the next wait sleeps to before it looks (`Driver::linger`).
+    linger_until: Option<Instant>,
+    /// Whether this thread's timer slack is already minimal (`linger`).
+    exact_sleeps: bool,
 }
 
 impl Epoll {
@@ -32,7 +42,8 @@ impl Epoll {
         let poll = Poll::new()?;
         let timer = Timer::new(poll.registry(), TIMER)?;
         let ticker = Timer::periodic(poll.registry(), TICKER, TICK)?;
-        Ok(Epoll { poll, timer, ticker, events: Events::with_capacity(EVENTS), wall: Wall::read() })
+        let events = Events::with_capacity(EVENTS);
+        Ok(Epoll { poll, timer, ticker, events, wall: Wall::read(), linger_until: None, exact_sleeps: false })
     }
 
     pub(super) fn registry(&self) -> &mio::Registry {
@@ -58,7 +69,12 @@ impl Driver for Epoll {
 
     fn wait(&mut self, events: &mut Vec<Ready>, until: Instant, tick: Instant, now: Instant) -> io::Result<()> {
         let mut wait = None;
-        if until <= now {
+        if let Some(by) = self.linger_until.take().filter(|&by| by > now && by <= until) {
+            // The hold ends at its deadline, not at a count of responses:
+            // epoll cannot count them without waking for each.
+            std::thread::sleep(by - now);
+            wait = Some(std::time::Duration::ZERO);
+        } else if until <= now {
             wait = Some(std::time::Duration::ZERO);
         } else if until < tick {
             self.timer.arm(until, now);
@@ -79,6 +95,18 @@ impl Driver for Epoll {
             }
         }
         Ok(())
+    }
+
+    fn linger(&mut self, _want: usize, by: Instant) {
+        if !self.exact_sleeps {
+            // A sleep ends up to the thread's timer slack (50 µs by default)
+            // late; io_uring's timed waits have none, and a hold is a share
+            // of the response time, which may be shorter than that slack.
+            // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            self.exact_sleeps = true;
+        }
+        self.linger_until = Some(by);
     }
 
     fn begin(&mut self, _: usize, c: &mut Conn, peer: &Peer<'_>, request: &[u8], _: Instant) -> Step {

@@ -59,7 +59,8 @@ pub(crate) trait Driver {
     /// Lets the next wait sleep on until `want` completions are in, up to
     /// `by`, instead of waking for the first: fewer wake-ups for the same
     /// responses, whose arrival stamps keep them exact (`client::stamp`).
-    /// Only io_uring can (`EventLoop::lingers`): epoll wakes at the first.
+    /// io_uring wakes at `want` completions or `by`; epoll sleeps to `by`
+    /// (it cannot count completions without waking); HTTP/2 does not hold.
     fn linger(&mut self, _want: usize, _by: Instant) {}
 
     /// Starts the prepared request of slot `i`: connects, or sends on the
@@ -179,7 +180,7 @@ impl EventLoop {
 
     /// Whether this driver can hold responses for later ones (`Driver::linger`).
     pub(crate) fn lingers(&self) -> bool {
-        matches!(self, EventLoop::Uring(_))
+        matches!(self, EventLoop::Uring(_) | EventLoop::Epoll(_))
     }
 
     pub(crate) fn name(&self) -> &'static str {
@@ -299,18 +300,20 @@ mod tests {
     /// how long the wait took and the responses it brought, or None where a
     /// response came before it (a machine so busy that connecting took
     /// longer than the faster answer).
-    fn one_wait(delays: [Duration; 2], linger: Option<(usize, Duration)>) -> Option<(Duration, usize)> {
+    fn one_wait<D: Driver>(
+        make: &dyn Fn() -> D,
+        delays: [Duration; 2],
+        linger: Option<(usize, Duration)>,
+    ) -> Option<(Duration, usize)> {
         let (addr, server) = answering_after(delays.to_vec());
-        let mut d = Uring::new(2).unwrap();
-        // No tick: a tick's completion would end the wait by itself.
-        d.start_quiet().unwrap();
+        let mut d = make();
         let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
         let requests = [Prepared { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
         let peer = Peer { addr, tls: None };
         let start = Instant::now();
         let mut conns = vec![Conn::new(Token(0), start), Conn::new(Token(1), start)];
         let (mut events, mut done, mut buf) = (Vec::new(), Vec::new(), vec![0u8; 4096]);
-        let mut turn = |d: &mut Uring, conns: &mut [Conn], wait: Duration| {
+        let mut turn = |d: &mut D, conns: &mut [Conn], wait: Duration| {
             let now = Instant::now();
             events.clear();
             d.wait(&mut events, now + wait, now + wait, now).unwrap();
@@ -341,8 +344,20 @@ mod tests {
     }
 
     /// `one_wait`, tried until no response comes before the wait (3 tries).
-    fn wait_once(delays: [Duration; 2], linger: Option<(usize, Duration)>) -> (Duration, usize) {
-        (0..3).find_map(|_| one_wait(delays, linger)).expect("a response came before the wait, 3 times")
+    fn wait_once<D: Driver>(
+        make: &dyn Fn() -> D,
+        delays: [Duration; 2],
+        linger: Option<(usize, Duration)>,
+    ) -> (Duration, usize) {
+        (0..3).find_map(|_| one_wait(make, delays, linger)).expect("a response came before the wait, 3 times")
+    }
+
+    /// io_uring without its periodic tick, whose completion would end a
+    /// wait by itself.
+    fn uring() -> Uring {
+        let mut d = Uring::new(2).unwrap();
+        d.start_quiet().unwrap();
+        d
     }
 
     const MS: Duration = Duration::from_millis(1);
@@ -354,13 +369,25 @@ mod tests {
             return;
         }
         // Not holding: the faster response ends the wait, long before the other.
-        let (waited, got) = wait_once([MS * 200, MS * 2500], None);
+        let (waited, got) = wait_once(&uring, [MS * 200, MS * 2500], None);
         assert!(got == 1 && waited < MS * 2000, "{got} responses after {waited:?}");
         // Wanting two completions (the two responses): it sleeps through the first.
-        let (waited, got) = wait_once([MS * 200, MS * 800], Some((2, MS * 4000)));
+        let (waited, got) = wait_once(&uring, [MS * 200, MS * 800], Some((2, MS * 4000)));
         assert!(got == 2 && waited >= MS * 600, "{got} responses after {waited:?}");
         // Until its deadline, no longer: the slower response is not waited for.
-        let (waited, got) = wait_once([MS * 200, MS * 2500], Some((2, MS * 400)));
+        let (waited, got) = wait_once(&uring, [MS * 200, MS * 2500], Some((2, MS * 400)));
+        assert!(got == 1 && waited >= MS * 360 && waited < MS * 2000, "{got} responses after {waited:?}");
+    }
+
+    #[test]
+    fn epoll_lingers_to_its_deadline_through_responses_and_ticks() {
+        let epoll = || Epoll::new().unwrap();
+        // Not the first response, nor the periodic tick (every 10 ms), ends
+        // a lingering wait: it takes both responses at its deadline.
+        let (waited, got) = wait_once(&epoll, [MS * 100, MS * 300], Some((2, MS * 600)));
+        assert!(got == 2 && waited >= MS * 560, "{got} responses after {waited:?}");
+        // At its deadline it takes what came, without waiting for more.
+        let (waited, got) = wait_once(&epoll, [MS * 100, MS * 2500], Some((2, MS * 400)));
         assert!(got == 1 && waited >= MS * 360 && waited < MS * 2000, "{got} responses after {waited:?}");
     }
 }
