@@ -87,7 +87,10 @@ def main() -> int:
         "corebench": corebench,
         # Waking at every response, as wrk does.
         "corebench-off": [*corebench, "--linger", "off"],
+        # epoll's defaults hold where the probe allows, as io_uring's do.
         "corebench-epoll": [*corebench, "--io", "epoll"],
+        # The loop wrk runs: epoll, waking at every response.
+        "corebench-epoll-off": [*corebench, "--io", "epoll", "--linger", "off"],
         "wrk": ["wrk", "-t1", f"-c{a.conns}", f"-d{a.seconds}s"],
         # The same engine kept awake between batches: the server no longer pays for waking it.
         "corebench-busy": [*corebench, "--busy-poll", "20us"],
@@ -132,6 +135,7 @@ def main() -> int:
     others = (
         ("corebench-off", "without holding (--linger off)"),
         ("corebench-epoll", "on epoll (--io epoll)"),
+        ("corebench-epoll-off", "on epoll without holding (--io epoll --linger off)"),
         ("corebench-busy", "with --busy-poll 20us"),
     )
     for name, what in others:
