@@ -105,7 +105,9 @@ pub struct LoadConfig {
     /// that came, for up to `linger_percent` of the recent mean response
     /// time, instead of waking at the first (io_uring wakes once a quarter
     /// of the requests in flight are answered; epoll, which cannot count
-    /// them, at the deadline). Fewer wake-ups cost the generator less CPU,
+    /// them, at the deadline); with keep-alive only, and never while a
+    /// request is out on a connection it opened (the worker times connects
+    /// and handshakes by its own clock). Fewer wake-ups cost the generator less CPU,
     /// and a server on the same machine less of its own (it pays for waking
     /// the generator); the kernel's receive timestamps keep every response's
     /// time exact. The price: a closed loop sends each connection's next
@@ -483,8 +485,12 @@ impl LoadConfig {
     /// How the workers hold responses, and for what share of the response
     /// time, given whether their transports can hold (HTTP/2's cannot). `auto`
     /// probes a closed loop's cycle: with a schedule or think times there is
-    /// no cycle to probe, and it does not hold.
+    /// no cycle to probe, and it does not hold. Without keep-alive nothing
+    /// holds: every request opens a connection, whose connect (and TLS
+    /// handshake) a hold would delay, timed by the worker's clock rather
+    /// than the kernel's.
     pub(crate) fn linger_applied(&self, holds: bool) -> (Linger, u32) {
+        let holds = holds && self.keep_alive;
         let cycle = !self.open_loop() && self.think_s.is_none();
         match self.linger {
             Linger::Auto if holds && cycle => (Linger::Auto, self.linger_percent),

@@ -57,8 +57,9 @@ fn without_io_uring_auto_runs_on_epoll_and_uring_is_refused() {
     assert_eq!((r.responses, r.failed), (500, 0));
     assert_eq!(srv.requests.load(Ordering::SeqCst), 500, "the server's count");
 
-    // Asked to hold responses, the epoll it fell back to holds them too.
-    let r = run(&LoadConfig { linger: Linger::Always, ..cfg.clone() }).unwrap();
+    // Asked to hold responses, the epoll it fell back to holds them too
+    // (with more requests in flight per thread than a hold waits for).
+    let r = run(&LoadConfig { linger: Linger::Always, concurrency: 40, ..cfg.clone() }).unwrap();
     assert_eq!(
         (r.run.io, r.run.linger, r.run.linger_percent, r.responses, r.failed),
         ("epoll", Linger::Always, 10, 500, 0)

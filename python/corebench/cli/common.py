@@ -114,9 +114,10 @@ LINGER = typer.Option(
     None,
     "--linger",
     help=(
-        "HTTP/1.x: when a wait may hold responses, to wake once for many (less CPU for the generator and a server on "
-        "the same machine): auto (default: where a probe shows it costs the server no load), off, or a percent of "
-        "the response time to always hold for (1-25; a server with room to spare is offered up to that much less)."
+        "HTTP/1.x with keep-alive: when a wait may hold responses, to wake once for many (less CPU for the generator "
+        "and a server on the same machine): auto (default: where a probe shows it costs the server no load), off, or "
+        "a percent of the response time to always hold for (1-25; a server with room to spare is offered up to that "
+        "much less)."
     ),
 )
 IO = typer.Option(

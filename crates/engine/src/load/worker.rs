@@ -108,6 +108,9 @@ struct Worker<'a, D: Driver> {
     stats: Stats,
     rng: SmallRng,
     in_flight: usize,
+    /// Requests in flight on connections they opened: a hold would delay
+    /// their connect or TLS handshake, timed by this thread's clock.
+    opening: usize,
     /// The recent mean response time, the request sent to its last byte.
     recent_response_s: f64,
     /// Whether holding costs the server load (`--linger auto`).
@@ -157,6 +160,7 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
         stats: Stats::new(spec.expected_seconds, spec.workload.requests.len()),
         rng: SmallRng::seed_from_u64(spec.seed),
         in_flight: 0,
+        opening: 0,
         recent_response_s: 0.0,
         probe: spec.linger_probe.then(|| Probe::new(spec.run_start)),
         unpublished: 0,
@@ -242,6 +246,9 @@ impl<D: Driver> Worker<'_, D> {
                 if !p.holds(now, self.recent_response_s) {
                     return;
                 }
+            }
+            if self.opening > 0 {
+                return;
             }
             let by = now + Duration::from_secs_f64(self.recent_response_s * self.spec.linger_share);
             self.io.linger(want, by.min(until));
@@ -394,6 +401,8 @@ impl<D: Driver> Worker<'_, D> {
                 self.stats.connections_opened += 1;
             }
             self.in_flight += 1;
+            // A reused connection has answered before (`Conn::served`).
+            self.opening += usize::from(self.conns[i].served == 0);
             let peak = &mut self.stats.schedule.peak_in_flight;
             *peak = (*peak).max(self.in_flight as u64);
             match self.settle(i, step, now) {
@@ -459,6 +468,9 @@ impl<D: Driver> Worker<'_, D> {
     /// Records the outcome of an I/O step and says what the slot does next.
     fn settle(&mut self, i: usize, step: Step, now: Instant) -> After {
         debug_assert!(self.in_flight > 0 || matches!(step, Step::Pending), "settling a slot not in flight");
+        if !matches!(step, Step::Pending) {
+            self.opening -= usize::from(self.conns[i].served == 0);
+        }
         let after = match step {
             Step::Pending => return After::Busy,
             Step::Stale => {
@@ -603,6 +615,6 @@ impl<D: Driver> Worker<'_, D> {
                 self.conns[i].close();
             }
         }
-        self.in_flight = 0;
+        (self.in_flight, self.opening) = (0, 0);
     }
 }

@@ -121,6 +121,8 @@ pub enum Reply {
     /// the second on the idle connection (a 408, as some servers send
     /// before closing an idle keep-alive connection) and keeps it open.
     Stale(&'static [u8], &'static [u8]),
+    /// Answers after a delay, then closes (a slow server without keep-alive).
+    After(&'static [u8], Duration),
 }
 
 /// Reads one request head; returns its request line.
@@ -172,6 +174,11 @@ pub fn start(reply: Reply) -> TestServer {
                             if s.write_all(bytes).is_err() || !keep {
                                 return;
                             }
+                        }
+                        Reply::After(bytes, delay) => {
+                            thread::sleep(delay);
+                            let _ = s.write_all(bytes);
+                            return;
                         }
                         Reply::Stale(bytes, stale) => {
                             if s.write_all(bytes).is_err() {

@@ -71,8 +71,12 @@ impl Driver for Epoll {
         let mut wait = None;
         if let Some(by) = self.linger_until.take().filter(|&by| by > now && by <= until) {
             // The hold ends at its deadline, not at a count of responses:
-            // epoll cannot count them without waking for each.
-            std::thread::sleep(by - now);
+            // epoll cannot count them without waking for each. (The clock
+            // is read again: the turn may have begun many requests since.)
+            let hold = by.saturating_duration_since(Instant::now());
+            if !hold.is_zero() {
+                std::thread::sleep(hold);
+            }
             wait = Some(std::time::Duration::ZERO);
         } else if until <= now {
             wait = Some(std::time::Duration::ZERO);

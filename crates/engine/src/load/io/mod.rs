@@ -384,10 +384,10 @@ mod tests {
         let epoll = || Epoll::new().unwrap();
         // Not the first response, nor the periodic tick (every 10 ms), ends
         // a lingering wait: it takes both responses at its deadline.
-        let (waited, got) = wait_once(&epoll, [MS * 100, MS * 300], Some((2, MS * 600)));
-        assert!(got == 2 && waited >= MS * 560, "{got} responses after {waited:?}");
+        let (waited, got) = wait_once(&epoll, [MS * 50, MS * 150], Some((2, MS * 1500)));
+        assert!(got == 2 && waited >= MS * 1450, "{got} responses after {waited:?}");
         // At its deadline it takes what came, without waiting for more.
-        let (waited, got) = wait_once(&epoll, [MS * 100, MS * 2500], Some((2, MS * 400)));
+        let (waited, got) = wait_once(&epoll, [MS * 50, MS * 2500], Some((2, MS * 400)));
         assert!(got == 1 && waited >= MS * 360 && waited < MS * 2000, "{got} responses after {waited:?}");
     }
 }
