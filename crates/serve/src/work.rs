@@ -86,12 +86,24 @@ impl Work {
 mod tests {
     use super::*;
 
+    /// The CPU time `us` of work used, the least of 3 tries: on a VM the
+    /// thread's CPU clock also runs while the hypervisor has taken its
+    /// core (a CI run saw 140 µs over in one chunk), which no try avoids
+    /// for certain but all three rarely meet.
+    fn used_us(w: &Work, us: u64) -> f64 {
+        (0..3)
+            .map(|_| {
+                let before = thread_cpu_ns();
+                w.run_us(us);
+                (thread_cpu_ns() - before) as f64 / 1000.0
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
     #[test]
     fn a_jittered_start_costs_its_factor() {
         let w = Work::calibrate().scaled(1.5);
-        let before = thread_cpu_ns();
-        w.run_us(2_000);
-        let used_us = (thread_cpu_ns() - before) as f64 / 1000.0;
+        let used_us = used_us(&w, 2_000);
         assert!((3_000.0..=3_100.0).contains(&used_us), "asked 2000 µs at 1.5x, used {used_us} µs");
     }
 
@@ -101,9 +113,7 @@ mod tests {
         // (and a clock read) more, however busy the machine is.
         let w = Work::calibrate();
         for us in [100u64, 1_000, 20_000] {
-            let before = thread_cpu_ns();
-            w.run_us(us);
-            let used_us = (thread_cpu_ns() - before) as f64 / 1000.0;
+            let used_us = used_us(&w, us);
             assert!(used_us >= us as f64 && used_us <= us as f64 + 100.0, "asked {us} µs, used {used_us} µs");
         }
         let before = thread_cpu_ns();
