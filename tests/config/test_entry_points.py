@@ -175,10 +175,11 @@ replay = st.fixed_dictionaries(
 
 
 def _speakable(s: dict[str, Any]) -> dict[str, Any]:
-    """Streams need HTTP/2, HTTP/2 runs on epoll, and HTTP/2 does not promise
-    to hold responses (`linger` always, or a percent): the engine refuses the rest."""
+    """Streams need HTTP/2, HTTP/2 runs on epoll, and neither HTTP/2 nor a run
+    without keep-alive promises to hold responses (`linger` always, or a
+    percent): the engine refuses the rest."""
     holds = s.get("linger") not in (None, 0, "auto", "off")
-    if holds and s.get("http") == "2":
+    if holds and (s.get("http") == "2" or not s.get("keep_alive")):
         s = {**s, "linger": None}
     if s.get("http") != "2":
         return {**s, "streams": None if s.get("streams") != 1 else 1}
@@ -211,7 +212,7 @@ REACH: dict[str, dict[str, Any]] = {
     "allow_remote": {"allow_remote": True},
     "busy_poll_us": {"busy_poll": "20us"},
     "linger": {"linger": "off"},
-    "linger_percent": {"linger": 20},
+    "linger_percent": {"linger": 20, "keep_alive": True},
     "io": {"io": "epoll"},
     "rate": {"rate": "500"},
     "think_s": {"think": "1s", "concurrency": 2},

@@ -105,8 +105,8 @@ pub struct LoadConfig {
     /// that came, for up to `linger_percent` of the recent mean response
     /// time, instead of waking at the first (io_uring wakes once a quarter
     /// of the requests in flight are answered; epoll, which cannot count
-    /// them, at the deadline); with keep-alive only, and never while a
-    /// request is out on a connection it opened (the worker times connects
+    /// them, at the deadline); with keep-alive only (`always` without it is
+    /// refused), and never while a request is out on a connection it opened (the worker times connects
     /// and handshakes by its own clock). Fewer wake-ups cost the generator less CPU,
     /// and a server on the same machine less of its own (it pays for waking
     /// the generator); the kernel's receive timestamps keep every response's
@@ -351,9 +351,17 @@ impl LoadConfig {
                 format!("{}% is not between 1% and {MAX_LINGER_PERCENT}% of the response time", self.linger_percent);
             return Err(bad("linger_percent", why));
         }
-        // `auto` holds where it can; `always` is a promise HTTP/2 cannot keep.
+        // `auto` holds where it can; `always` is a promise HTTP/2 cannot
+        // keep, nor a run whose every request opens a connection (a hold
+        // would lengthen the connects, timed by the worker's clock).
         if self.linger == Linger::Always && self.http2() {
             return Err(bad("linger", "HTTP/2 does not hold responses: use auto or off"));
+        }
+        if self.linger == Linger::Always && !self.keep_alive {
+            return Err(bad(
+                "linger",
+                "responses are held on keep-alive connections only: add keep-alive (-k), or use auto or off",
+            ));
         }
         self.validate_model()?;
         self.validate_share()?;

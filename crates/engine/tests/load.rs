@@ -165,8 +165,9 @@ fn holding_responses_counts_the_same() {
     assert!(refused(LoadConfig { linger_percent: 26, ..base.clone() }, "linger_percent"));
     assert!(refused(LoadConfig { linger_percent: 0, ..base.clone() }, "linger_percent"));
     // Without keep-alive every request opens a connection, whose connect a
-    // hold would delay: nothing holds, and the result says so.
-    let r = run(&LoadConfig { keep_alive: false, linger: Linger::Always, requests: Some(300), ..base }).unwrap();
+    // hold would delay: asking to hold is refused, and `auto` says it did not.
+    assert!(refused(LoadConfig { keep_alive: false, linger: Linger::Always, ..base.clone() }, "linger"));
+    let r = run(&LoadConfig { keep_alive: false, requests: Some(300), ..base }).unwrap();
     assert_eq!((r.responses, r.failed, r.run.linger, r.run.linger_percent), (300, 0, Linger::Off, 0));
 }
 

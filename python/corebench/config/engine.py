@@ -144,8 +144,8 @@ class LoadConfig(BaseModel):
     that came, for up to `linger_percent` of the recent mean response
     time, instead of waking at the first (io_uring wakes once a quarter
     of the requests in flight are answered; epoll, which cannot count
-    them, at the deadline); with keep-alive only, and never while a
-    request is out on a connection it opened (the worker times connects
+    them, at the deadline); with keep-alive only (`always` without it is
+    refused), and never while a request is out on a connection it opened (the worker times connects
     and handshakes by its own clock). Fewer wake-ups cost the generator less CPU,
     and a server on the same machine less of its own (it pays for waking
     the generator); the kernel's receive timestamps keep every response's
