@@ -9,17 +9,20 @@
 # always holding (--linger 10). Goals: vs_wrk <= 0.80 on io_uring, <= 1.00
 # on epoll.
 #
-#   bench/generator-cost.sh [SECONDS] [ROUNDS]   (5 s, 7 rounds by default)
+#   bench/generator-cost.sh [SECONDS] [ROUNDS] [CONNECTIONS...]
+#   (5 s, 7 rounds, 50 and 500 connections by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-5}
 rounds=${2:-7}
+shift $(($# < 2 ? $# : 2))
+conns_list=${*:-50 500}
 tool=${GENERATOR_COST:-../shared/bench/generator-cost}
 [ -x "$tool" ] || { echo "generator-cost: $tool not found (set GENERATOR_COST)" >&2; exit 2; }
 cb="$(pwd)/.venv/bin/corebench"
 [ -x "$cb" ] || { echo "generator-cost: $cb missing: run make build" >&2; exit 2; }
 ulimit -n 65536 2>/dev/null || echo "# could not raise the open-file limit: $(ulimit -n)" >&2
-for conns in 50 500; do
+for conns in $conns_list; do
   "$(pwd)/.venv/bin/python" bench/generator_cost.py "$tool" "$seconds" "$rounds" "$conns" \
     "corebench-uring=$cb load -k --io uring --threads 1 -c {conns} -t {seconds}s {url}" \
     "corebench-epoll=$cb load -k --io epoll --threads 1 -c {conns} -t {seconds}s {url}" \
