@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-import gc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# Importing the package builds its pydantic models: some 23,000 objects
-# the collector tracks, all kept for the life of the process, which it
-# would scan over and over as they are made (about 60 collections, 20-25 ms
-# of CPU on a 2-core VM, counted in every `corebench load`'s CPU per request).
-# It is paused for the import only, and left as the importer had it.
-_collecting = gc.isenabled()
-gc.disable()
-try:
-    from corebench._engine import __version__
+from corebench._engine import __version__
+from corebench.errors import UsageError
+
+if TYPE_CHECKING:
     from corebench.config.load import LoadConfig
-    from corebench.config.settings import LoadSettings, engine_config
-    from corebench.errors import UsageError
+    from corebench.config.settings import LoadSettings
     from corebench.result import LoadResult
-finally:
-    if _collecting:
-        gc.enable()
+
+# The typed models are imported when first asked for (PEP 562), not with the
+# package: the `corebench` program imports them itself, with the collector
+# paused (corebench/__main__.py).
+_LAZY = {
+    "LoadConfig": "corebench.config.load",
+    "LoadSettings": "corebench.config.settings",
+    "LoadResult": "corebench.result",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'corebench' has no attribute {name!r}")
 
 
 def load(url: str, **settings: Any) -> LoadResult:
@@ -38,6 +45,8 @@ def load(url: str, **settings: Any) -> LoadResult:
 
 def load_config(url: str, **settings: Any) -> LoadConfig:
     """The engine configuration `load(url, **settings)` would run."""
+    from corebench.config.settings import LoadSettings, engine_config
+
     return engine_config(LoadSettings(url=url, **settings))
 
 

@@ -3,11 +3,11 @@ commands must name every command the modules register, and only those."""
 
 import typer.main
 
-from corebench.cli import COMMANDS, MODULES, _register, app
+from corebench.cli import COMMANDS, MODULES, app, register
 
 
 def test_the_table_names_each_command_and_its_module() -> None:
-    _register()
+    register()
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert set(commands) == set(COMMANDS)
     for name, command in commands.items():
@@ -21,7 +21,7 @@ def test_a_command_alone_imports_its_module_only() -> None:
     import sys
 
     code = (
-        "import sys; from corebench.cli import _register; _register(['load', '-n', '1']); "
+        "import sys; from corebench.cli import register; register(['load', '-n', '1']); "
         "print(sorted(m for m in sys.modules if m.startswith('corebench.cli.') and m[14:] in "
         f"{list(MODULES)!r}))"
     )

@@ -30,12 +30,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from corebench.cli import _register, app
+from corebench.cli import app, register
 from corebench.errors import UsageError
 from tests.plan.test_fuzz_plan import PLANS
 from tests.support.known_bugs import known
 
-_register()
+register()
 COMMANDS = typer.main.get_command(app).commands  # type: ignore[attr-defined]
 DIR = Path(tempfile.mkdtemp(prefix="corebench-fuzz-args-"))
 (DIR / "body.json").write_bytes(b'{"a": 1}\n')

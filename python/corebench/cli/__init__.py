@@ -4,9 +4,7 @@ is a thin layer over the Python API; user errors are one line and exit 2."""
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-from typing import NoReturn
 
 import typer
 
@@ -61,7 +59,7 @@ COMMANDS = {
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-def _register(argv: list[str] | None = None) -> None:
+def register(argv: list[str] | None = None) -> None:
     """Imports the module of the command named in `argv`, or every module
     (for help, or a name to correct). Importing all costs about 25 ms of a
     `corebench load`'s start, counted in its CPU per request (bench/)."""
@@ -76,7 +74,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _register(sys.argv[1:] if argv is None else argv)
+    register(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="corebench", standalone_mode=False)
@@ -97,27 +95,3 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         return 130
     return code if isinstance(code, int) else 0
-
-
-def console() -> NoReturn:
-    """The `corebench` program: `main`, then its exit status without the
-    interpreter's teardown, which frees every object of every module one by
-    one (pydantic's validators, typer's commands): about 90 ms of CPU per
-    `corebench load` on a 2-core VM, counted in its CPU per request
-    (bench/generator-cost.sh). Nothing is left to that teardown: each
-    command closes what it opened (stores, servers, files, a Ray session)
-    before `main` returns, registers no exit handler, and leaves no thread
-    that needs to finish (the few left, like a timed-out Ray connect, are
-    daemons, which an ordinary exit would kill too)."""
-    code = main()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        # A reader that went away (`| head`): CPython's own exit says 120.
-        code = code or 120
-    os._exit(code)
-
-
-if __name__ == "__main__":
-    console()
