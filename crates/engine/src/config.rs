@@ -106,13 +106,14 @@ pub struct LoadConfig {
     /// time, instead of waking at the first (io_uring wakes once a quarter
     /// of the requests in flight are answered; epoll, which cannot count
     /// them, at the deadline); with keep-alive only (`always` without it is
-    /// refused), and never while a request is out on a connection it opened (the worker times connects
-    /// and handshakes by its own clock). Fewer wake-ups cost the generator less CPU,
-    /// and a server on the same machine less of its own (it pays for waking
-    /// the generator); the kernel's receive timestamps keep every response's
-    /// time exact. The price: a closed loop sends each connection's next
-    /// request that much later, which a saturated server absorbs and one
-    /// with room to spare reads as less load.
+    /// refused), and never while a request is out on a connection it opened
+    /// (the worker times connects and handshakes by its own clock). Fewer
+    /// wake-ups cost the generator less CPU, and a server on the same
+    /// machine less of its own (it pays for waking the generator); the
+    /// kernel's receive timestamps keep every response's time exact. The
+    /// price: a closed loop sends each connection's next request that much
+    /// later, which a saturated server absorbs and one with room to spare
+    /// reads as less load.
     pub linger: Linger,
     /// How long a held response may wait, in percent of the recent mean
     /// response time.
