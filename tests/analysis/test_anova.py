@@ -1,7 +1,7 @@
 """ANOVA against statsmodels' anova_lm(typ=2) on the same unbalanced data,
 ω² from its definition, the permutation fallback against the F test on
-normal data and on heavy-tailed data of known truth, and TOST on data of
-known truth."""
+normal data and on heavy-tailed data of known truth, and TOST (both forms)
+on data of known truth and against statsmodels' ttost_ind and ttost_paired."""
 
 import math
 
@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
-from corebench.analysis.anova import F_TEST, PERMUTATION, PERMUTATIONS, anova, tost
+from corebench.analysis.anova import F_TEST, PERMUTATION, PERMUTATIONS, anova, tost, tost_paired
 
 
 def data(seed=1):
@@ -127,3 +128,37 @@ def test_tost_equivalence_only_within_the_margin():
     noisy = tost([900.0, 1100.0], [1000.0, 950.0])
     assert not noisy.equivalent, "two noisy runs a side cannot show equivalence"
     assert tost([1.0], [1.0, 2.0]) is None
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.02, 0.04, -0.03])
+def test_tost_p_values_match_statsmodels(shift):
+    """Both forms against statsmodels' ttost_ind (Welch) and ttost_paired on
+    the same logs and bounds: Schuirmann's p-value is the larger one-sided one."""
+    rng = np.random.default_rng(7)
+    a = 1000 * np.exp(rng.normal(0, 0.03, 9))
+    b = a * np.exp(shift + rng.normal(0, 0.02, 9))
+    bound = math.log(1.03)
+    welch = tost(list(a), list(b), margin=0.03)
+    p_ind = ttost_ind(np.log(b), np.log(a), -bound, bound, usevar="unequal")[0]
+    assert welch.p_value == pytest.approx(p_ind, rel=1e-9)
+    paired = tost_paired(list(a), list(b), margin=0.03)
+    p_paired = ttost_paired(np.log(b), np.log(a), -bound, bound)[0]
+    assert paired.p_value == pytest.approx(p_paired, rel=1e-9)
+    assert paired.equivalent == (p_paired < 0.05)
+    assert paired.low <= paired.ratio <= paired.high
+
+
+def test_tost_paired_cancels_what_the_pairs_share():
+    """Drift of ±20% shared by each pair hides a 1% difference from Welch's
+    form but not from the paired one; a steady 10% gap is never equivalent."""
+    rng = np.random.default_rng(11)
+    drift = np.exp(rng.normal(0, 0.2, 12))
+    a = 1000 * drift * np.exp(rng.normal(0, 0.005, 12))
+    b = 1010 * drift * np.exp(rng.normal(0, 0.005, 12))
+    assert tost_paired(list(a), list(b), margin=0.03).equivalent
+    assert not tost(list(a), list(b), margin=0.03).equivalent
+    gap = tost_paired(list(a), list(1.1 * a), margin=0.03)
+    assert not gap.equivalent and gap.ratio == pytest.approx(1.1)
+    with pytest.raises(ValueError, match="as many of each"):
+        tost_paired([1.0, 2.0], [1.0])
+    assert tost_paired([1.0], [1.0]) is None

@@ -20,7 +20,10 @@ difference that matters" rather than only "not significant".
   (1 + 2,000).
 - Equivalence: Schuirmann's (1987) two one-sided tests on the log of the
   response, with Welch's degrees of freedom: equivalent when the ratio of the
-  means lies within ±margin with 95% confidence.
+  means lies within ±margin with 95% confidence. Runs made in pairs (two
+  tools taking turns, each pair sharing the machine's drift) are tested on
+  the pairs' log ratios instead, with n − 1 degrees of freedom (the paired
+  form, as statsmodels' `ttost_paired`).
 """
 
 from __future__ import annotations
@@ -238,13 +241,32 @@ def tost(a: list[float], b: list[float], margin: float = MARGIN) -> Equivalence 
         return None
     la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    diff = float(lb.mean() - la.mean())
-    se = math.sqrt(va + vb)
+    if va + vb == 0:
+        return _two_one_sided(float(lb.mean() - la.mean()), 0.0, 1.0, margin)
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    return _two_one_sided(float(lb.mean() - la.mean()), math.sqrt(va + vb), df, margin)
+
+
+def tost_paired(a: list[float], b: list[float], margin: float = MARGIN) -> Equivalence | None:
+    """Schuirmann's two one-sided tests on paired runs: the log of B over A
+    in each pair, tested as one sample (n − 1 degrees of freedom), so the
+    drift that pairs share cancels."""
+    if len(a) != len(b):
+        raise ValueError(f"paired runs need as many of each: {len(a)} and {len(b)}")
+    if len(a) < 2 or min(a + b) <= 0:
+        return None
+    d = np.log(np.asarray(b, float)) - np.log(np.asarray(a, float))
+    return _two_one_sided(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1, margin)
+
+
+def _two_one_sided(diff: float, se: float, df: float, margin: float) -> Equivalence:
+    """H0 says the log ratio `diff` is at most −log(1+margin) or at least
+    +log(1+margin); rejecting both at ALPHA says equivalent, which is the
+    (1 − 2·ALPHA) interval lying inside the margin."""
     bound = math.log(1 + margin)
     if se == 0:
         inside = abs(diff) < bound
         return Equivalence(math.exp(diff), math.exp(diff), math.exp(diff), 0.0 if inside else 1.0, inside)
-    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
     p_low = float(st.t.sf((diff + bound) / se, df))  # H0: diff <= -bound
     p_high = float(st.t.cdf((diff - bound) / se, df))  # H0: diff >= +bound
     t = float(st.t.ppf(1 - ALPHA, df))
