@@ -12,13 +12,28 @@ For each run:
     On one machine the server pays for waking a sleeping generator (a
     cross-CPU wake-up, dear on a VM), a cost no remote client imposes.
 
+The verdicts compare each corebench variant with wrk, and, when it ran, with
+corebench --busy-poll 20us (a generator that polls between batches rather
+than sleeping makes the server pay for few wake-ups, and remote clients cost
+it none: the reference nearest to not sharing the machine). Per comparison,
+the geometric mean of the rounds' paired ratios with its 90% interval, and
+four one-sided paired t-tests on their logs: not 3% or more under the
+reference (the half of Schuirmann's (1987) TOST that says a generator does
+not hold the server back), not 3% or more over it (both: equivalent within
+±3%), over it, under it; Holm's (1979) adjustment over every test of the
+table keeps the chance of any false claim at 5%. "Cannot tell" is what few
+rounds on a noisy machine give. wrk's own spread across rounds is printed
+beside it.
+
     .venv/bin/python bench/agreement.py [--conns 50] [--seconds 5] [--rounds 3] [--page-bytes 44]
+        [--tools corebench,corebench-busy,wrk]
 """
 
 import argparse
 import contextlib
 import glob
 import json
+import math
 import os
 import shutil
 import statistics
@@ -26,9 +41,15 @@ import subprocess
 import sys
 import time
 
+from scipy.stats import ttest_1samp
+
+from corebench.analysis.anova import tost_paired
+from corebench.analysis.stats import holm
 from corebench.testing.nginx import Nginx
 
 WARMUP_S = 1.0
+# The issue's goal: throughput within 3% of wrk's.
+MARGIN = 0.03
 
 
 def sleeps(pid: int) -> int:
@@ -73,6 +94,12 @@ def main() -> int:
         metavar="LEVEL",
         help="nginx compresses the page per request (CPU work, as a dynamic page has)",
     )
+    ap.add_argument(
+        "--tools",
+        type=lambda v: v.split(","),
+        default=["corebench", "corebench-off", "corebench-epoll", "corebench-epoll-off", "wrk", "corebench-busy"],
+        help="which to run, comma-separated (wrk always among them)",
+    )
     a = ap.parse_args()
     if a.seconds < 3:
         sys.exit("agreement: --seconds must be at least 3 (1 s warm-up, a steady window, the end)")
@@ -95,6 +122,10 @@ def main() -> int:
         # The same engine kept awake between batches: the server no longer pays for waking it.
         "corebench-busy": [*corebench, "--busy-poll", "20us"],
     }
+    unknown = set(a.tools) - set(tools)
+    if unknown or "wrk" not in a.tools:
+        sys.exit(f"agreement: --tools takes wrk and any of {', '.join(n for n in tools if n != 'wrk')}")
+    tools = {name: cmd for name, cmd in tools.items() if name in a.tools}
     rows = {name: [] for name in tools}
     exact = True
     if a.gzip:
@@ -107,42 +138,95 @@ def main() -> int:
                 rows[name].append(m)
                 note = ""
                 if name.startswith("corebench"):
-                    completed = json.loads(m["out"])["responses"]
-                    exact &= completed == m["total"]
-                    note = f", completed {completed}, nginx counted {m['total']}"
+                    result = json.loads(m["out"])
+                    exact &= result["responses"] == m["total"]
+                    note = f", completed {result['responses']}, nginx counted {m['total']}"
+                    if (probes := result.get("linger_probes")) and probes["probes"]:
+                        note += f", probes held {probes['held']} of {probes['probes']}"
                 print(
                     f"round {r} {name:14s} {m['rps']:9.0f} req/s, nginx {m['nginx_us']:5.2f} us/req, "
                     f"generator sleeps {m['sleeps']:.3f}/req{note}"
                 )
-    med = {
-        name: {k: statistics.median(x[k] for x in xs) for k in ("rps", "nginx_us", "sleeps")}
-        for name, xs in rows.items()
-    }
-    # Adjacent runs share the machine's drift, so the per-round ratio is the steadier figure.
-    paired = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows["corebench"], rows["wrk"], strict=True))
+    summarize(a, rows)
+    print(f"counts equal to nginx's in every round: {exact}")
+    return 0 if exact else 1
+
+
+WHAT = {
+    "corebench": "the defaults",
+    "corebench-off": "without holding (--linger off)",
+    "corebench-epoll": "on epoll (--io epoll)",
+    "corebench-epoll-off": "on epoll without holding (--io epoll --linger off)",
+    "corebench-busy": "with --busy-poll 20us",
+}
+
+
+def summarize(a: argparse.Namespace, rows: dict[str, list[dict]]) -> None:
     print(
         f"\n{a.page_bytes}-byte page{f', gzip level {a.gzip}' if a.gzip else ''}, {a.conns} keep-alive connections, "
         f"{a.seconds}s x {a.rounds} rounds, "
         "1 thread each on CPU 1, nginx on CPU 0"
     )
     print(f"{'tool':14s} {'req/s':>9s} {'nginx_us/req':>12s} {'gen_sleeps/req':>14s}")
-    for name, m in med.items():
+    for name, xs in rows.items():
+        m = {k: statistics.median(x[k] for x in xs) for k in ("rps", "nginx_us", "sleeps")}
         print(f"{name:14s} {m['rps']:9.0f} {m['nginx_us']:12.2f} {m['sleeps']:14.3f}")
+    wrk = [w["rps"] for w in rows["wrk"]]
+    if len(wrk) > 1:
+        sd = statistics.stdev(wrk) / statistics.mean(wrk)
+        print(f"wrk's own spread: {min(wrk):.0f} to {max(wrk):.0f} req/s, sd {sd:.1%} of its mean")
+    comparisons = [(name, "wrk") for name in rows if name != "wrk"]
+    if "corebench-busy" in rows:
+        # A generator that polls rather than sleeps costs the server few
+        # wake-ups, remote clients none: the reference nearest to them.
+        comparisons += [
+            (name, "corebench-busy") for name in rows if name.startswith("corebench") and name != "corebench-busy"
+        ]
+    found = verdicts(
+        {pair: ([x["rps"] for x in rows[pair[1]]], [x["rps"] for x in rows[pair[0]]]) for pair in comparisons}
+    )
     print(
-        f"throughput ratio corebench/wrk: {med['corebench']['rps'] / med['wrk']['rps']:.3f}, "
-        f"median per-round ratio {paired:.3f}"
+        f"throughput, per-round pairs: geometric mean ratio, 90% interval; what Holm's adjustment over all "
+        f"{4 * len(comparisons)} one-sided paired t-tests on log ratios shows at 5% (±{MARGIN:.0%}: Schuirmann's TOST)"
     )
-    others = (
-        ("corebench-off", "without holding (--linger off)"),
-        ("corebench-epoll", "on epoll (--io epoll)"),
-        ("corebench-epoll-off", "on epoll without holding (--io epoll --linger off)"),
-        ("corebench-busy", "with --busy-poll 20us"),
-    )
-    for name, what in others:
-        ratio = statistics.median(c["rps"] / w["rps"] for c, w in zip(rows[name], rows["wrk"], strict=True))
-        print(f"{what}: median per-round ratio {ratio:.3f}")
-    print(f"counts equal to nginx's in every round: {exact}")
-    return 0 if exact else 1
+    for (name, ref), words in found.items():
+        print(f"  {WHAT[name]}, against {ref}: {words}")
+
+
+def verdicts(pairs: dict[tuple[str, str], tuple[list[float], list[float]]]) -> dict[tuple[str, str], str]:
+    """Per comparison (runs, reference runs, paired by round), four one-sided
+    t-tests on the log ratios: not 3% or more under the reference (the half
+    of Schuirmann's TOST that says a generator does not hold the server
+    back), not 3% or more over it (both: equivalent), over it, under it.
+    Holm's (1979) step-down adjustment over every test of every comparison
+    keeps the chance of any false claim at 5%."""
+    bound = math.log(1 + MARGIN)
+    tests, words = [], {}
+    for key, (ref, ours) in pairs.items():
+        d = [math.log(o / r) for o, r in zip(ours, ref, strict=True)]
+        eq = tost_paired(ref, ours, margin=MARGIN)
+        if eq is None:
+            words[key] = "one round: no interval"
+            continue
+        words[key] = f"{eq.ratio:.3f} ({eq.low:.3f}-{eq.high:.3f})"
+        for claim, popmean, side in (
+            (f"not {MARGIN:.0%} or more under", -bound, "greater"),
+            (f"not {MARGIN:.0%} or more over", bound, "less"),
+            ("over", 0.0, "greater"),
+            ("under", 0.0, "less"),
+        ):
+            tests.append((key, claim, float(ttest_1samp(d, popmean, alternative=side).pvalue)))
+    adjusted = holm([p for _, _, p in tests])
+    shown: dict[tuple[str, str], list[str]] = {}
+    for (key, claim, _), p in zip(tests, adjusted, strict=True):
+        if p < 0.05:
+            shown.setdefault(key, []).append(f"{claim} (p = {p:.3f})")
+    for key in {key for key, _, _ in tests}:
+        claims = shown.get(key, [])
+        if sum(c.startswith("not") for c in claims) == 2:
+            claims.insert(0, f"within ±{MARGIN:.0%}")
+        words[key] += ": " + ("; ".join(claims) or "cannot tell at this noise")
+    return words
 
 
 if __name__ == "__main__":
