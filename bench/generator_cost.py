@@ -9,14 +9,22 @@ per-round ratio is the steadier figure). Beside them, the geometric mean of
 the per-round ratios with its 90% interval (a t interval on their logs, the
 paired form of corebench.analysis.anova.tost_paired): its upper bound under a
 goal (0.80 for io_uring, 1.00 for epoll) is a one-sided test at 5% that the
-generator costs less than that share of wrk's CPU.
+generator costs less than that share of wrk's CPU. And per corebench
+generator that probes (`--linger auto`), in how many runs its probes held:
+each corebench command's report goes to a file of its own (`sh -c 'exec
+COMMAND > FILE'`; the shell's start, about a millisecond of CPU, is counted
+with it), whose Generator CPU line says how many probes ran and held.
 
     .venv/bin/python bench/generator_cost.py TOOL SECONDS ROUNDS CONNS NAME=COMMAND ...
 """
 
+import re
+import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from corebench.analysis.anova import tost_paired
 
@@ -37,13 +45,36 @@ def one_round(tool: str, seconds: str, conns: str, generators: list[str]) -> dic
     return us
 
 
+def logged(generators: list[str], logs: Path) -> list[str]:
+    """Each NAME=COMMAND with the command's report sent to logs/NAME."""
+    out = []
+    for g in generators:
+        name, _, cmd = g.partition("=")
+        out.append(f"{name}=sh -c {shlex.quote(f'exec {cmd} > {logs / name}')}")
+    return out
+
+
+def probes_of(report: Path) -> tuple[int, int] | None:
+    """(held, probes) from a text report's Generator CPU line; None where
+    the run did not probe (holding off, or always)."""
+    found = re.search(r"(\d+) of (\d+) probes showed", report.read_text()) if report.exists() else None
+    return (int(found[1]), int(found[2])) if found else None
+
+
 def main() -> int:
     tool, seconds, rounds, conns, *generators = sys.argv[1:]
     rows: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
     per_round = []
+    probes: dict[str, list[tuple[int, int]]] = {}
+    logs = Path(tempfile.mkdtemp(prefix="generator-cost-reports-"))
     for _ in range(int(rounds)):
-        us = one_round(tool, seconds, conns, generators)
+        for f in logs.iterdir():
+            f.unlink()
+        us = one_round(tool, seconds, conns, logged(generators, logs))
+        for name in us:
+            if (found := probes_of(logs / name)) is not None:
+                probes.setdefault(name, []).append(found)
         per_round.append(us)
         for name, v in us.items():
             rows.setdefault(name, []).append(v)
@@ -59,6 +90,15 @@ def main() -> int:
         ratio = f"{statistics.median(r):7.2f} {min(r):6.2f}-{max(r):.2f}" if r else f"{'-':>7s}"
         spread = f"{min(xs):6.2f}-{max(xs):6.2f}"
         print(f"{name:20s} {statistics.median(xs):10.2f} {spread} {ratio}{interval(name, per_round)}")
+    for name, found in probes.items():
+        held = sum(h == p > 0 for h, p in found)
+        print(
+            f"{name}: every probe held in {held} of {len(found)} runs "
+            f"({sum(h for h, _ in found)} of {sum(p for _, p in found)} probes)"
+        )
+    for f in logs.iterdir():
+        f.unlink()
+    logs.rmdir()
     return 0
 
 
