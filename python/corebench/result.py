@@ -166,6 +166,13 @@ class CpuTimes(_Model):
     system_s: float
 
 
+class ProbeCounts(_Model):
+    # What `linger = "auto"`'s probes found: those that decided, and those
+    # that found holding cost the server no load (summed over the workers).
+    probes: int = 0
+    held: int = 0
+
+
 class AgentSummary(_Model):
     """One agent's share of a distributed run."""
 
@@ -193,6 +200,8 @@ class AgentSummary(_Model):
     # CPU time over the wall time of the cores it could use: near 1, the
     # agent rather than the server was the limit.
     cpu_utilization: float
+    # This agent's probes (the run's `linger_probes` sums them).
+    linger_probes: ProbeCounts = ProbeCounts()
 
     @property
     def run_cpu_s(self) -> float:
@@ -239,13 +248,6 @@ class Http2Summary(_Model):
     flow_control_stalls: int
     goaways: int
     resets: int
-
-
-class ProbeCounts(_Model):
-    # What `linger = "auto"`'s probes found: those that decided, and those
-    # that found holding cost the server no load (summed over the workers).
-    probes: int = 0
-    held: int = 0
 
 
 class LoadResult(_Model):

@@ -132,5 +132,6 @@ fn summary(p: &AgentPart) -> AgentSummary {
         p50_us: at(0.5),
         p99_us: at(0.99),
         cpu_utilization: if usable_s > 0.0 { (r.cpu.user_s + r.cpu.system_s) / usable_s } else { 0.0 },
+        linger_probes: s.linger_probes,
     }
 }

@@ -243,4 +243,8 @@ pub struct AgentSummary {
     /// CPU time over the wall time of the cores it could use
     /// (min(threads, cores)): near 1 means the agent was the limit.
     pub cpu_utilization: f64,
+    /// What this agent's probes found (`linger = "auto"`): the merged
+    /// result's `linger_probes` is the sum over the agents, which alone
+    /// cannot say which agents held.
+    pub linger_probes: ProbeCounts,
 }

@@ -75,6 +75,23 @@ fn closed_loop_parts_merge_to_the_servers_count_and_the_hand_merged_histogram() 
 }
 
 on_each_io! {
+fn each_agent_says_what_its_probes_found() {
+    // 2 s: a worker's probe decides by its second look (1.35 s in), given
+    // the responses; 8 connections per worker, so a hold waits for 2.
+    let srv = start(Reply::Bytes(OK, true));
+    let cfg = LoadConfig { duration_s: Some(2.0), requests: None, ..keep_alive(&srv.url, 32) };
+    let r = merge(&cfg, run_agents(&cfg, 2)).unwrap();
+    assert_eq!(r.run.linger, corebench_engine::Linger::Auto);
+    let per_agent: Vec<_> = r.agents.iter().map(|a| a.linger_probes).collect();
+    // At most one decided probe per worker (2 each), and some decided.
+    assert!(per_agent.iter().all(|p| p.probes <= 2 && p.held <= p.probes), "{per_agent:?}");
+    assert!(r.linger_probes.probes > 0, "{per_agent:?}");
+    assert_eq!(per_agent.iter().map(|p| p.probes).sum::<u64>(), r.linger_probes.probes);
+    assert_eq!(per_agent.iter().map(|p| p.held).sum::<u64>(), r.linger_probes.held);
+}
+}
+
+on_each_io! {
 fn open_loop_agents_share_one_schedule() {
     let srv = start(Reply::Bytes(OK, true));
     let rate = Some(RateConfig { rps: 400.0, end_rps: None, ramp_s: None, arrivals: Arrivals::Uniform });

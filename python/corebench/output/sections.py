@@ -118,15 +118,18 @@ def agents(r: LoadResult) -> list[str]:
     if not r.agents:
         return []
     nodes = len({a.node for a in r.agents})
+    # Which agents held responses, where the default's probes ran.
+    probed = r.linger_probes.probes > 0
     out = [
         "",
         f"Agents: {len(r.agents)} on {nodes} node(s)",
-        "  agent  conns  requests   failed      req/s   p99 ms  CPU use  node",
+        f"  agent  conns  requests   failed      req/s   p99 ms  CPU use{'  probes held' if probed else ''}  node",
     ]
     for a in r.agents:
+        held = f"  {f'{a.linger_probes.held} of {a.linger_probes.probes}':>11}" if probed else ""
         out.append(
             f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failed:8d} {a.throughput_rps:10.2f} "
-            f"{_ms(a.p99_us):>8} {a.cpu_utilization:7.0%}  {a.node}"
+            f"{_ms(a.p99_us):>8} {a.cpu_utilization:8.0%}{held}  {a.node}"
         )
     for a in r.agents:
         if a.start_lag_s > AGENT_LATE_S:

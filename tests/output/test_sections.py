@@ -1,0 +1,55 @@
+"""The agents' table of a distributed run's report."""
+
+from types import SimpleNamespace
+
+from corebench.output.sections import agents
+from corebench.result import AgentSummary, ProbeCounts
+
+
+def _agent(index: int, probes: ProbeCounts | None = None) -> AgentSummary:
+    fields = dict(
+        index=index,
+        node=f"node-{index}",
+        cores=2,
+        threads=2,
+        concurrency=25,
+        started_unix_s=0.0,
+        start_lag_s=0.0,
+        duration_s=5.0,
+        interrupted=False,
+        io="io_uring",
+        requests=1000,
+        responses=1000,
+        failed=0,
+        throughput_rps=200.0,
+        sent=0,
+        late=0,
+        dropped=0,
+        p50_us=1000,
+        p99_us=5000,
+        cpu={"user_s": 0.5, "system_s": 0.5},
+        cpu_utilization=0.1,
+    )
+    if probes is not None:
+        fields["linger_probes"] = probes.model_dump()
+    return AgentSummary.model_validate(fields)
+
+
+def test_each_agent_says_whether_it_held_where_probes_ran():
+    probed = [_agent(0, ProbeCounts(probes=2, held=2)), _agent(1, ProbeCounts(probes=2, held=0))]
+    lines = agents(SimpleNamespace(agents=probed, linger_probes=ProbeCounts(probes=4, held=2)))  # type: ignore[arg-type]
+    assert "probes held" in lines[2]
+    assert lines[3].endswith("2 of 2  node-0") and lines[4].endswith("0 of 2  node-1"), lines
+    # Columns stay under their headings.
+    assert lines[2].index("node") == lines[3].index("node-0")
+    assert lines[2].index("held") + len("held") == lines[3].index("2 of 2") + len("2 of 2")
+
+
+def test_without_probes_the_table_has_no_such_column():
+    # A part from before agents reported their probes parses, with none.
+    plain = [_agent(0), _agent(1)]
+    assert plain[0].linger_probes == ProbeCounts()
+    lines = agents(SimpleNamespace(agents=plain, linger_probes=ProbeCounts()))  # type: ignore[arg-type]
+    assert "probes" not in "\n".join(lines) and lines[3].endswith("10%  node-0"), lines
+    assert lines[2].index("CPU use") + len("CPU use") == lines[3].index("10%") + len("10%")
+    assert lines[2].index("node") == lines[3].index("node-0")
