@@ -203,11 +203,12 @@ def verdicts(pairs: dict[tuple[str, str], tuple[list[float], list[float]]]) -> d
     bound = math.log(1 + MARGIN)
     tests, words = [], {}
     for key, (ref, ours) in pairs.items():
-        d = [math.log(o / r) for o, r in zip(ours, ref, strict=True)]
         eq = tost_paired(ref, ours, margin=MARGIN)
         if eq is None:
-            words[key] = "one round: no interval"
+            # One round, or a round in which a tool served nothing (no ratio).
+            words[key] = "no interval: fewer than 2 rounds, or a round at 0 req/s"
             continue
+        d = [math.log(o / r) for o, r in zip(ours, ref, strict=True)]
         words[key] = f"{eq.ratio:.3f} ({eq.low:.3f}-{eq.high:.3f})"
         for claim, popmean, side in (
             (f"not {MARGIN:.0%} or more under", -bound, "greater"),

@@ -67,19 +67,20 @@ def main() -> int:
     ratios: dict[str, list[float]] = {}
     per_round = []
     probes: dict[str, list[tuple[int, int]]] = {}
-    logs = Path(tempfile.mkdtemp(prefix="generator-cost-reports-"))
-    for _ in range(int(rounds)):
-        for f in logs.iterdir():
-            f.unlink()
-        us = one_round(tool, seconds, conns, logged(generators, logs))
-        for name in us:
-            if (found := probes_of(logs / name)) is not None:
-                probes.setdefault(name, []).append(found)
-        per_round.append(us)
-        for name, v in us.items():
-            rows.setdefault(name, []).append(v)
-            if "wrk" in us:
-                ratios.setdefault(name, []).append(v / us["wrk"])
+    with tempfile.TemporaryDirectory(prefix="generator-cost-reports-") as tmp:
+        logs = Path(tmp)
+        for _ in range(int(rounds)):
+            for f in logs.iterdir():
+                f.unlink()
+            us = one_round(tool, seconds, conns, logged(generators, logs))
+            for name in us:
+                if (found := probes_of(logs / name)) is not None:
+                    probes.setdefault(name, []).append(found)
+            per_round.append(us)
+            for name, v in us.items():
+                rows.setdefault(name, []).append(v)
+                if "wrk" in us:
+                    ratios.setdefault(name, []).append(v / us["wrk"])
     print(f"# {conns} keep-alive connections, {seconds}s x {rounds} rounds (each round every generator in turn)")
     print(
         f"{'generator':20s} {'us_cpu/req':>10s} {'range':>13s} {'vs_wrk':>7s} {'vs_wrk range':>13s} "
@@ -96,9 +97,6 @@ def main() -> int:
             f"{name}: every probe held in {held} of {len(found)} runs "
             f"({sum(h for h, _ in found)} of {sum(p for _, p in found)} probes)"
         )
-    for f in logs.iterdir():
-        f.unlink()
-    logs.rmdir()
     return 0
 
 
