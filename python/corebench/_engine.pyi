@@ -19,12 +19,15 @@ __all__ = [
     "__version__",
     "RESULT_SCHEMA",
     "PART_SCHEMA",
+    "LINGER_MIN_IN_FLIGHT",
 ]
 
 __version__: str
 # The `schema` of a result from `run` and `merge`, and of a part from `run_agent`.
 RESULT_SCHEMA: str
 PART_SCHEMA: str
+# The fewest requests in flight on a thread with which its waits hold responses.
+LINGER_MIN_IN_FLIGHT: int
 
 class EngineFailure(Exception):
     """The engine failed (a bug or a resource limit)."""

@@ -292,6 +292,8 @@ class LoadResult(_Model):
     linger: str = "always"
     linger_percent: int = 0
     linger_probes: ProbeCounts = ProbeCounts()
+    # Waits that held responses; None in results stored before it was counted.
+    held_waits: int | None = None
     # How the load threads reached the kernel: "io_uring" or "epoll" (results
     # stored before corebench had io_uring ran on epoll).
     io: str = "epoll"

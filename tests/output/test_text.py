@@ -100,14 +100,24 @@ def test_the_generator_line_says_what_the_probes_found():
 
     from corebench.output.text import _holding
 
-    def line(linger: str, percent: int, probes: int = 0, held: int = 0) -> str:
+    def line(linger: str, percent: int, probes: int = 0, held: int = 0, waits: int | None = 5) -> str:
         r = SimpleNamespace(
-            linger=linger, linger_percent=percent, linger_probes=SimpleNamespace(probes=probes, held=held)
+            linger=linger,
+            linger_percent=percent,
+            linger_probes=SimpleNamespace(probes=probes, held=held),
+            held_waits=waits,
+            responses=100,
         )
         return _holding(r)
 
     assert line("off", 0) == ""
     assert line("always", 10) == ", holding responses up to 10% of their time"
+    # Results stored before the waits were counted say what was set.
+    assert line("always", 10, waits=None) == ", holding responses up to 10% of their time"
+    # Set to hold, but no wait had enough requests in flight to.
+    assert line("always", 10, waits=0) == (
+        ", holding no responses: a wait holds with 8 or more requests in flight on its thread"
+    )
     held = ", holding responses up to 10% of their time: 3 of 4 probes showed it cost the server no load"
     assert line("auto", 10, probes=4, held=3) == held
     assert (

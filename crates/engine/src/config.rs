@@ -107,7 +107,9 @@ pub struct LoadConfig {
     /// of the requests in flight are answered; epoll, which cannot count
     /// them, at the deadline); with keep-alive only (`always` without it is
     /// refused), and never while a request is out on a connection it opened
-    /// (the worker times connects and handshakes by its own clock). Fewer
+    /// (the worker times connects and handshakes by its own clock), nor with
+    /// under 8 requests in flight on the worker's thread
+    /// (`LINGER_MIN_IN_FLIGHT`: there is nothing to hold for). Fewer
     /// wake-ups cost the generator less CPU, and a server on the same
     /// machine less of its own (it pays for waking the generator); the
     /// kernel's receive timestamps keep every response's time exact. The
@@ -288,6 +290,10 @@ pub const MAX_BUSY_POLL_US: u64 = 10_000;
 /// Holding responses longer than a quarter of their time stretches a
 /// closed loop's cycle past any use.
 pub const MAX_LINGER_PERCENT: u32 = 25;
+/// The fewest requests in flight on a worker's thread with which its wait
+/// holds responses: it wakes once a quarter of them are answered, so with
+/// fewer a quarter is one response, which there is nothing to hold for.
+pub const LINGER_MIN_IN_FLIGHT: usize = 8;
 /// Enough to wake a fourth as often, or less, against a saturated server
 /// (0.16 to 0.17 sleeps per response against 0.68 to 0.98 without holding,
 /// bench/agreement.py: docs/benchmarks.md),

@@ -101,6 +101,11 @@ pub struct LoadResult {
     pub connections_opened: u64,
     /// What `linger = "auto"`'s probes found (none otherwise).
     pub linger_probes: ProbeCounts,
+    /// Waits that held responses (`linger`). A wait holds only while a
+    /// quarter of its thread's requests in flight is more than one, so a
+    /// run with few connections per thread holds none whatever `linger`
+    /// says.
+    pub held_waits: u64,
     pub errors: ErrorCounts,
     pub error_samples: Vec<String>,
     pub status_counts: BTreeMap<u16, u64>,

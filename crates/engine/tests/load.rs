@@ -161,6 +161,12 @@ fn holding_responses_counts_the_same() {
     let r = run(&LoadConfig { linger: Linger::Always, linger_percent: 25, ..base.clone() }).unwrap();
     assert_eq!((r.responses, r.failed, r.run.linger, r.run.linger_percent), (3000, 0, Linger::Always, 25));
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 3000);
+    assert!(r.held_waits > 0, "32 connections, yet no wait held");
+    // Under LINGER_MIN_IN_FLIGHT requests in flight on its thread a wait
+    // has nothing to hold for: the result says none held.
+    let few = LoadConfig { linger: Linger::Always, threads: 1, ..config(&srv.url, 4, 400) };
+    let r = run(&LoadConfig { keep_alive: true, ..few }).unwrap();
+    assert_eq!((r.responses, r.run.linger, r.held_waits), (400, Linger::Always, 0));
     let refused = |c: LoadConfig, field: &str| matches!(run(&c), Err(corebench_engine::EngineError::BadConfig { key, .. }) if key == field);
     assert!(refused(LoadConfig { linger_percent: 26, ..base.clone() }, "linger_percent"));
     assert!(refused(LoadConfig { linger_percent: 0, ..base.clone() }, "linger_percent"));
@@ -168,7 +174,7 @@ fn holding_responses_counts_the_same() {
     // hold would delay: asking to hold is refused, and `auto` says it did not.
     assert!(refused(LoadConfig { keep_alive: false, linger: Linger::Always, ..base.clone() }, "linger"));
     let r = run(&LoadConfig { keep_alive: false, requests: Some(300), ..base }).unwrap();
-    assert_eq!((r.responses, r.failed, r.run.linger, r.run.linger_percent), (300, 0, Linger::Off, 0));
+    assert_eq!((r.responses, r.failed, r.run.linger, r.run.linger_percent, r.held_waits), (300, 0, Linger::Off, 0, 0));
 }
 
 fn a_hold_never_delays_a_connect() {

@@ -258,5 +258,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("RESULT_SCHEMA", corebench_engine::result::SCHEMA)?;
     m.add("PART_SCHEMA", corebench_engine::PART_SCHEMA)?;
+    m.add("LINGER_MIN_IN_FLIGHT", corebench_engine::LINGER_MIN_IN_FLIGHT)?;
     Ok(())
 }

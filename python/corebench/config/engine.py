@@ -146,7 +146,9 @@ class LoadConfig(BaseModel):
     of the requests in flight are answered; epoll, which cannot count
     them, at the deadline); with keep-alive only (`always` without it is
     refused), and never while a request is out on a connection it opened
-    (the worker times connects and handshakes by its own clock). Fewer
+    (the worker times connects and handshakes by its own clock), nor with
+    under 8 requests in flight on the worker's thread
+    (`LINGER_MIN_IN_FLIGHT`: there is nothing to hold for). Fewer
     wake-ups cost the generator less CPU, and a server on the same
     machine less of its own (it pays for waking the generator); the
     kernel's receive timestamps keep every response's time exact. The

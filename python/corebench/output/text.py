@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from corebench import __version__
+from corebench._engine import LINGER_MIN_IN_FLIGHT
 from corebench.config.load import LoadConfig
 from corebench.output import sections
 from corebench.output.options import ReportOptions
@@ -172,6 +173,12 @@ def _holding(r: LoadResult) -> str:
     """When the waits held responses (`linger`), for the Generator CPU line."""
     if not r.linger_percent:
         return ""
+    if r.linger != "auto" and r.held_waits == 0:
+        # Set to hold, but no wait did: saying it held would be untrue.
+        if not r.responses:
+            return ""
+        least = LINGER_MIN_IN_FLIGHT
+        return f", holding no responses: a wait holds with {least} or more requests in flight on its thread"
     if r.linger != "auto":
         return f", holding responses up to {r.linger_percent}% of their time"
     p = r.linger_probes

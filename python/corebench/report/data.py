@@ -87,6 +87,10 @@ class ReportData:
         for r in self.runs:
             agents = json.loads(r["result_json"]).get("agents", []) if r["result_json"] else []
             out += [{"seq": r["seq"], "point": r["point_json"], "warmup": r["warmup"], **a} for a in agents]
+        for a in out:
+            # What each agent's `--linger auto` probes found (none before they were kept).
+            p = a.get("linger_probes") or {}
+            a["probes_held"] = f"{p['held']} of {p['probes']}" if p.get("probes") else None
         return out
 
 

@@ -55,6 +55,7 @@ pub(crate) fn build(
         keep_alive_requests: s.keep_alive_requests,
         connections_opened: s.connections_opened,
         linger_probes: s.linger_probes,
+        held_waits: s.held_waits,
         errors: s.errors.clone(),
         error_samples: s.error_samples.clone(),
         status_counts,

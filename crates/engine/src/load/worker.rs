@@ -18,6 +18,7 @@ use super::pacing::{Cursor, Schedule, TicketBook, Tickets};
 use crate::client::conn::{Conn, Phase, Step};
 use crate::client::target::Target;
 use crate::client::transport::TlsContext;
+use crate::config::LINGER_MIN_IN_FLIGHT;
 use crate::measure::stats::{micros, ErrorKind, Stats};
 use crate::workload::{Entry, Workload};
 
@@ -31,6 +32,7 @@ pub(crate) const DRAIN: Duration = Duration::from_secs(1);
 /// A lingering wait wakes once this share of the requests in flight has
 /// answered (or at its deadline).
 const LINGER_WANT_DIVISOR: usize = 4;
+const _: () = assert!(LINGER_MIN_IN_FLIGHT / LINGER_WANT_DIVISOR > 1);
 
 pub(crate) enum PacingSpec<'a> {
     Closed { tickets: &'a Tickets, think: Option<(Duration, Duration)> },
@@ -240,7 +242,8 @@ impl<D: Driver> Worker<'_, D> {
     /// Lets the driver's next wait hold early responses for later ones.
     fn linger(&mut self, now: Instant, until: Instant) {
         let want = self.in_flight / LINGER_WANT_DIVISOR;
-        if self.spec.linger_share > 0.0 && want > 1 && until > now && self.recent_response_s > 0.0 {
+        let enough = self.in_flight >= LINGER_MIN_IN_FLIGHT;
+        if self.spec.linger_share > 0.0 && enough && until > now && self.recent_response_s > 0.0 {
             if let Some(p) = &mut self.probe {
                 if !p.holds(now, self.recent_response_s) {
                     return;
@@ -251,6 +254,7 @@ impl<D: Driver> Worker<'_, D> {
             }
             let by = now + Duration::from_secs_f64(self.recent_response_s * self.spec.linger_share);
             self.io.linger(want, by.min(until));
+            self.stats.held_waits += 1;
         }
     }
 

@@ -285,6 +285,9 @@ pub struct Stats {
     pub schedule: ScheduleCounts,
     #[serde(default)]
     pub linger_probes: ProbeCounts,
+    /// Waits that held responses (`linger`).
+    #[serde(default)]
+    pub held_waits: u64,
     pub urls: Vec<UrlStats>,
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
@@ -371,6 +374,7 @@ impl Stats {
             send_lag_us: latency_histogram(),
             schedule: ScheduleCounts::default(),
             linger_probes: ProbeCounts::default(),
+            held_waits: 0,
             urls: (0..urls).map(|_| UrlStats::new()).collect(),
             status: vec![0; 600],
             errors: ErrorCounts::default(),
@@ -446,6 +450,7 @@ impl Stats {
         self.schedule.peak_in_flight += o.schedule.peak_in_flight;
         self.linger_probes.probes += o.linger_probes.probes;
         self.linger_probes.held += o.linger_probes.held;
+        self.held_waits += o.held_waits;
         for (a, b) in self.urls.iter_mut().zip(&o.urls) {
             a.merge(b);
         }

@@ -1,0 +1,53 @@
+"""The HTML report's table of load agents: one row per agent of each run,
+with what each agent's probes found where they ran."""
+
+import json
+
+from corebench.report.html import Html
+from tests.report.test_anova_report import report
+
+
+def _agent(index: int, probes: dict[str, int] | None) -> dict:
+    a = {
+        "index": index,
+        "node": f"10.0.0.{index}",
+        "concurrency": 50,
+        "requests": 1000,
+        "failed": 0,
+        "throughput_rps": 200.0,
+        "p99_us": 1500,
+        "cpu_utilization": 0.4,
+        "start_lag_s": 0.002,
+    }
+    return a if probes is None else {**a, "linger_probes": probes}
+
+
+def _table(agents: list[dict]) -> str:
+    d = report(wild_share=0.0)
+    result = {"agents": agents, "timeline": [], "duration_s": 5.0}
+    # A stored run's row (corebench.store's runs table).
+    columns = ["experiment_id", "point_key", "error", "duration_s", "throughput_rps", "p50_us", "p99_us"]
+    columns += ["failed_requests", "client_bound", "layout_json", "target_json", "search_json", "round", "position"]
+    run: dict = dict.fromkeys([*columns, "lower_bound"])
+    run |= {"id": 1, "seq": 1, "point_json": '{"cpus": 1}', "repetition": 1, "warmup": 0, "status": "ok"}
+    run |= {"started_unix": 0.0, "ended_unix": 5.0, "monitor_json": None}
+    d.runs = [{**run, "result_json": json.dumps(result)}]
+    html = Html().render(d)
+    return html.split('<table id="agents">')[1].split("</table>")[0]
+
+
+def test_each_agent_says_what_its_probes_found():
+    table = _table([_agent(0, {"probes": 2, "held": 2}), _agent(1, {"probes": 2, "held": 0})])
+    assert "<th>probes held</th>" in table
+    rows = table.split("<tr>")[2:]
+    assert [r.count("<td") for r in rows] == [12, 12]
+    assert "<td>2 of 2</td>" in rows[0] and "<td>0 of 2</td>" in rows[1]
+
+
+def test_no_column_where_no_probe_ran():
+    # Results stored before agents kept their probes, and runs too short or
+    # with too few connections to probe: nothing to say, no column.
+    table = _table([_agent(0, None), _agent(1, {"probes": 0, "held": 0})])
+    assert "probes held" not in table
+    assert table.count("<tr>") == 3
+    assert [r.count("<td") for r in table.split("<tr>")[2:]] == [11, 11]
