@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+from scipy.stats import ttest_1samp
 from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
@@ -142,8 +143,15 @@ def test_tost_p_values_match_statsmodels(shift):
     p_ind = ttost_ind(np.log(b), np.log(a), -bound, bound, usevar="unequal")[0]
     assert welch.p_value == pytest.approx(p_ind, rel=1e-9)
     paired = tost_paired(list(a), list(b), margin=0.03)
-    p_paired = ttost_paired(np.log(b), np.log(a), -bound, bound)[0]
+    p_paired, (_, p_lower, _), (_, p_upper, _) = ttost_paired(np.log(b), np.log(a), -bound, bound)
     assert paired.p_value == pytest.approx(p_paired, rel=1e-9)
+    assert paired.p_not_below == pytest.approx(p_lower, rel=1e-9)
+    assert paired.p_not_above == pytest.approx(p_upper, rel=1e-9)
+    # With no margin the halves are the one-sided paired t-tests of a difference.
+    d = np.log(b) - np.log(a)
+    plain = tost_paired(list(a), list(b), margin=0.0)
+    assert plain.p_not_below == pytest.approx(ttest_1samp(d, 0.0, alternative="greater").pvalue, rel=1e-9)
+    assert plain.p_not_above == pytest.approx(ttest_1samp(d, 0.0, alternative="less").pvalue, rel=1e-9)
     assert paired.equivalent == (p_paired < 0.05)
     assert paired.low <= paired.ratio <= paired.high
 

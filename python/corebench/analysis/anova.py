@@ -231,6 +231,11 @@ class Equivalence:
     high: float
     p_value: float  # the larger of the two one-sided p-values
     equivalent: bool
+    # The two one-sided p-values: H0 that B is the margin or more below A,
+    # and that it is the margin or more above (with margin 0: B below A, B
+    # above A, the two one-sided tests of a difference).
+    p_not_below: float = 1.0
+    p_not_above: float = 1.0
 
 
 def tost(a: list[float], b: list[float], margin: float = MARGIN) -> Equivalence | None:
@@ -265,10 +270,11 @@ def _two_one_sided(diff: float, se: float, df: float, margin: float) -> Equivale
     (1 − 2·ALPHA) interval lying inside the margin."""
     bound = math.log(1 + margin)
     if se == 0:
-        inside = abs(diff) < bound
-        return Equivalence(math.exp(diff), math.exp(diff), math.exp(diff), 0.0 if inside else 1.0, inside)
+        p_low, p_high = float(diff <= -bound), float(diff >= bound)
+        r = math.exp(diff)
+        return Equivalence(r, r, r, max(p_low, p_high), max(p_low, p_high) < ALPHA, p_low, p_high)
     p_low = float(st.t.sf((diff + bound) / se, df))  # H0: diff <= -bound
     p_high = float(st.t.cdf((diff - bound) / se, df))  # H0: diff >= +bound
     t = float(st.t.ppf(1 - ALPHA, df))
     p = max(p_low, p_high)
-    return Equivalence(math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), p, p < ALPHA)
+    return Equivalence(math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), p, p < ALPHA, p_low, p_high)
