@@ -100,13 +100,14 @@ def test_the_generator_line_says_what_the_probes_found():
 
     from corebench.output.text import _holding
 
-    def line(linger: str, percent: int, probes: int = 0, held: int = 0, waits: int | None = 5) -> str:
+    def line(linger: str, percent: int, probes: int = 0, held: int = 0, waits: int | None = 5, spin: int = 0) -> str:
         r = SimpleNamespace(
             linger=linger,
             linger_percent=percent,
             linger_probes=SimpleNamespace(probes=probes, held=held),
             held_waits=waits,
             responses=100,
+            busy_poll_us=spin,
         )
         return _holding(r)
 
@@ -115,8 +116,11 @@ def test_the_generator_line_says_what_the_probes_found():
     # Results stored before the waits were counted say what was set.
     assert line("always", 10, waits=None) == ", holding responses up to 10% of their time"
     # Set to hold, but no wait had enough requests in flight to.
-    assert line("always", 10, waits=0) == (
-        ", holding no responses: a wait holds with 8 or more requests in flight on its thread"
+    none = ", holding no responses: a wait holds only with 8 or more requests in flight on its thread"
+    assert line("always", 10, waits=0) == none + ", none on a connection it is opening"
+    assert (
+        line("always", 10, waits=0, spin=20)
+        == none + ", none on a connection it is opening, and not while it busy-polls"
     )
     held = ", holding responses up to 10% of their time: 3 of 4 probes showed it cost the server no load"
     assert line("auto", 10, probes=4, held=3) == held

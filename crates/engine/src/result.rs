@@ -101,10 +101,11 @@ pub struct LoadResult {
     pub connections_opened: u64,
     /// What `linger = "auto"`'s probes found (none otherwise).
     pub linger_probes: ProbeCounts,
-    /// Waits that held responses (`linger`). A wait holds only while a
-    /// quarter of its thread's requests in flight is more than one, so a
-    /// run with few connections per thread holds none whatever `linger`
-    /// says.
+    /// Waits that held responses (`linger`). A wait holds only with
+    /// `LINGER_MIN_IN_FLIGHT` or more requests in flight on its thread,
+    /// none on a connection it is opening, and not in a busy-poll's spin,
+    /// so a run with few connections per thread holds none whatever
+    /// `linger` says.
     pub held_waits: u64,
     pub errors: ErrorCounts,
     pub error_samples: Vec<String>,

@@ -177,8 +177,10 @@ def _holding(r: LoadResult) -> str:
         # Set to hold, but no wait did: saying it held would be untrue.
         if not r.responses:
             return ""
-        least = LINGER_MIN_IN_FLIGHT
-        return f", holding no responses: a wait holds with {least} or more requests in flight on its thread"
+        # Name every condition a wait holds on, not a guess at which failed.
+        why = f"a wait holds only with {LINGER_MIN_IN_FLIGHT} or more requests in flight on its thread"
+        why += ", none on a connection it is opening" + (", and not while it busy-polls" if r.busy_poll_us else "")
+        return f", holding no responses: {why}"
     if r.linger != "auto":
         return f", holding responses up to {r.linger_percent}% of their time"
     p = r.linger_probes
@@ -196,7 +198,7 @@ def _corebench_block(r: LoadResult, c: LoadConfig) -> list[str]:
     out = [
         "",
         f"Generator CPU:          {r.cpu.user_s:.2f} s user, {r.cpu.system_s:.2f} s system "
-        f"({cores:.2f} of a core over the run, {r.threads} threads on {r.io}"
+        f"({cores:.2f} of a core over the run, {r.threads} thread{'s' if r.threads != 1 else ''} on {r.io}"
         + (f", busy-polling {r.busy_poll_us} us: the CPU figure is no sign of saturation" if r.busy_poll_us else "")
         + _holding(r)
         + ")",

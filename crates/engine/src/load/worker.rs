@@ -32,7 +32,9 @@ pub(crate) const DRAIN: Duration = Duration::from_secs(1);
 /// A lingering wait wakes once this share of the requests in flight has
 /// answered (or at its deadline).
 const LINGER_WANT_DIVISOR: usize = 4;
+// The fewest in flight whose quarter is more than one response.
 const _: () = assert!(LINGER_MIN_IN_FLIGHT / LINGER_WANT_DIVISOR > 1);
+const _: () = assert!((LINGER_MIN_IN_FLIGHT - 1) / LINGER_WANT_DIVISOR <= 1);
 
 pub(crate) enum PacingSpec<'a> {
     Closed { tickets: &'a Tickets, think: Option<(Duration, Duration)> },
