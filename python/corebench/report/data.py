@@ -228,6 +228,17 @@ def replay_lines(runs: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _io_said(ios: Counter[str]) -> str:
+    """Which transport the measured runs' load threads ran on, counted in runs."""
+    if len(ios) == 1:
+        ((io, n),) = ios.items()
+        runs = "the measured run ran its" if n == 1 else f"all {n:,} measured runs ran their"
+        return f"{runs} load threads on {io}"
+    (first, n), *rest = sorted(ios.items())
+    said = ", ".join(f"{k:,} on {io}" for io, k in rest)
+    return f"of the measured runs, {n:,} ran their load threads on {first} and {said}"
+
+
 def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:
     """The generator's calibrated ceiling, and the points that came near it."""
     cal = [Ceiling.from_json(c) for c in json.loads(exp.get("calibration_json") or "[]")]
@@ -242,8 +253,7 @@ def generator_lines(exp: dict[str, Any], points: list[PointStats]) -> list[str]:
     results = [json.loads(r["result_json"]) for p in points for r in p.measured if r.get("result_json")]
     ios = Counter(r.get("io", "epoll") for r in results)
     if ios:
-        said = " and ".join(f"{n:,} on {io}" for io, n in sorted(ios.items()))
-        out.append(f"Load I/O: the measured runs' load threads ran {said} (corebench load --io; docs/load.md).")
+        out.append(f"Load I/O: {_io_said(ios)} (corebench load --io; docs/load.md).")
     protocols = Counter(_protocol(r) for r in results)
     if any(p.startswith("HTTP/2") for p in protocols):
         said = " and ".join(f"{p} in {n:,}" for p, n in sorted(protocols.items()))

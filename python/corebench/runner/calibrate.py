@@ -54,7 +54,7 @@ class Ceiling:
         return Ceiling(**d)
 
     def sentence(self) -> str:
-        where = f"generator on CPUs {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
+        where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
         if self.error:
             return f"generator calibration ({where}) failed: {self.error}"
         shared = "; they share cores" if self.shared else ""
@@ -66,7 +66,7 @@ class Ceiling:
 
 
 def _cpus(cpus: list[int]) -> str:
-    return ",".join(map(str, cpus))
+    return ("CPU " if len(cpus) == 1 else "CPUs ") + ",".join(map(str, cpus))
 
 
 def calibrate(exp: Experiment, control: CpuControl, work_dir: Path) -> list[Ceiling]:
