@@ -290,9 +290,14 @@ def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):
 
     from corebench.cli.common import _watch_generator
 
-    def run(cpu_s, threads=8, busy_poll_us=0, duration_s=10.0):
+    def run(cpu_s, threads=8, busy_poll_us=0, duration_s=10.0, successes=100):
         r = SimpleNamespace(
-            agents=[], duration_s=duration_s, threads=threads, generator_cpu_s=cpu_s, busy_poll_us=busy_poll_us
+            agents=[],
+            duration_s=duration_s,
+            threads=threads,
+            generator_cpu_s=cpu_s,
+            busy_poll_us=busy_poll_us,
+            successes=successes,
         )
         _watch_generator(r)
         return capsys.readouterr().err
@@ -303,6 +308,8 @@ def test_the_generator_warns_when_it_may_have_been_the_limit(capsys):
     # A run of a millisecond (`-n 1`) is its threads' start: no warning.
     assert run(0.0009, threads=1, duration_s=0.001) == ""
     assert run(0.095, threads=1, duration_s=0.1).startswith("corebench: warning: the generator used 0.95 of the 1")
+    # Nothing succeeded (a refused port): the generator was busy failing, no server's limit to warn of.
+    assert run(75.8, successes=0) == ""
 
 
 def test_http2_multiplexes_and_says_so(nginx):

@@ -44,6 +44,7 @@ def _run(values=(800, 1200, 1900, 2600, 40_000), **over):
         bytes=SimpleNamespace(received=100, sent=700, body=25),
         heads=None,
         status_counts={200: 5},
+        successes=5,
         streams=1,
         http2=None,
     )
@@ -82,6 +83,18 @@ def test_an_empty_body_file_is_still_a_body_sent():
     with_file = "\n".join(_ab_block(_run(), _config(method="POST", content_type="text/plain"), ReportOptions()))
     assert "Total body sent:        700" in with_file and "kb/s sent" in with_file
     assert "Total body sent" not in "\n".join(_ab_block(_run(), _config(), ReportOptions()))
+
+
+def test_failures_are_not_the_successful_rate():
+    from corebench.output.options import ReportOptions
+    from corebench.output.text import _ab_block
+
+    # ab's rate counts every request that ended; throughput counts successes only.
+    mixed = _run(non_2xx=2, status_counts={200: 3, 503: 2}, successes=3)
+    block = "\n".join(_ab_block(mixed, _config(), ReportOptions()))
+    assert "Requests per second:    5.00 [#/sec] (mean)\n" in block
+    assert "\nSuccessful per second:  3.00 [#/sec] (mean; failures are not throughput)\n" in block
+    assert "Successful per second" not in "\n".join(_ab_block(_run(), _config(), ReportOptions()))
 
 
 def test_users_say_their_think_time():

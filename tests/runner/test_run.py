@@ -343,3 +343,16 @@ concurrency = 2
     for r in ran.runs:
         assert r["status"] == "failed" and r["error"].startswith("no request succeeded: 50 sent; connect: 50")
         assert json.loads(r["result_json"])["errors"]["connect"] == 50, "the measurement is kept"
+
+
+def test_a_run_line_counts_unsuccessful_statuses_as_failures_not_rate():
+    from corebench.runner import ran_line
+    from tests.output.test_siege import _result, _summary
+
+    total = _summary(1000, 1000, 9000, 2000.0) | {"percentiles": [{"percentile": 99.0, "value_us": 8000}]}
+    mixed = _result(requests=1000, responses=1000, status={200: 700, 503: 300}, body=0, duration_s=2.0, total=total)
+    assert ran_line(mixed, None) == "350 req/s, p99 8.00 ms, 300 failed"
+    refused = _result(requests=1000, responses=900, status={200: 900}, body=0, duration_s=2.0, total=total)
+    assert ran_line(refused, "the generator shared the target's cores").endswith(
+        ", 100 failed [lower bound: the generator shared the target's cores]"
+    )

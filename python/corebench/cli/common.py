@@ -401,7 +401,10 @@ def _watch_generator(result: Any) -> None:
     # From the result's module, not the monitor's: psutil's import is 10-25 ms of a load's start.
     from corebench.result import CLIENT_BOUND_MIN_S, CLIENT_BOUND_SHARE
 
-    if result.duration_s < CLIENT_BOUND_MIN_S:
+    if result.duration_s < CLIENT_BOUND_MIN_S or not result.successes:
+        # Too short to say; or nothing succeeded (the report's first line
+        # says what failed): a generator busy retrying refused connects
+        # says nothing of a server's limit, and more threads would not help.
         return
 
     used = result.generator_cpu_s / result.duration_s

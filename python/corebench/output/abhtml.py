@@ -101,6 +101,7 @@ class AbHtml:
         if t > 0:
             out += [
                 _row("Requests per second:", f"{r.requests / t:.2f}"),
+                *([_row("Successful per second:", f"{r.successes / t:.2f}")] if r.successes != r.requests else []),
                 _row("Transfer rate:", f"{r.bytes.received / 1024 / t:.2f} kb/s received"),
             ]
             if sends_body(config):

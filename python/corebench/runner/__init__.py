@@ -382,6 +382,13 @@ def _one(
     assert result is not None  # a load without an error has its result
     out.ok += 1
     out.measured_s += result.duration_s
+    show.end(ran_line(result, bound))
+
+
+def ran_line(result: LoadResult, bound: str | None) -> str:
+    """A measured run in one line. Throughput is successes (DESIGN.md): a
+    4xx or 5xx is a failure as a refused connect is, and neither is rate."""
+    goodput = result.successes / result.duration_s if result.duration_s else 0.0
     p99 = result.latency_us.total.at(99.0) / 1000
     flag = f" [lower bound: {bound}]" if bound else ""
-    show.end(f"{result.throughput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed} failed{flag}")
+    return f"{goodput:,.0f} req/s, p99 {p99:.2f} ms, {result.requests - result.successes:,} failed{flag}"
