@@ -78,6 +78,7 @@ class Figures:
 
     finished: int  # requests ended, with a response or an error
     failed: int  # of those, the failed requests
+    unsuccessful: int  # and the responses whose status is not 2xx or 3xx
     elapsed_s: float | None  # since the first request could go; None before
     requests: int | None  # the requests the run is to make, when a count bounds it
     length_s: float | None  # how long it is to last, when known (-t, a schedule's last due time)
@@ -89,6 +90,7 @@ class Figures:
         return cls(
             finished=d["finished"],
             failed=d["failed"],
+            unsuccessful=d.get("unsuccessful", 0),
             elapsed_s=d.get("elapsed_s"),
             requests=d.get("requests"),
             length_s=d.get("length_s"),

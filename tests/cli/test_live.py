@@ -31,7 +31,9 @@ TIMED = re.compile(r"(\d+\.\d)s / (\d+\.\d)s, (\d+\.\d)s left")
 
 
 def figures(**kw: object) -> Figures:
-    base: dict[str, object] = dict(finished=0, failed=0, elapsed_s=0.0, requests=None, length_s=None, second=None)
+    base: dict[str, object] = dict(
+        finished=0, failed=0, unsuccessful=0, elapsed_s=0.0, requests=None, length_s=None, second=None
+    )
     return Figures(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -82,6 +84,9 @@ def test_the_line_has_rate_errors_and_the_last_seconds_percentiles():
     assert live.line(figures(elapsed_s=5.5, second=quiet_second), 0).endswith("last second: no responses")
     refused = Second(second=4, completed=0, errors=13_900, p50_us=0, p99_us=0)
     assert live.line(figures(elapsed_s=5.5, second=refused), 0).endswith("last second: all 13,900 failed")
+    # A 4xx or 5xx is a failure too, though not an error of the transport: said beside the errors.
+    answered = figures(finished=9_000, unsuccessful=2_301, elapsed_s=1.5, length_s=10.0)
+    assert " · [red]0 errors, 2,301 4xx/5xx[/red] · " in live.line(answered, 6_000)
 
 
 # Refreshing, without a terminal: rich's console forced into a StringIO

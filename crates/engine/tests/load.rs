@@ -112,6 +112,19 @@ fn duration_bounds_the_run_and_drains_in_flight_requests() {
 }
 
 on_each_io! {
+fn live_figures_count_unsuccessful_statuses_apart_from_errors() {
+    const UNAVAILABLE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n";
+    let srv = start(Reply::Bytes(UNAVAILABLE, true));
+    let control = Control::default();
+    let r = run_with(&LoadConfig { keep_alive: true, ..config(&srv.url, 4, 500) }, &control).unwrap();
+    assert_eq!((r.responses, r.failed, r.non_2xx), (500, 0, 500));
+    assert_eq!((control.finished(), control.failed(), control.unsuccessful()), (500, 0, 500));
+    let srv = start(Reply::Bytes(OK, true));
+    let control = Control::default();
+    run_with(&LoadConfig { keep_alive: true, ..config(&srv.url, 4, 500) }, &control).unwrap();
+    assert_eq!((control.finished(), control.unsuccessful()), (500, 0));
+}
+
 fn stop_ends_the_run_early() {
     let srv = start(Reply::Bytes(OK, true));
     let control = Control::default();

@@ -169,7 +169,7 @@ fn drive<T: Send>(
 }
 
 /// The run's figures so far, for a live display: `finished` and `failed`
-/// requests; once the load has started, `elapsed_s` and what the run is to
+/// requests, and `unsuccessful` responses (a status other than 2xx or 3xx); once the load has started, `elapsed_s` and what the run is to
 /// do, `requests` and `length_s` (each None when not bounded by it); and
 /// `second`, the last whole second's `second` (its index), `completed`,
 /// `errors`, `p50_us` and `p99_us` (None before the first second is over).
@@ -178,6 +178,7 @@ fn live_figures<'py>(py: Python<'py>, control: &Control) -> PyResult<Bound<'py, 
     let d = PyDict::new(py);
     d.set_item("finished", control.finished())?;
     d.set_item("failed", control.failed())?;
+    d.set_item("unsuccessful", control.unsuccessful())?;
     let plan = control.plan();
     d.set_item("elapsed_s", plan.map(|p| p.start.elapsed().as_secs_f64()))?;
     d.set_item("requests", plan.and_then(|p| p.requests))?;

@@ -8,8 +8,10 @@ the elapsed and remaining time of a run that has a length (-t; a timed
 replay's log span over its speed), or the requests done of those it is to
 make (-n; a replay of the whole log), with an estimate of the time left;
 the requests per second since the previous refresh; the failed requests so
-far; and the latency percentiles of the last whole second. ab's -q, or a
-stderr that is not a terminal, turns it off. It is cleared when the load
+far, and the responses with a status other than 2xx or 3xx (`· 0 errors,
+2,301 4xx/5xx ·`, failures too, though not errors of the transport); and
+the latency percentiles of the last whole second. ab's -q, or a stderr
+that is not a terminal, turns it off. It is cleared when the load
 ends, before the report."""
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ def line(f: Figures, rps: float) -> str:
     if f.elapsed_s is None:
         return "preparing the load…"
     errors = f"{f.failed:,} error{'s' if f.failed != 1 else ''}"
-    if f.failed:
+    if f.unsuccessful:
+        errors += f", {f.unsuccessful:,} 4xx/5xx"
+    if f.failed or f.unsuccessful:
         errors = f"[red]{errors}[/red]"
     s = f.second
     if s is None:

@@ -11,6 +11,15 @@ use std::time::Instant;
 
 use crate::measure::stats::Second;
 
+/// What a worker ended since its last tick: requests, of those the failed
+/// ones, and the responses whose status was not 2xx or 3xx.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Ended {
+    pub(crate) finished: u64,
+    pub(crate) failed: u64,
+    pub(crate) unsuccessful: u64,
+}
+
 #[derive(Debug, Default)]
 pub struct Control {
     stop: AtomicBool,
@@ -19,6 +28,9 @@ pub struct Control {
     finished: AtomicU64,
     /// Of those, the requests that failed (the report's failed requests).
     failed: AtomicU64,
+    /// And the responses whose status is not 2xx or 3xx: failures too, by
+    /// DESIGN.md's throughput, counted apart as the report counts them.
+    unsuccessful: AtomicU64,
     /// The run's start and what it is to do, once it has started.
     plan: OnceLock<Plan>,
     live: Mutex<Live>,
@@ -89,6 +101,10 @@ impl Control {
     pub fn failed(&self) -> u64 {
         self.failed.load(Ordering::Relaxed)
     }
+    /// Responses so far whose status is not 2xx or 3xx (in `finished` too).
+    pub fn unsuccessful(&self) -> u64 {
+        self.unsuccessful.load(Ordering::Relaxed)
+    }
     /// The run's start and plan; `None` until the first request may go.
     pub fn plan(&self) -> Option<Plan> {
         self.plan.get().copied()
@@ -110,12 +126,16 @@ impl Control {
         let _ = self.plan.set(plan);
     }
 
-    /// A worker's tick: what it finished and failed since the last, and the
-    /// seconds before `now_second` that it has not reported yet.
-    pub(crate) fn tick(&self, worker: usize, finished: u64, failed: u64, timeline: &[Second], now_second: u64) {
-        self.publish(finished);
-        if failed > 0 {
-            self.failed.fetch_add(failed, Ordering::Relaxed);
+    /// A worker's tick: what it finished, failed and answered without
+    /// success since the last, and the seconds before `now_second` that it
+    /// has not reported yet.
+    pub(crate) fn tick(&self, worker: usize, ended: Ended, timeline: &[Second], now_second: u64) {
+        self.publish(ended.finished);
+        if ended.failed > 0 {
+            self.failed.fetch_add(ended.failed, Ordering::Relaxed);
+        }
+        if ended.unsuccessful > 0 {
+            self.unsuccessful.fetch_add(ended.unsuccessful, Ordering::Relaxed);
         }
         let Ok(mut l) = self.live.lock() else { return };
         let Some(&from) = l.next.get(worker) else { return };
@@ -132,8 +152,8 @@ impl Control {
     }
 
     /// A worker's last tick: it reports no more seconds.
-    pub(crate) fn end(&self, worker: usize, finished: u64, failed: u64, timeline: &[Second], now_second: u64) {
-        self.tick(worker, finished, failed, timeline, now_second);
+    pub(crate) fn end(&self, worker: usize, ended: Ended, timeline: &[Second], now_second: u64) {
+        self.tick(worker, ended, timeline, now_second);
         if let Ok(mut l) = self.live.lock() {
             if let Some(n) = l.next.get_mut(worker) {
                 *n = u64::MAX;
@@ -207,18 +227,18 @@ mod tests {
         c.begin(Plan { start: Instant::now(), requests: None, length_s: Some(2.0) }, 2);
         let a = [second(3, 1, &[100, 100, 100]), second(0, 0, &[])];
         let b = [second(1, 0, &[10_000])];
-        c.tick(0, 4, 1, &a, 1);
+        c.tick(0, Ended { finished: 4, failed: 1, unsuccessful: 2 }, &a, 1);
         assert_eq!(c.last_second(), None, "worker 1 has not reported second 0");
-        assert_eq!((c.finished(), c.failed()), (4, 1));
-        c.tick(1, 1, 0, &b, 1);
+        assert_eq!((c.finished(), c.failed(), c.unsuccessful()), (4, 1, 2));
+        c.tick(1, Ended { finished: 1, ..Ended::default() }, &b, 1);
         let last = c.last_second().expect("second 0 is whole");
         assert_eq!((last.second, last.completed, last.errors), (0, 4, 1));
         assert_eq!(last.p50_us, 100);
         assert!((9_900..=10_100).contains(&last.p99_us), "{}", last.p99_us);
         // Worker 1 ends: second 1 then waits for worker 0 alone.
-        c.end(1, 0, 0, &b, 1);
+        c.end(1, Ended::default(), &b, 1);
         assert_eq!(c.last_second().map(|s| s.second), Some(0));
-        c.tick(0, 0, 0, &a, 2);
+        c.tick(0, Ended::default(), &a, 2);
         assert_eq!(c.last_second().map(|s| (s.second, s.completed, s.p99_us)), Some((1, 0, 0)));
     }
 }

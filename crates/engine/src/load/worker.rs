@@ -11,7 +11,7 @@ use mio::Token;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::control::Control;
+use super::control::{Control, Ended};
 use super::io::{Driver, EventLoop, Peer, TICK};
 use super::linger::Probe;
 use super::pacing::{Cursor, Schedule, TicketBook, Tickets};
@@ -121,6 +121,7 @@ struct Worker<'a, D: Driver> {
     unpublished: u64,
     /// Failed requests already published to `control`.
     published_failed: u64,
+    published_unsuccessful: u64,
     /// Slots whose next step waits for the end of the event batch.
     deferred: Vec<(usize, bool)>,
     /// The other half of `deferred`'s double buffer: slots deferred while
@@ -168,6 +169,7 @@ fn run_on<D: Driver>(spec: WorkerSpec<'_>, mut io: D) -> std::io::Result<Stats> 
         probe: spec.linger_probe.then(|| Probe::new(spec.run_start)),
         unpublished: 0,
         published_failed: 0,
+        published_unsuccessful: 0,
         deferred: Vec::with_capacity(n),
         deferring: Vec::with_capacity(n),
         spec: &spec,
@@ -263,13 +265,17 @@ impl<D: Driver> Worker<'_, D> {
     /// Progress for `control`, at a tick (not per request): the requests
     /// ended and failed since the last, and the seconds now over.
     fn publish(&mut self, now: Instant, last: bool) {
-        let failed = self.stats.errors.total();
-        let (finished, new_failed) = (std::mem::take(&mut self.unpublished), failed - self.published_failed);
-        self.published_failed = failed;
+        let (failed, unsuccessful) = (self.stats.errors.total(), self.stats.unsuccessful());
+        let ended = Ended {
+            finished: std::mem::take(&mut self.unpublished),
+            failed: failed - self.published_failed,
+            unsuccessful: unsuccessful - self.published_unsuccessful,
+        };
+        (self.published_failed, self.published_unsuccessful) = (failed, unsuccessful);
         let (c, i, second) = (self.spec.control, self.spec.index, self.second(now) as u64);
         match last {
-            false => c.tick(i, finished, new_failed, &self.stats.timeline, second),
-            true => c.end(i, finished, new_failed, &self.stats.timeline, second),
+            false => c.tick(i, ended, &self.stats.timeline, second),
+            true => c.end(i, ended, &self.stats.timeline, second),
         }
     }
 

@@ -428,6 +428,14 @@ impl Stats {
         self.status[i] += 1;
     }
 
+    /// Responses whose status is not a success (2xx, 3xx): failures, as a
+    /// transport error is; DESIGN.md's throughput counts neither. Summed
+    /// from the status counts, at a tick rather than per response.
+    pub(crate) fn unsuccessful(&self) -> u64 {
+        let success = 200..400;
+        self.status.iter().enumerate().filter(|(code, _)| !success.contains(code)).map(|(_, n)| n).sum()
+    }
+
     /// Adds another worker's measurements; called once per worker at the end.
     pub fn merge(&mut self, o: Stats) {
         for (a, b) in [
