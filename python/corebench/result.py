@@ -75,6 +75,32 @@ def goodput_rps(result: dict[str, Any]) -> float:
     return ok / float(result["duration_s"]) if result.get("duration_s") else 0.0
 
 
+def failed_requests(result: dict[str, Any]) -> int:
+    """Transport errors plus responses with an unsuccessful status, less a
+    replay's responses that had the status its log recorded for the same
+    request (the site answered as it did then: not a failure of this run)."""
+    bad = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) not in SUCCESS)
+    return int(result.get("failed", 0)) + bad - as_logged(result)
+
+
+def as_logged(result: dict[str, Any]) -> int:
+    """A replay's unsuccessful (4xx, 5xx) responses whose status the log
+    also recorded for that method and target, up to the share of the
+    target's log lines that had it: a page logged 200 nine times and 500
+    once, answered 500 every time, has one tenth of its 500s as logged."""
+    if not result.get("replay"):
+        return 0
+    n = 0
+    for u in result.get("urls", []):
+        logged = u.get("status_logged") or {}
+        seen = u.get("status_seen", {})
+        lines, answered = sum(int(c) for c in logged.values()), sum(int(c) for c in seen.values())
+        for code, c in seen.items():
+            if int(code) not in SUCCESS and code in logged and lines:
+                n += min(int(c), round(answered * int(logged[code]) / lines))
+    return n
+
+
 class ErrorCounts(_Model):
     connect: int
     receive: int

@@ -4,6 +4,8 @@ can take at face value."""
 from collections import Counter
 
 from corebench.report.data import _io_said
+from tests.output.test_siege import _result, _summary
+from tests.report.test_anova_report import report
 
 
 def test_which_transport_the_runs_loaded_on_is_counted_in_runs():
@@ -11,3 +13,18 @@ def test_which_transport_the_runs_loaded_on_is_counted_in_runs():
     assert _io_said(Counter({"epoll": 1})) == "the measured run ran its load threads on epoll"
     mixed = Counter({"io_uring": 2, "epoll": 10})
     assert _io_said(mixed) == "of the measured runs, 10 ran their load threads on epoll and 2 on io_uring"
+
+
+def test_the_runs_table_counts_failures_as_the_analysis_does():
+    # 700 answered 200 and 300 answered 503 in 2 s: 350 req/s, 300 failed;
+    # the store's columns keep ab's counts (every response, errors only).
+    mixed = _result(
+        requests=1000, responses=1000, status={200: 700, 503: 300}, body=0, duration_s=2.0, total=_summary(1000)
+    )
+    run = {"result_json": mixed.model_dump_json(by_alias=True), "throughput_rps": 500.0, "failed_requests": 0}
+    assert report(0.0).run_figures(run) == {"rps": 350.0, "failed": 300}
+    # A run that stored no result (its target failed to start): its columns as stored.
+    assert report(0.0).run_figures({"result_json": None, "throughput_rps": None, "failed_requests": None}) == {
+        "rps": None,
+        "failed": None,
+    }

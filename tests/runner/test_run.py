@@ -352,6 +352,12 @@ def test_a_run_line_counts_unsuccessful_statuses_as_failures_not_rate():
     total = _summary(1000, 1000, 9000, 2000.0) | {"percentiles": [{"percentile": 99.0, "value_us": 8000}]}
     mixed = _result(requests=1000, responses=1000, status={200: 700, 503: 300}, body=0, duration_s=2.0, total=total)
     assert ran_line(mixed, None) == "350 req/s, p99 8.00 ms, 300 failed"
+    # A 200 whose length differs from the first is a failed request (ab's
+    # rule), though its status is a success: counted as the analysis does.
+    lengths = _result(
+        requests=1000, responses=1000, status={200: 1000}, body=0, duration_s=2.0, total=total, length_errors=40
+    )
+    assert ran_line(lengths, None) == "500 req/s, p99 8.00 ms, 40 failed"
     refused = _result(requests=1000, responses=900, status={200: 900}, body=0, duration_s=2.0, total=total)
     assert ran_line(refused, "the generator shared the target's cores").endswith(
         ", 100 failed [lower bound: the generator shared the target's cores]"

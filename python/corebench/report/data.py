@@ -20,7 +20,7 @@ from corebench.analysis.drift import drift
 from corebench.analysis.gates import Judged, judge
 from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
-from corebench.analysis.points import PointStats, as_logged, goodput_rps, point_stats
+from corebench.analysis.points import PointStats, as_logged, failed_requests, goodput_rps, point_stats
 from corebench.analysis.processes import ProcessRow, processes
 from corebench.analysis.scaling import Fit, ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
@@ -80,6 +80,16 @@ class ReportData:
     thresholds: list[Judged] = field(default_factory=list)
     # Plans with [search]: each configuration's sustained rate within the objective.
     capacity: list[dict[str, Any]] = field(default_factory=list)
+
+    def run_figures(self, run: dict[str, Any]) -> dict[str, Any]:
+        """A stored run's rate and failures as the analysis counts them: the
+        rate of successes, and errors with unsuccessful statuses (less a
+        replay's as its log recorded them). The store's own columns keep ab's
+        counts: every response, and transport errors only."""
+        if not run["result_json"]:
+            return {"rps": run["throughput_rps"], "failed": run["failed_requests"]}
+        result = json.loads(run["result_json"])
+        return {"rps": goodput_rps(result), "failed": failed_requests(result)}
 
     def agent_rows(self) -> list[dict[str, Any]]:
         """Distributed runs: one row per agent of each stored result."""

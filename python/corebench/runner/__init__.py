@@ -25,7 +25,7 @@ from corebench.plan import Experiment
 from corebench.plan.engine_config import run_config
 from corebench.plan.model import Target
 from corebench.plan.objective import SearchSettings
-from corebench.result import LoadResult
+from corebench.result import LoadResult, failed_requests, goodput_rps
 from corebench.runner import adaptive, baseline, calibrate, capacity, host, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
 from corebench.runner.preflight import Checked
@@ -386,9 +386,10 @@ def _one(
 
 
 def ran_line(result: LoadResult, bound: str | None) -> str:
-    """A measured run in one line. Throughput is successes (DESIGN.md): a
-    4xx or 5xx is a failure as a refused connect is, and neither is rate."""
-    goodput = result.successes / result.duration_s if result.duration_s else 0.0
+    """A measured run in one line, with the figures the analysis takes from
+    it: throughput is successes (DESIGN.md), and the failures are errors
+    and unsuccessful statuses (less a replay's as its log recorded them)."""
+    stored = result.model_dump(mode="json", by_alias=True)
     p99 = result.latency_us.total.at(99.0) / 1000
     flag = f" [lower bound: {bound}]" if bound else ""
-    return f"{goodput:,.0f} req/s, p99 {p99:.2f} ms, {result.requests - result.successes:,} failed{flag}"
+    return f"{goodput_rps(stored):,.0f} req/s, p99 {p99:.2f} ms, {failed_requests(stored):,} failed{flag}"
