@@ -53,3 +53,20 @@ def test_without_probes_the_table_has_no_such_column():
     assert "probes" not in "\n".join(lines) and lines[3].endswith("10%  node-0"), lines
     assert lines[2].index("CPU use") + len("CPU use") == lines[3].index("10%") + len("10%")
     assert lines[2].index("node") == lines[3].index("node-0")
+
+
+def test_the_achieved_rate_says_how_much_of_it_succeeded():
+    from corebench.output.sections import schedule
+    from corebench.result import ScheduleSummary
+    from tests.output.test_siege import _result, _summary
+
+    lag = dict(send_lag_p50_us=0, send_lag_p99_us=0, send_lag_max_us=0, kept=True)
+    plan = ScheduleSummary(target_rps=500.0, window_s=2.0, sent=1000, late=0, dropped=0, **lag)
+
+    def achieved(status: dict[int, int]) -> str:
+        r = _result(requests=1000, responses=1000, status=status, body=0, duration_s=2.0, total=_summary(1000))
+        r = r.model_copy(update={"schedule": plan, "throughput_rps": 500.0})
+        return next(line for line in schedule(r) if "Achieved rate" in line)
+
+    assert achieved({200: 1000}).endswith("500.00 [#/sec] (responses over the run)")
+    assert achieved({200: 700, 503: 300}).endswith("500.00 [#/sec] (responses over the run); 350.00 successful")

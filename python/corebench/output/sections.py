@@ -15,6 +15,13 @@ def _ms(us: float) -> str:
     return f"{us / 1000:.3f}"
 
 
+def _successful(r: LoadResult) -> str:
+    """Where some responses had a status other than 2xx or 3xx: failures
+    are never throughput."""
+    ok = r.successes / r.duration_s if r.duration_s else 0.0
+    return f"; {ok:.2f} successful"
+
+
 def schedule(r: LoadResult) -> list[str]:
     s = r.schedule
     if s is None:
@@ -23,7 +30,8 @@ def schedule(r: LoadResult) -> list[str]:
         "",
         "Open-loop schedule",
         f"  Target rate:          {s.target_rps:.2f} [#/sec] over {s.window_s:.3f} s{_arrivals(r)}",
-        f"  Achieved rate:        {r.throughput_rps:.2f} [#/sec] (responses over the run)",
+        f"  Achieved rate:        {r.throughput_rps:.2f} [#/sec] (responses over the run)"
+        + (_successful(r) if r.successes != r.responses else ""),
         f"  Sent on schedule:     {s.sent - s.late} of {s.sent + s.dropped}; late {s.late}, dropped {s.dropped}",
         f"  Send lag (ms):        p50 {_ms(s.send_lag_p50_us)}, p99 {_ms(s.send_lag_p99_us)}, "
         f"max {_ms(s.send_lag_max_us)}",
