@@ -75,6 +75,13 @@ def goodput_rps(result: dict[str, Any]) -> float:
     return ok / float(result["duration_s"]) if result.get("duration_s") else 0.0
 
 
+def agent_successful_rps(agent: dict[str, Any]) -> float:
+    """An agent summary's successes per second (its `throughput_rps` counts
+    every response)."""
+    d = float(agent.get("duration_s") or 0.0)
+    return max(0.0, float(agent["throughput_rps"]) - (int(agent.get("unsuccessful", 0)) / d if d else 0.0))
+
+
 def failed_requests(result: dict[str, Any]) -> int:
     """Transport errors plus responses with an unsuccessful status, less a
     replay's responses that had the status its log recorded for the same
@@ -228,6 +235,19 @@ class AgentSummary(_Model):
     cpu_utilization: float
     # This agent's probes (the run's `linger_probes` sums them).
     linger_probes: ProbeCounts = ProbeCounts()
+    # Of its responses, those with a status other than 2xx or 3xx (0 in
+    # results stored before they were counted).
+    unsuccessful: int = 0
+
+    @property
+    def successful_rps(self) -> float:
+        """Successes per second: failures are never throughput."""
+        return agent_successful_rps(self.model_dump())
+
+    @property
+    def failures(self) -> int:
+        """Errors and responses with a status other than 2xx or 3xx."""
+        return self.failed + self.unsuccessful
 
     @property
     def run_cpu_s(self) -> float:

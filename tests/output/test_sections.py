@@ -6,7 +6,7 @@ from corebench.output.sections import agents
 from corebench.result import AgentSummary, ProbeCounts
 
 
-def _agent(index: int, probes: ProbeCounts | None = None) -> AgentSummary:
+def _agent(index: int, probes: ProbeCounts | None = None, unsuccessful: int | None = None) -> AgentSummary:
     fields = dict(
         index=index,
         node=f"node-{index}",
@@ -32,6 +32,8 @@ def _agent(index: int, probes: ProbeCounts | None = None) -> AgentSummary:
     )
     if probes is not None:
         fields["linger_probes"] = probes.model_dump()
+    if unsuccessful is not None:
+        fields["unsuccessful"] = unsuccessful
     return AgentSummary.model_validate(fields)
 
 
@@ -53,6 +55,15 @@ def test_without_probes_the_table_has_no_such_column():
     assert "probes" not in "\n".join(lines) and lines[3].endswith("10%  node-0"), lines
     assert lines[2].index("CPU use") + len("CPU use") == lines[3].index("10%") + len("10%")
     assert lines[2].index("node") == lines[3].index("node-0")
+
+
+def test_each_agent_counts_unsuccessful_statuses_as_failures_not_rate():
+    # 1,000 responses in 5 s, 300 of them 503s: 140 successes a second, 300 failed.
+    mixed = [_agent(0, unsuccessful=300), _agent(1)]
+    lines = agents(SimpleNamespace(agents=mixed, linger_probes=ProbeCounts()))  # type: ignore[arg-type]
+    assert lines[3].split()[:5] == ["0", "25", "1000", "300", "140.00"], lines
+    assert lines[4].split()[:5] == ["1", "25", "1000", "0", "200.00"], lines
+    assert mixed[1].unsuccessful == 0, "a part from before they were counted parses"
 
 
 def test_the_achieved_rate_says_how_much_of_it_succeeded():

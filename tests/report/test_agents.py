@@ -51,3 +51,12 @@ def test_no_column_where_no_probe_ran():
     assert "probes held" not in table
     assert table.count("<tr>") == 3
     assert [r.count("<td") for r in table.split("<tr>")[2:]] == [11, 11]
+
+
+def test_each_agent_counts_unsuccessful_statuses_as_failures_not_rate():
+    # 1,000 responses in 5 s (200 a second, as every response counts), 300 of them 503s.
+    mixed = {**_agent(0, None), "unsuccessful": 300, "duration_s": 5.0}
+    table = _table([mixed, _agent(1, None)])
+    rows = table.split("<tr>")[2:]
+    assert "<td>1000</td><td>300</td><td>140</td>" in rows[0], rows[0]
+    assert "<td>1000</td><td>0</td><td>200</td>" in rows[1], rows[1]

@@ -125,6 +125,7 @@ fn summary(p: &AgentPart) -> AgentSummary {
         requests: s.requests(),
         responses: s.responses,
         failed: s.errors.total(),
+        unsuccessful: s.unsuccessful(),
         throughput_rps: if r.duration_s > 0.0 { s.responses as f64 / r.duration_s } else { 0.0 },
         sent: s.schedule.sent,
         late: s.schedule.late,

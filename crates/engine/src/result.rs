@@ -239,6 +239,10 @@ pub struct AgentSummary {
     pub requests: u64,
     pub responses: u64,
     pub failed: u64,
+    /// Of `responses`, those whose status was not 2xx or 3xx: failures too.
+    #[serde(default)]
+    pub unsuccessful: u64,
+    /// Every response per second, as `LoadResult::throughput_rps`.
     pub throughput_rps: f64,
     /// Open loop: this agent's sends, late sends and dropped sends.
     pub sent: u64,

@@ -46,6 +46,16 @@ fn keep_alive(url: &str, concurrency: u32) -> LoadConfig {
 }
 
 on_each_io! {
+fn each_agent_counts_unsuccessful_statuses() {
+    const UNAVAILABLE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n";
+    let srv = start(Reply::Bytes(UNAVAILABLE, true));
+    let cfg = LoadConfig { requests: Some(300), ..keep_alive(&srv.url, 4) };
+    let r = merge(&cfg, run_agents(&cfg, 2)).unwrap();
+    let per_agent: Vec<(u64, u64, u64)> = r.agents.iter().map(|a| (a.responses, a.failed, a.unsuccessful)).collect();
+    assert_eq!(per_agent.iter().map(|&(n, _, _)| n).sum::<u64>(), 300, "{per_agent:?}");
+    assert!(per_agent.iter().all(|&(n, failed, bad)| failed == 0 && bad == n), "{per_agent:?}");
+}
+
 fn closed_loop_parts_merge_to_the_servers_count_and_the_hand_merged_histogram() {
     let srv = start(Reply::Bytes(OK, true));
     let cfg = LoadConfig { requests: Some(1000), ..keep_alive(&srv.url, 7) };

@@ -136,7 +136,7 @@ def agents(r: LoadResult) -> list[str]:
     for a in r.agents:
         held = f"  {f'{a.linger_probes.held} of {a.linger_probes.probes}':>11}" if probed else ""
         out.append(
-            f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failed:8d} {a.throughput_rps:10.2f} "
+            f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failures:8d} {a.successful_rps:10.2f} "
             f"{_ms(a.p99_us):>8} {a.cpu_utilization:8.0%}{held}  {a.node}"
         )
     for a in r.agents:

@@ -28,6 +28,7 @@ from corebench.analysis.verdict import Slo, load_factors, verdicts
 from corebench.errors import UsageError
 from corebench.plan.model import DEFAULT_PRECISION
 from corebench.plan.thresholds import parse as parse_threshold
+from corebench.result import agent_successful_rps
 from corebench.runner import adaptive
 from corebench.runner.calibrate import NEAR_CEILING, Ceiling
 from corebench.store import Store
@@ -98,6 +99,9 @@ class ReportData:
             agents = json.loads(r["result_json"]).get("agents", []) if r["result_json"] else []
             out += [{"seq": r["seq"], "point": r["point_json"], "warmup": r["warmup"], **a} for a in agents]
         for a in out:
+            # Failures are never throughput: successes per second, and errors with unsuccessful statuses.
+            a["successful_rps"] = agent_successful_rps(a)
+            a["failures"] = int(a["failed"]) + int(a.get("unsuccessful", 0))
             # What each agent's `--linger auto` probes found (none before they were kept).
             p = a.get("linger_probes") or {}
             a["probes_held"] = f"{p['held']} of {p['probes']}" if p.get("probes") else None
