@@ -76,10 +76,11 @@ def goodput_rps(result: dict[str, Any]) -> float:
 
 
 def agent_successful_rps(agent: dict[str, Any]) -> float:
-    """An agent summary's successes per second (its `throughput_rps` counts
-    every response)."""
-    d = float(agent.get("duration_s") or 0.0)
-    return max(0.0, float(agent["throughput_rps"]) - (int(agent.get("unsuccessful", 0)) / d if d else 0.0))
+    """An agent summary's (or its JSON's) successes per second: its
+    `throughput_rps` counts every response, `unsuccessful` those that failed."""
+    duration_s = float(agent.get("duration_s") or 0.0)
+    ok = int(agent["responses"]) - int(agent.get("unsuccessful") or 0)
+    return ok / duration_s if duration_s else 0.0
 
 
 def failed_requests(result: dict[str, Any]) -> int:
@@ -242,7 +243,7 @@ class AgentSummary(_Model):
     @property
     def successful_rps(self) -> float:
         """Successes per second: failures are never throughput."""
-        return agent_successful_rps(self.model_dump())
+        return agent_successful_rps(vars(self))
 
     @property
     def failures(self) -> int:

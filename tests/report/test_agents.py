@@ -13,6 +13,8 @@ def _agent(index: int, probes: dict[str, int] | None) -> dict:
         "node": f"10.0.0.{index}",
         "concurrency": 50,
         "requests": 1000,
+        "responses": 1000,
+        "duration_s": 5.0,
         "failed": 0,
         "throughput_rps": 200.0,
         "p99_us": 1500,
@@ -55,7 +57,7 @@ def test_no_column_where_no_probe_ran():
 
 def test_each_agent_counts_unsuccessful_statuses_as_failures_not_rate():
     # 1,000 responses in 5 s (200 a second, as every response counts), 300 of them 503s.
-    mixed = {**_agent(0, None), "unsuccessful": 300, "duration_s": 5.0}
+    mixed = {**_agent(0, None), "unsuccessful": 300}
     table = _table([mixed, _agent(1, None)])
     rows = table.split("<tr>")[2:]
     assert "<td>1000</td><td>300</td><td>140</td>" in rows[0], rows[0]

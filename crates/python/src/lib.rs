@@ -169,7 +169,8 @@ fn drive<T: Send>(
 }
 
 /// The run's figures so far, for a live display: `finished` and `failed`
-/// requests, and `unsuccessful` responses (a status other than 2xx or 3xx); once the load has started, `elapsed_s` and what the run is to
+/// requests, and `unsuccessful` responses (a status other than 2xx or
+/// 3xx); once the load has started, `elapsed_s` and what the run is to
 /// do, `requests` and `length_s` (each None when not bounded by it); and
 /// `second`, the last whole second's `second` (its index), `completed`,
 /// `errors`, `p50_us` and `p99_us` (None before the first second is over).
