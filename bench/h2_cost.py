@@ -46,7 +46,7 @@ GENERATORS = {
     "h2-crate": f"{CRATE_CLIENT} {{url}} {{c}} {{m}} {{s}}",
     "corebench": f"{ROOT}/.venv/bin/corebench load --http2 --threads 1 -c {{c}} --streams {{m}} -t {{s}}s {{url}}",
     # The same engine kept awake between batches: on one machine the server
-    # no longer pays for waking it (docs/benchmarks.md, "who pays for the wake-ups").
+    # no longer pays for waking it (docs/benchmarks-history.md, "who pays for the wake-ups").
     "corebench-busy": f"{ROOT}/.venv/bin/corebench load --http2 --threads 1 -c {{c}} --streams {{m}} -t {{s}}s "
     "--busy-poll 20us {url}",
 }

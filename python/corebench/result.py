@@ -64,49 +64,12 @@ FAILING_SHARE = 0.01
 # agent's) was the limit rather than the server: client-bound. The monitor,
 # the load command's warning and the agents' report all judge by it.
 CLIENT_BOUND_SHARE = 0.9
+# A run at this share of the generator's calibrated ceiling measured the
+# generator too: a lower bound of the server (runner.calibrate).
+NEAR_CEILING = 0.8
 # A run shorter than this is mostly its load threads' start (spawning them,
 # the first connects): its share of the cores says nothing of a limit.
 CLIENT_BOUND_MIN_S = 0.1
-
-
-def goodput_rps(result: dict[str, Any]) -> float:
-    """Successful responses per second of a stored run's result."""
-    ok = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) in SUCCESS)
-    return ok / float(result["duration_s"]) if result.get("duration_s") else 0.0
-
-
-def agent_successful_rps(agent: dict[str, Any]) -> float:
-    """An agent summary's (or its JSON's) successes per second: its
-    `throughput_rps` counts every response, `unsuccessful` those that failed."""
-    duration_s = float(agent.get("duration_s") or 0.0)
-    ok = int(agent["responses"]) - int(agent.get("unsuccessful") or 0)
-    return ok / duration_s if duration_s else 0.0
-
-
-def failed_requests(result: dict[str, Any]) -> int:
-    """Transport errors plus responses with an unsuccessful status, less a
-    replay's responses that had the status its log recorded for the same
-    request (the site answered as it did then: not a failure of this run)."""
-    bad = sum(int(n) for code, n in result.get("status_counts", {}).items() if int(code) not in SUCCESS)
-    return int(result.get("failed", 0)) + bad - as_logged(result)
-
-
-def as_logged(result: dict[str, Any]) -> int:
-    """A replay's unsuccessful (4xx, 5xx) responses whose status the log
-    also recorded for that method and target, up to the share of the
-    target's log lines that had it: a page logged 200 nine times and 500
-    once, answered 500 every time, has one tenth of its 500s as logged."""
-    if not result.get("replay"):
-        return 0
-    n = 0
-    for u in result.get("urls", []):
-        logged = u.get("status_logged") or {}
-        seen = u.get("status_seen", {})
-        lines, answered = sum(int(c) for c in logged.values()), sum(int(c) for c in seen.values())
-        for code, c in seen.items():
-            if int(code) not in SUCCESS and code in logged and lines:
-                n += min(int(c), round(answered * int(logged[code]) / lines))
-    return n
 
 
 class ErrorCounts(_Model):
@@ -216,8 +179,9 @@ class AgentSummary(_Model):
     threads: int
     concurrency: int
     started_unix_s: float
-    # After the agreed start: slow to prepare, or a clock ahead.
-    start_lag_s: float
+    # After the agreed start: slow to prepare, or a clock ahead (None in
+    # results stored before it was measured).
+    start_lag_s: float | None = None
     duration_s: float
     interrupted: bool
     io: str = "epoll"
@@ -241,9 +205,11 @@ class AgentSummary(_Model):
     unsuccessful: int = 0
 
     @property
-    def successful_rps(self) -> float:
-        """Successes per second: failures are never throughput."""
-        return agent_successful_rps(vars(self))
+    def goodput_rps(self) -> float:
+        """Successes per second: `throughput_rps` counts every response,
+        `unsuccessful` those that failed; failures are never throughput."""
+        ok = self.responses - self.unsuccessful
+        return ok / self.duration_s if self.duration_s else 0.0
 
     @property
     def failures(self) -> int:
@@ -379,6 +345,40 @@ class LoadResult(_Model):
     def successes(self) -> int:
         """Responses with a successful status (2xx, 3xx)."""
         return sum(n for code, n in self.status_counts.items() if code in SUCCESS)
+
+    @property
+    def goodput_rps(self) -> float:
+        """Successful responses per second: failures are never throughput."""
+        return self.successes / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def failed_requests(self) -> int:
+        """Transport errors plus responses with an unsuccessful status, less
+        a replay's responses that had the status its log recorded for the
+        same request (the site answered as it did then: not a failure of
+        this run)."""
+        return self.failed + self.unsuccessful - self.as_logged
+
+    @property
+    def unsuccessful(self) -> int:
+        """Responses with a status other than 2xx or 3xx, as logged or not."""
+        return sum(n for code, n in self.status_counts.items() if code not in SUCCESS)
+
+    @property
+    def as_logged(self) -> int:
+        """A replay's unsuccessful (4xx, 5xx) responses whose status the log
+        also recorded for that method and target, up to the share of the
+        target's log lines that had it: a page logged 200 nine times and 500
+        once, answered 500 every time, has one tenth of its 500s as logged."""
+        if self.replay is None:
+            return 0
+        n = 0
+        for u in self.urls:
+            lines, answered = sum(u.status_logged.values()), sum(u.status_seen.values())
+            for code, c in u.status_seen.items():
+                if code not in SUCCESS and code in u.status_logged and lines:
+                    n += min(c, round(answered * u.status_logged[code] / lines))
+        return n
 
     def failures(self) -> str:
         """What went wrong, most frequent first: error classes and statuses."""

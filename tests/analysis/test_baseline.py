@@ -5,15 +5,18 @@ import pytest
 
 from corebench.analysis.baseline import rows, sentence, server_speedup
 from corebench.analysis.scaling import scaling_table
+from corebench.store import Baseline
 
-FOUND = {
-    "argv": ["hackbench", "-g", "10", "-l", "1000"],
-    "levels": [
-        {"cpus": 2, "target_cpus": [0, 1], "seconds": [5.0, 5.4, 5.2], "error": None},
-        {"cpus": 1, "target_cpus": [0], "seconds": [10.0, 9.0, 11.0], "error": None},
-        {"cpus": 4, "target_cpus": [0, 1, 2, 3], "seconds": [], "error": "hackbench exited with status 1: x"},
-    ],
-}
+FOUND = Baseline.model_validate(
+    {
+        "argv": ["hackbench", "-g", "10", "-l", "1000"],
+        "levels": [
+            {"cpus": 2, "target_cpus": [0, 1], "seconds": [5.0, 5.4, 5.2], "error": None},
+            {"cpus": 1, "target_cpus": [0], "seconds": [10.0, 9.0, 11.0], "error": None},
+            {"cpus": 4, "target_cpus": [0, 1, 2, 3], "seconds": [], "error": "hackbench exited with status 1: x"},
+        ],
+    }
+)
 
 
 def test_speedup_is_the_ratio_of_median_times_over_the_fewest_cpus():
@@ -38,10 +41,11 @@ def test_the_server_is_put_beside_it():
 
 def test_nothing_to_compare_says_nothing():
     assert sentence(None, []) is None and rows(None) == []
-    one = {"argv": ["hackbench"], "levels": [{"cpus": 1, "target_cpus": [0], "seconds": [1.0], "error": None}]}
+    one = Baseline.model_validate(
+        {"argv": ["hackbench"], "levels": [{"cpus": 1, "target_cpus": [0], "seconds": [1.0], "error": None}]}
+    )
     assert sentence(one, []) is None
-    unlimited = {
-        "argv": ["hackbench"],
-        "levels": [{"cpus": None, "target_cpus": [0, 1], "seconds": [1.0], "error": None}],
-    }
+    unlimited = Baseline.model_validate(
+        {"argv": ["hackbench"], "levels": [{"cpus": None, "target_cpus": [0, 1], "seconds": [1.0], "error": None}]}
+    )
     assert rows(unlimited) == []

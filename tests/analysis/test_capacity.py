@@ -2,11 +2,11 @@
 levels read first, a fitted law only between measured levels or up to
 twice the largest, shared-core levels never fitted."""
 
-import json
-
 from corebench.analysis.capacity import capacities, cores_needed
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import summarize
+from corebench.store import Capacity
+from tests.support.records import load_result, stored_run
 
 
 def amdahl(n: float, lam: float = 1000.0, sigma: float = 0.05) -> float:
@@ -15,18 +15,19 @@ def amdahl(n: float, lam: float = 1000.0, sigma: float = 0.05) -> float:
 
 def point(cpus: int, rates: list[float], shared: bool = False) -> PointStats:
     runs = [
-        {
-            "search_json": json.dumps(
-                {
-                    "rate_rps": r,
-                    "bracket": [r, r * 1.04],
-                    "outcome": "found",
-                    "objective": "p99<=20ms, errors<=1%",
-                    "arrivals": "poisson",
-                }
+        stored_run(
+            {"cpus": cpus},
+            load_result(p99_us=10_000),
+            search=Capacity(
+                rate_rps=r,
+                bracket=(r, r * 1.04),
+                outcome="found",
+                objective="p99<=20ms, errors<=1%",
+                arrivals="poisson",
+                precision=0.02,
+                steps=[],
             ),
-            "p99_us": 10_000,
-        }
+        )
         for r in rates
     ]
     s = summarize(rates)

@@ -21,6 +21,7 @@ from corebench.analysis.stats import (
     summarize,
 )
 from corebench.analysis.verdict import best_at_matched_load, best_set, load_factors, verdicts
+from tests.support.records import load_result, stored_run
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2, math.nan, 0.049]
 
@@ -63,7 +64,7 @@ def test_brown_forsythe_sees_a_difference_in_spread_only_when_there_is_one():
 
 def point(levels, rps, p99_ms=10.0):
     s = summarize(rps)
-    runs = [{"p99_us": p99_ms * 1000} for _ in rps]
+    runs = [stored_run(levels, load_result(p99_us=round(p99_ms * 1000))) for _ in rps]
     lat = summarize([p99_ms * 1000] * len(rps))
     return PointStats(levels, runs, runs, s, lat, lat, 0, 0.0, None, None, False, None, False, list(rps))
 
@@ -78,7 +79,7 @@ def test_the_best_is_a_set_of_configurations_not_shown_worse():
 
 def runs(levels, rps, p99_ms):
     """A point whose runs differ in p99 as well as in goodput."""
-    measured = [{"p99_us": x * 1000} for x in p99_ms]
+    measured = [stored_run(levels, load_result(p99_us=round(x * 1000))) for x in p99_ms]
     lat = summarize([x * 1000 for x in p99_ms])
     return PointStats(levels, measured, measured, summarize(rps), lat, lat, 0, 0.0, None, None, False, None, False, rps)
 
@@ -154,7 +155,7 @@ def test_equal_means_leave_everyone_in_the_set():
     rng = np.random.default_rng(3)
     ps = [point({"mpm": m}, list(rng.normal(1000, 20, 5))) for m in ("event", "worker", "prefork", "simple")]
     best, tied = best_set(ps)
-    assert best is max(ps, key=lambda p: p.throughput.mean)
+    assert best is max(ps, key=lambda p: p.goodput_rps.mean)
     assert {id(p) for p in [best, *tied]} == {id(p) for p in ps}
 
 

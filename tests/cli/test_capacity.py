@@ -17,6 +17,7 @@ import pytest
 from corebench.targets.builtin import Served
 from corebench.testing import free_port
 from tests.conftest import CLI, run_cli
+from tests.support.records import as_json
 
 SERVICE_US = 1000  # μ = 1000/s
 SLO_S = 0.020
@@ -186,7 +187,7 @@ precision = "5%"
         runs = s.runs(s.newest_experiment())
     finally:
         s.close()
-    searches = [json.loads(run["search_json"]) for run in runs]
+    searches = [as_json(run.search) for run in runs]
     truth = 1e6 / SERVICE_US - math.log(10) / SLO_S
     for found in searches:
         lo, hi = found["bracket"]

@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from tests.conftest import ACCESS_LOG, CLI, run_cli
+from tests.support.records import as_json
 
 
 def test_cli_load_on_the_cluster(ray_cluster, nginx, tmp_path):
@@ -120,14 +121,14 @@ keep_alive = true
     s = Store(store, read_only=True)
     runs = s.runs(1)
     s.close()
-    statuses = [r["status"] for r in runs]
+    statuses = [r.status for r in runs]
     assert statuses == ["failed", "ok", "ok"], (statuses, err)
-    assert runs[0]["error"].startswith("agents: agent"), runs[0]["error"]
-    assert len(json.loads(runs[1]["result_json"])["agents"]) == 2
+    assert runs[0].error.startswith("agents: agent"), runs[0].error
+    assert len(as_json(runs[1].result)["agents"]) == 2
     # The generator's figures are the agents': their CPU, their client-bound flag.
-    monitor = json.loads(runs[1]["monitor_json"])
+    monitor = as_json(runs[1].monitor)
     assert monitor["generator_cpu"] > 0 and monitor["client_bound_agents"] == []
-    assert json.loads(runs[1]["layout_json"])["generator"] == "ray agents"
+    assert as_json(runs[1].layout)["generator"] == "ray agents"
     # The report lists each agent of each run that measured.
     html = tmp_path / "report.html"
     p = run_cli("report", str(store), "-o", str(html))

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import CLI, run_cli
+from tests.support.records import as_json
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
@@ -206,9 +207,9 @@ allow_remote = true
     s = Store(tmp_path / "s.sqlite", read_only=True)
     runs = s.runs(1)
     s.close()
-    assert [r["status"] for r in runs] == ["ok", "ok"]
+    assert [r.status for r in runs] == ["ok", "ok"]
     for r in runs:
-        result = json.loads(r["result_json"])
+        result = as_json(r.result)
         assert result["address"].startswith(two_hosts.here)
         assert all(a["responses"] > 0 and a["failed"] == 0 for a in result["agents"])
         assert {a["node"].split("/")[1] for a in result["agents"]} == {two_hosts.here, two_hosts.there}

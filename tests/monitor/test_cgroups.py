@@ -59,10 +59,10 @@ def test_the_monitor_reads_each_group_apart(layout, tmp_path):
     seconds = len(m.samples) * INTERVAL_S  # the tail sample is shorter: an upper bound
     # The shell's children were reaped by it, so a process tree alone sees
     # them late or not at all; the group sees each one.
-    assert s["services"]["db"]["cpu"] * seconds >= 0.7, s["services"]
-    assert s["target_cpu"] < 0.1
-    assert s["services"]["db"]["io_wait"] is not None and 0 <= s["services"]["db"]["io_wait"] <= 1
-    assert s["target_io_wait"] is not None
+    assert s.services["db"].cpu * seconds >= 0.7, s.services
+    assert s.target_cpu < 0.1
+    assert s.services["db"].io_wait is not None and 0 <= s.services["db"].io_wait <= 1
+    assert s.target_io_wait is not None
 
 
 def test_io_stat_lines_are_summed_per_device(tmp_path):

@@ -36,8 +36,8 @@ def test_a_spinning_process_is_user_time():
         spin.kill()
         spin.wait()
     s = m.summary()
-    assert s["target_cpu"] == pytest.approx(s["target_user_cpu"] + s["target_system_cpu"])
-    assert s["target_cpu"] > 0.3 and s["target_system_share"] < 0.3, s
+    assert s.target_cpu == pytest.approx(s.target_user_cpu + s.target_system_cpu)
+    assert s.target_cpu > 0.3 and s.target_system_share < 0.3, s
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
@@ -51,12 +51,12 @@ def test_writes_to_the_image_are_seen_on_its_device_and_in_the_writer(tmp_path):
         with Monitor(writer.pid, 1, [dev]) as mon:
             writer.wait(timeout=60)
         s = mon.summary()
-        seconds = s["samples"] * INTERVAL_S  # the tail sample is shorter: an upper bound
-        assert s["disk_devices"] == [dev]
-        assert s["disk_write_bps"] * seconds >= 0.8 * 16 * 2**20, s
-        assert s["target_write_bps"] * seconds >= 0.8 * 16 * 2**20, s
+        seconds = s.samples * INTERVAL_S  # the tail sample is shorter: an upper bound
+        assert s.disk_devices == [dev]
+        assert s.disk_write_bps * seconds >= 0.8 * 16 * 2**20, s
+        assert s.target_write_bps * seconds >= 0.8 * 16 * 2**20, s
         # Busy time is the device's own io_ticks: a loop device may not count
         # it (seen 0 on one machine, 0.1 on another), so only its range is sure.
-        assert 0 <= s["disk_busy"] <= 1.0 + 1e-9
+        assert 0 <= s.disk_busy <= 1.0 + 1e-9
     finally:
         filesystem.unmount(m)

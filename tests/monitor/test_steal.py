@@ -7,6 +7,7 @@ from corebench.analysis.points import PointStats
 from corebench.analysis.stats import summarize
 from corebench.analysis.verdict import verdicts
 from corebench.monitor import Disk, Monitor, Tree
+from tests.support.records import load_result, stored_run
 
 Times = namedtuple("Times", "user system idle iowait softirq steal")
 
@@ -22,11 +23,11 @@ def test_steal_is_measured_per_interval_in_cores():
     assert abs(s.cores[1]["steal"] - 0.3) < 1e-9, "0.3 of its 1.0 s"
     m.samples = [s]
     summary = m.summary()
-    assert summary["steal_notable"] and abs(summary["steal_cpu"] - 0.4) < 1e-9
+    assert summary.steal_notable and abs(summary.steal_cpu - 0.4) < 1e-9
 
 
 def test_runs_with_steal_get_a_verdict_line():
-    runs = [{"p99_us": 1000.0}] * 3
+    runs = [stored_run({"cpus": 1}, load_result(p99_us=1000))] * 3
     rps = [1000.0, 1010.0, 990.0]
     s = summarize(rps)
     p = PointStats({"cpus": 1}, runs, runs, s, s, s, 0, 0.0, None, None, False, None, False, rps)

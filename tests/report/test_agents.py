@@ -1,39 +1,40 @@
 """The HTML report's table of load agents: one row per agent of each run,
 with what each agent's probes found where they ran."""
 
-import json
-
 from corebench.report.html import Html
 from tests.report.test_anova_report import report
+from tests.support.records import load_result, stored_run
 
 
 def _agent(index: int, probes: dict[str, int] | None) -> dict:
     a = {
         "index": index,
         "node": f"10.0.0.{index}",
+        "cores": 1,
+        "threads": 1,
         "concurrency": 50,
+        "started_unix_s": 0.0,
+        "start_lag_s": 0.002,
+        "duration_s": 5.0,
+        "interrupted": False,
         "requests": 1000,
         "responses": 1000,
-        "duration_s": 5.0,
         "failed": 0,
         "throughput_rps": 200.0,
+        "sent": 1000,
+        "late": 0,
+        "dropped": 0,
+        "p50_us": 1000,
         "p99_us": 1500,
+        "cpu": {"user_s": 0.0, "system_s": 0.0},
         "cpu_utilization": 0.4,
-        "start_lag_s": 0.002,
     }
     return a if probes is None else {**a, "linger_probes": probes}
 
 
 def _table(agents: list[dict]) -> str:
     d = report(wild_share=0.0)
-    result = {"agents": agents, "timeline": [], "duration_s": 5.0}
-    # A stored run's row (corebench.store's runs table).
-    columns = ["experiment_id", "point_key", "error", "duration_s", "throughput_rps", "p50_us", "p99_us"]
-    columns += ["failed_requests", "client_bound", "layout_json", "target_json", "search_json", "round", "position"]
-    run: dict = dict.fromkeys([*columns, "lower_bound"])
-    run |= {"id": 1, "seq": 1, "point_json": '{"cpus": 1}', "repetition": 1, "warmup": 0, "status": "ok"}
-    run |= {"started_unix": 0.0, "ended_unix": 5.0, "monitor_json": None}
-    d.runs = [{**run, "result_json": json.dumps(result)}]
+    d.runs = [stored_run({"cpus": 1}, load_result(duration_s=5.0, agents=agents))]
     html = Html().render(d)
     return html.split('<table id="agents">')[1].split("</table>")[0]
 

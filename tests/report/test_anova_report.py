@@ -5,12 +5,14 @@ from pathlib import Path
 
 import numpy as np
 
+from corebench.analysis.analyse import factor_anova
 from corebench.analysis.diagnose import diagnose
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import summarize
-from corebench.report.data import ReportData, factor_anova
+from corebench.report.data import ReportData
 from corebench.report.html import Html
 from corebench.report.md import Markdown
+from tests.support.records import experiment, load_result, stored_run
 
 
 def report(wild_share: float) -> ReportData:
@@ -23,8 +25,10 @@ def report(wild_share: float) -> ReportData:
             rps = [
                 float(1000 * c * np.exp(rng.normal(0, 0.5 if rng.random() < wild_share else 0.02))) for _ in range(5)
             ]
-            runs = [{"p99_us": float(10_000 * rng.uniform(0.9, 1.1)), "status": "ok", "warmup": 0} for _ in rps]
-            lat = summarize([r["p99_us"] for r in runs])
+            runs = [
+                stored_run({"cpus": c, "mpm": m}, load_result(p99_us=int(10_000 * rng.uniform(0.9, 1.1)))) for _ in rps
+            ]
+            lat = summarize([float(r.p99_us or 0) for r in runs])
             points.append(
                 PointStats(
                     {"cpus": c, "mpm": m},
@@ -43,24 +47,13 @@ def report(wild_share: float) -> ReportData:
                     rps,
                 )
             )
-    experiment = {
-        "id": 1,
-        "name": "t",
-        "runs_planned": 30,
-        "plan_toml": "",
-        "created_unix": 0,
-        "corebench_version": "x",
-    }
     d = ReportData(
-        Path("t.sqlite"),
-        experiment,
-        {"plan": {}, "factors": factors},
-        {},
+        experiment(factors, runs_planned=30),
         [],
         points,
         factors,
         [diagnose(p, None, None) for p in points],
-        [],
+        store_path=Path("t.sqlite"),
     )
     d.anova = factor_anova(points, factors)
     return d

@@ -1,7 +1,6 @@
 """`corebench compare`'s chart: both sides' latency distributions overlaid
 in one percentile plot, each series labelled, from runs of known latency."""
 
-import json
 import math
 from pathlib import Path
 
@@ -12,11 +11,14 @@ from corebench.analysis.stats import summarize
 from corebench.report import compare as compare_mod
 from corebench.report.charts import _QUANTILES, percentile_curve
 from corebench.report.compare import Table, compare_points
+from corebench.result import SpectrumPoint
+from corebench.store import StoredRun
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
+from tests.support.records import load_result, stored_run
 
 
-def exponential_run(mean_ms: float, count: int = 100_000) -> dict:
+def exponential_run(mean_ms: float, count: int = 100_000) -> StoredRun:
     """A run whose spectrum is the exponential distribution's quantiles,
     −mean·ln(1 − q), at the spectrum's percentiles (HdrHistogram's steps)."""
     qs = [0.0, *(1 - 0.5**k for k in range(1, 17)), 1.0]
@@ -28,13 +30,16 @@ def exponential_run(mean_ms: float, count: int = 100_000) -> dict:
         }
         for q in qs
     ]
-    result = {"latency_us": {"total": {"spectrum": spectrum}}}
-    return {"result_json": json.dumps(result), "p99_us": -mean_ms * 1000 * math.log(0.01)}
+    result = load_result(p99_us=round(-mean_ms * 1000 * math.log(0.01)))
+    total = result.latency_us.total.model_copy(update={"spectrum": [SpectrumPoint(**s) for s in spectrum]})
+    return stored_run(
+        {}, result.model_copy(update={"latency_us": result.latency_us.model_copy(update={"total": total})})
+    )
 
 
 def point(levels: dict, means_ms: list[float]) -> PointStats:
     runs = [exponential_run(m) for m in means_ms]
-    lat = summarize([r["p99_us"] for r in runs])
+    lat = summarize([float(r.p99_us or 0) for r in runs])
     rps = [1000.0 + i for i in range(len(runs))]
     return PointStats(levels, runs, runs, summarize(rps), lat, lat, 0, 0.0, None, None, False, None, False, rps)
 
@@ -66,7 +71,7 @@ def test_both_sides_are_drawn_and_labelled():
 
 def test_no_chart_without_spectra():
     bare = point({"mpm": "event"}, [1.0])
-    bare.measured = [{"p99_us": 1000.0}]
+    bare.measured = [stored_run({}, load_result(p99_us=1000))]
     assert Table("t", [], [("mpm=event", bare, bare)]).svg() is None
 
 

@@ -3,9 +3,11 @@ can take at face value."""
 
 from collections import Counter
 
-from corebench.report.data import _io_said
+from corebench.analysis.lines import io_said as _io_said
+from corebench.report.data import RunFigures
 from tests.output.test_siege import _result, _summary
 from tests.report.test_anova_report import report
+from tests.support.records import stored_run
 
 
 def test_which_transport_the_runs_loaded_on_is_counted_in_runs():
@@ -21,10 +23,8 @@ def test_the_runs_table_counts_failures_as_the_analysis_does():
     mixed = _result(
         requests=1000, responses=1000, status={200: 700, 503: 300}, body=0, duration_s=2.0, total=_summary(1000)
     )
-    run = {"result_json": mixed.model_dump_json(by_alias=True), "throughput_rps": 500.0, "failed_requests": 0}
-    assert report(0.0).run_figures(run) == {"rps": 350.0, "failed": 300}
+    run = stored_run({}, mixed)
+    assert run.throughput_rps == mixed.throughput_rps and mixed.failed == 0
+    assert report(0.0).run_figures(run) == RunFigures(350.0, 300)
     # A run that stored no result (its target failed to start): its columns as stored.
-    assert report(0.0).run_figures({"result_json": None, "throughput_rps": None, "failed_requests": None}) == {
-        "rps": None,
-        "failed": None,
-    }
+    assert report(0.0).run_figures(stored_run({}, None, status="failed")) == RunFigures(None, None)

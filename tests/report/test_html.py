@@ -15,6 +15,7 @@ import pytest
 from corebench import report
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
+from tests.support.records import load_result
 
 PY = sys.executable
 OUT = Path(__file__).resolve().parents[2] / "out" / "test-report"
@@ -222,6 +223,7 @@ def test_charts_a_reader_can_trust(store):
         svg = titles[title]
         x_axis = svg[svg.index('id="matplotlib.axis_1"') : svg.index('id="matplotlib.axis_2"')]
         assert re.findall(r">([^<>]+)</text>", x_axis)[:2] == ["1", "2"], title
-    timeline = [{"second": s, "completed": 100, "p99_us": 1} for s in range(3)]
-    assert [s["second"] for s in html._whole_seconds({"duration_s": 2.4, "timeline": timeline})] == [0, 1]
-    assert len(html._whole_seconds({"duration_s": 0.3, "timeline": timeline[:1]})) == 1, "a short run keeps its one"
+    timeline = [{"second": s, "completed": 100, "errors": 0, "p50_us": 1, "p99_us": 1} for s in range(3)]
+    assert [s.second for s in html._whole_seconds(load_result(duration_s=2.4, timeline=timeline))] == [0, 1]
+    one = load_result(duration_s=0.3, timeline=timeline[:1])
+    assert len(html._whole_seconds(one)) == 1, "a short run keeps its one"

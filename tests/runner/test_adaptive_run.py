@@ -17,6 +17,7 @@ from corebench import _engine
 from corebench.report.data import load
 from corebench.targets.cpus import online_cpus
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 PLAN = """
 [experiment]
@@ -47,10 +48,10 @@ def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     # hundred) stopped it at round 3 in a CI run; at 0.03 they must land
     # within about 1%.
     noisy = run_plan(tmp_path / "noisy", PLAN.format(args='["--jitter", "0.6"]', precision=0.03))
-    rounds = [max(r["round"] for r in ran.runs) for ran in (stable, noisy)]
+    rounds = [max(r.round for r in ran.runs) for ran in (stable, noisy)]
     assert rounds[0] < 6 and rounds[1] == 6, rounds
     assert stable.out.starts == rounds[0], "a fresh start each round"
-    noisy_rps = [r["throughput_rps"] for r in noisy.runs]
+    noisy_rps = [r.throughput_rps for r in noisy.runs]
     assert max(noisy_rps) / min(noisy_rps) > 1.2, "jitter makes starts differ"
     said = load(stable.store).verdicts
     line = next(v for v in said if v.startswith("Adaptive repetitions"))
@@ -62,7 +63,7 @@ def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     (cal,) = db.execute("SELECT calibration_json FROM experiments").fetchone()
     db.close()
     (c,) = json.loads(cal)
-    layout = json.loads(stable.runs[0]["layout_json"])
+    layout = as_json(stable.runs[0].layout)
     assert (c["target_cpus"], c["generator_cpus"]) == (layout["target_cpus"], layout["generator_cpus"])
     assert c["error"] is None and c["ceiling_rps"] >= c["rps"] > 0
     assert layout["generator_ceiling_rps"] == round(c["ceiling_rps"])
@@ -82,5 +83,5 @@ def test_a_dead_target_stops_after_the_first_rounds(tmp_path):
         '[experiment]\nrepetitions = "auto"\nmax_repetitions = 8\nduration = "0.3s"\n\n'
         '[target]\nurl = "http://127.0.0.1:9/"\n',
     )
-    assert [r["round"] for r in ran.runs] == [1, 2, 3] and all(r["status"] == "failed" for r in ran.runs)
-    assert all("no request succeeded" in r["error"] for r in ran.runs)
+    assert [r.round for r in ran.runs] == [1, 2, 3] and all(r.status == "failed" for r in ran.runs)
+    assert all("no request succeeded" in r.error for r in ran.runs)

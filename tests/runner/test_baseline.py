@@ -2,7 +2,6 @@
 target gets at each cpus level, stored with the experiment, kept on
 --resume, and shown in the report beside the server's speedup."""
 
-import json
 import subprocess
 
 import pytest
@@ -56,7 +55,9 @@ def test_each_cpus_level_gets_its_baseline_and_the_report_shows_it(tmp_path):
 
     s = Store(ran.store, read_only=True)
     try:
-        found = json.loads(s.experiment(ran.out.experiment_id)["baseline_json"])
+        exp = s.experiment(ran.out.experiment_id)
+        assert exp is not None and exp.baseline is not None
+        found = exp.baseline.model_dump()
     finally:
         s.close()
     assert found["argv"] == ["hackbench", "-g", "2", "-l", "100"]

@@ -1,11 +1,11 @@
 """HTTP/1.1 and HTTP/2 as a factor of a plan, on the built-in server: each
 point's runs speak the protocol its level names, and the report says which."""
 
-import json
 from pathlib import Path
 
 from corebench.report import load
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "http2"
 
@@ -32,8 +32,8 @@ concurrency = 4
 keep_alive = true
 """,
     )
-    assert (ran.out.ok, ran.out.failed) == (2, 0), [r["error"] for r in ran.runs]
-    spoke = {json.loads(r["point_json"])["http"]: json.loads(r["result_json"]) for r in ran.runs}
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r.error for r in ran.runs]
+    spoke = {r.point["http"]: as_json(r.result) for r in ran.runs}
     assert spoke["1.1"]["http_version"] == "1.1" and "http2" not in spoke["1.1"]
     assert spoke["2"]["http_version"] == "2" and spoke["2"]["http2"]["connections"] == 4
     assert all(r["failed"] == 0 and r["document_length"] == 2048 for r in spoke.values())
@@ -75,8 +75,8 @@ concurrency = 2
 keep_alive = true
 """,
     )
-    assert (ran.out.ok, ran.out.failed) == (2, 0), [r["error"] for r in ran.runs]
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r.error for r in ran.runs]
     for r in ran.runs:
-        result = json.loads(r["result_json"])
+        result = as_json(r.result)
         assert result["url"].startswith("https://") and result["failed"] == 0, result["error_samples"]
-        assert result["http_version"] == json.loads(r["point_json"])["http"]
+        assert result["http_version"] == r.point["http"]

@@ -2,7 +2,6 @@
 normal runs, a target that dies mid-run, one that never becomes ready, and
 the CPU layout seen from /proc."""
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 
 from corebench.targets.cpus import online_cpus, plan_layout
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 PY = sys.executable
@@ -48,36 +48,36 @@ concurrency = "{{concurrency}}"
 """
     out, runs, _ = experiment(tmp_path, text)
     assert (out.ok, out.failed, len(runs)) == (24, 0, 24)
-    assert sum(r["warmup"] for r in runs) == 6, "a warm-up after each of the 6 starts, never counted"
+    assert sum(r.warmup for r in runs) == 6, "a warm-up after each of the 6 starts, never counted"
     points = {(c, n) for c in (1, 2) for n in (2, 4, 8)}
-    assert {(json.loads(r["point_json"])["cpus"], json.loads(r["point_json"])["concurrency"]) for r in runs} == points
+    assert {(r.point["cpus"], r.point["concurrency"]) for r in runs} == points
     assert out.starts == 6, "every round starts each cpus configuration afresh"
     assert len(cpus_file.read_text().splitlines()) == 6
     for rnd in (1, 2, 3):
-        in_round = sorted((r for r in runs if r["round"] == rnd), key=lambda r: r["position"])
-        assert [r["position"] for r in in_round] == list(range(1, 9))
-        measured = [r for r in in_round if not r["warmup"]]
-        assert {r["repetition"] for r in measured} == {rnd}, "repetitions are numbered from 1, by round"
-        assert len({r["point_key"] for r in measured}) == 6, "each round visits every point once"
-        visits = [json.loads(r["point_json"])["cpus"] for r in in_round]
-        assert visits[0] != visits[-1] and in_round[0]["warmup"] and in_round[4]["warmup"], visits
-    orders = [[r["point_key"] for r in runs if r["round"] == rnd and not r["warmup"]] for rnd in (1, 2, 3)]
+        in_round = sorted((r for r in runs if r.round == rnd), key=lambda r: r.position)
+        assert [r.position for r in in_round] == list(range(1, 9))
+        measured = [r for r in in_round if not r.warmup]
+        assert {r.repetition for r in measured} == {rnd}, "repetitions are numbered from 1, by round"
+        assert len({r.point_key for r in measured}) == 6, "each round visits every point once"
+        visits = [r.point["cpus"] for r in in_round]
+        assert visits[0] != visits[-1] and in_round[0].warmup and in_round[4].warmup, visits
+    orders = [[r.point_key for r in runs if r.round == rnd and not r.warmup] for rnd in (1, 2, 3)]
     assert len({tuple(o) for o in orders}) > 1, "a fresh random order each round"
-    shared = [r for r in runs if json.loads(r["layout_json"])["shared"]]
-    assert all("shared the target's cores" in (r["lower_bound"] or "") for r in shared)
+    shared = [r for r in runs if as_json(r.layout)["shared"]]
+    assert all("shared the target's cores" in (r.lower_bound or "") for r in shared)
     online = online_cpus()
     for line in cpus_file.read_text().splitlines():
         cpus, allowed = line.split()
         target, _, _ = plan_layout(float(cpus), online)
         assert _expand(allowed) == target, line
     for r in runs:
-        layout, monitor = json.loads(r["layout_json"]), json.loads(r["monitor_json"])
-        cpus = json.loads(r["point_json"])["cpus"]
+        layout, monitor = as_json(r.layout), as_json(r.monitor)
+        cpus = r.point["cpus"]
         assert len(layout["target_cpus"]) == cpus
-        assert _expand(json.loads(r["target_json"])["cpus_allowed"]) == layout["target_cpus"]
+        assert _expand(as_json(r.target)["cpus_allowed"]) == layout["target_cpus"]
         assert monitor["samples"] >= 1 and len(monitor["cores"]) == os.cpu_count()
-        assert monitor["target_cpu"] > 0 and r["throughput_rps"] > 0 and r["p99_us"] > 0
-        assert json.loads(r["result_json"])["responses"] > 0
+        assert monitor["target_cpu"] > 0 and r.throughput_rps > 0 and r.p99_us > 0
+        assert as_json(r.result)["responses"] > 0
 
 
 def _expand(cpulist: str) -> list[int]:
@@ -108,12 +108,12 @@ concurrency = 1
 keep_alive = true
 """
     out, runs, _ = experiment(tmp_path, text)
-    assert [r["status"] for r in runs] == ["ok", "failed", "ok", "failed"]
+    assert [r.status for r in runs] == ["ok", "failed", "ok", "failed"]
     assert (out.ok, out.failed, out.starts) == (2, 2, 2)
     for r in runs[1::2]:
-        assert "the target exited with status 3 during the run" in r["error"]
-        assert "exits after 150 requests" in r["error"], "the error carries the tail of the target's output"
-        assert json.loads(r["result_json"])["errors"]["connect"] > 0
+        assert "the target exited with status 3 during the run" in r.error
+        assert "exits after 150 requests" in r.error, "the error carries the tail of the target's output"
+        assert as_json(r.result)["errors"]["connect"] > 0
 
 
 def test_a_target_that_never_becomes_ready(tmp_path):
@@ -134,10 +134,10 @@ ready_timeout = "4s"
     out, runs, _ = experiment(tmp_path, text)
     assert (out.ok, out.failed, len(runs)) == (0, 4, 4)
     for r in runs:
-        mode = json.loads(r["point_json"])["mode"]
+        mode = r.point["mode"]
         why = "did not answer" if mode == "silent" else "exited with status 7 before it was ready"
-        assert why in r["error"] and f"starting {mode}" in r["error"], r["error"]
-        assert r["result_json"] is None
+        assert why in r.error and f"starting {mode}" in r.error, r.error
+        assert r.result is None
     assert out.starts == 4, "a target that failed to start is tried at each round's visit, not again within it"
 
 
@@ -159,7 +159,7 @@ path = "/dynamic?work_us=200"
 concurrency = 4
 """
     out, runs, _ = experiment(tmp_path, text)
-    layout = json.loads(runs[0]["layout_json"])
+    layout = as_json(runs[0].layout)
     assert out.ok == 1 and layout["quota_cpus"] == 0.5 and layout["target_cpus"] == [online_cpus()[0]]
     if layout["method"] == "affinity":
         pytest.skip("this machine's cgroups cannot be written")
@@ -167,7 +167,7 @@ concurrency = 4
     groups = proof.read_text()
     assert any(Path(g).name in groups for g in layout["groups"]), groups
     # ...and used about half a core at most (the quota), with work to spare.
-    monitor = json.loads(runs[0]["monitor_json"])
+    monitor = as_json(runs[0].monitor)
     assert monitor["target_cpu"] < 0.75, monitor["target_cpu"]
 
 
@@ -213,10 +213,10 @@ path = "/nginx.conf"
 concurrency = 2
 """
     out, runs, host = experiment(tmp_path, text)
-    assert (out.ok, out.starts) == (2, 2), [r["error"] for r in runs]
-    assert host["server_version"].startswith("nginx version: nginx/")
+    assert (out.ok, out.starts) == (2, 2), [r.error for r in runs]
+    assert host.server_version.startswith("nginx version: nginx/")
     for r in runs:
-        result = json.loads(r["result_json"])
+        result = as_json(r.result)
         assert result["server_software"].startswith("nginx") and result["failed"] == 0
 
 
@@ -240,7 +240,7 @@ env = {{ PORT = "{{port}}" }}
 ready_timeout = "5s"
 """
     out, runs, _ = experiment(tmp_path, text)
-    assert (out.ok, out.failed) == (1, 1), [r["error"] for r in runs]
+    assert (out.ok, out.failed) == (1, 1), [r.error for r in runs]
     import subprocess
 
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
@@ -264,9 +264,9 @@ address = "127.0.0.2"
 concurrency = 2
 """
     out, runs, _ = experiment(tmp_path, text)
-    assert (out.ok, out.failed) == (1, 0), [r["error"] for r in runs]
-    assert json.loads(runs[0]["target_json"])["base_url"].startswith("http://127.0.0.2:")
-    assert json.loads(runs[0]["result_json"])["address"].startswith("127.0.0.2:")
+    assert (out.ok, out.failed) == (1, 0), [r.error for r in runs]
+    assert as_json(runs[0].target)["base_url"].startswith("http://127.0.0.2:")
+    assert as_json(runs[0].result)["address"].startswith("127.0.0.2:")
 
 
 def test_a_target_on_a_non_loopback_address_needs_allow_remote(tmp_path):
@@ -305,14 +305,14 @@ keep_alive = true
 """
     ran = run_plan(tmp_path, text)
     out, runs, store = ran.out, ran.runs, ran.store
-    assert out.ok == 4, [r["error"] for r in runs]
+    assert out.ok == 4, [r.error for r in runs]
     from corebench.report.data import load
 
     d = load(store)
     by = {p.levels["server"]: p for p in d.points}
-    raw = [r["throughput_rps"] for r in runs if json.loads(r["point_json"])["server"] == "shedding"]
+    raw = [r.throughput_rps for r in runs if r.point["server"] == "shedding"]
     # Every response counted, as ab would: the 503s more than double the figure.
-    assert by["shedding"].throughput.mean < min(raw) * 0.5, "goodput counts only the 200s"
+    assert by["shedding"].goodput_rps.mean < min(raw) * 0.5, "goodput counts only the 200s"
     assert by["shedding"].failing and not by["correct"].failing
     assert by["shedding"].error_share > 0.5
     best = next(v for v in d.verdicts if "best throughput" in v)
@@ -341,8 +341,8 @@ concurrency = 2
     ran = run_plan(tmp_path, text)
     assert (ran.out.ok, ran.out.failed) == (0, 2)
     for r in ran.runs:
-        assert r["status"] == "failed" and r["error"].startswith("no request succeeded: 50 sent; connect: 50")
-        assert json.loads(r["result_json"])["errors"]["connect"] == 50, "the measurement is kept"
+        assert r.status == "failed" and r.error.startswith("no request succeeded: 50 sent; connect: 50")
+        assert as_json(r.result)["errors"]["connect"] == 50, "the measurement is kept"
 
 
 def test_a_run_line_counts_unsuccessful_statuses_as_failures_not_rate():

@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from corebench.store import SCHEMA_VERSION, Store
+from corebench.store import SCHEMA_VERSION, Store, StoredRun
 
 V2 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,38 +41,27 @@ def test_schema_2_is_renumbered_and_keeps_its_figures(tmp_path):
     db.commit()
     db.close()
     read_only = Store(path, read_only=True)  # a report of an old store leaves it as it is
-    assert [(r["repetition"], r["warmup"]) for r in read_only.runs(1)] == [(0, 1), (1, 0), (2, 0)] * 2
+    assert [(r.repetition, r.warmup) for r in read_only.runs(1)] == [(0, True), (1, False), (2, False)] * 2
     read_only.close()
     s = Store(path)
     rows = s.runs(1)
-    assert [(r["point_key"], r["repetition"], r["warmup"]) for r in rows] == [
-        ("a", 0, 1),
-        ("a", 1, 0),
-        ("a", 2, 0),
-        ("b", 0, 1),
-        ("b", 1, 0),
-        ("b", 2, 0),
+    assert [(r.point_key, r.repetition, r.warmup) for r in rows] == [
+        ("a", 0, True),
+        ("a", 1, False),
+        ("a", 2, False),
+        ("b", 0, True),
+        ("b", 1, False),
+        ("b", 2, False),
     ]
-    assert [r["throughput_rps"] for r in rows] == [100.0 * i for i in range(1, 7)]
-    assert all(r["round"] is None and r["lower_bound"] is None for r in rows)
+    assert [r.throughput_rps for r in rows] == [100.0 * i for i in range(1, 7)]
+    assert all(r.round is None and r.lower_bound is None for r in rows)
     assert s.done(1) == {("a", 1), ("a", 2), ("b", 1), ("b", 2)}
     assert s.db.execute("SELECT count(*) FROM samples").fetchone()[0] == 6
     assert s.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
-    common = dict(
-        point={},
-        status="ok",
-        error=None,
-        started=0,
-        ended=1,
-        layout=None,
-        target=None,
-        monitor=None,
-        samples=[],
-        result=None,
-    )
-    s.add_run(1, seq=1, point_key="a", repetition=0, warmup=True, **common)  # a warm-up made again
+    common = dict(experiment_id=1, point={}, status="ok", started_unix=0, ended_unix=1)
+    s.add_run(StoredRun(seq=1, point_key="a", repetition=0, warmup=True, **common))  # a warm-up made again
     with pytest.raises(sqlite3.IntegrityError):
-        s.add_run(1, seq=9, point_key="a", repetition=2, warmup=False, **common)
+        s.add_run(StoredRun(seq=9, point_key="a", repetition=2, warmup=False, **common))
     s.close()
     old = Store(path).experiment(1)
-    assert old["calibration_json"] is None and old["baseline_json"] is None
+    assert old is not None and old.calibration is None and old.baseline is None

@@ -1,19 +1,18 @@
 """Running a plan's text as an experiment into a fresh store, for tests."""
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from corebench.plan import load_plan
 from corebench.runner import Outcome, preflight, run_experiment
-from corebench.store import Store
+from corebench.store import HostFacts, Store, StoredRun
 
 
 @dataclass
 class Ran:
     out: Outcome
-    runs: list[dict]
-    host: dict
+    runs: list[StoredRun]
+    host: HostFacts
     store: Path
 
 
@@ -26,7 +25,7 @@ def run_plan(folder: Path, text: str) -> Ran:
         runs = store.runs(out.experiment_id)
         exp = store.experiment(out.experiment_id)
         assert exp is not None
-        host = json.loads(exp["host_json"])
+        host = exp.host
     finally:
         store.close()
     return Ran(out, runs, host, folder / "store.sqlite")

@@ -4,7 +4,6 @@ written by its prepare step): every route answers as the access log's
 paths need it, the view counter and comments write the database, and a
 short replay of the real log through a plan succeeds."""
 
-import json
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from corebench.plan.model import Service, Target
 from corebench.targets import process, recipes, services
 from corebench.targets.cpus import CpuControl
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shared-server"
 LOG = EXAMPLE.parent / "data" / "apache-combined-10k.log"
@@ -119,8 +119,8 @@ def test_the_quick_plan_replays_the_log_against_it(tmp_path):
     for rel in ("cms", "../data"):
         text = text.replace(f'"{rel}/', f'"{(EXAMPLE / rel).resolve()}/')
     ran = run_plan(tmp_path, text)
-    assert (ran.out.ok, ran.out.failed) == (1, 0), [r["error"] for r in ran.runs if r["error"]]
-    result = json.loads(ran.runs[0]["result_json"])
+    assert (ran.out.ok, ran.out.failed) == (1, 0), [r.error for r in ran.runs if r.error]
+    result = as_json(ran.runs[0].result)
     assert result["failed"] == 0 and result["status_counts"].get("200", 0) > 0.5 * result["responses"], result
-    monitor = json.loads(ran.runs[0]["monitor_json"])
+    monitor = as_json(ran.runs[0].monitor)
     assert monitor["services"]["db"]["cpu"] > 0 and monitor["disk_devices"]

@@ -4,7 +4,6 @@ kernel has them, the target's folder on it, and nothing left mounted or
 attached after a run, a target that fails, Ctrl-C, or a killed corebench
 followed by `corebench cleanup`."""
 
-import json
 import os
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from corebench.runner import preflight
 from corebench.targets import filesystem
 from tests.conftest import CLI, run_cli
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
 
@@ -101,12 +101,12 @@ def test_a_plan_runs_each_filesystem_level_and_records_the_mount(tmp_path):
     assert ran.out.ok == 4 and ran.out.failed == 0
     seen = set()
     for run in ran.runs:
-        levels, mount = json.loads(run["point_json"]), json.loads(run["target_json"])["filesystem"]
+        levels, mount = run.point, as_json(run.target)["filesystem"]
         assert mount["type"] == levels["fs"] and mount["kernel_type"] in ("ext4", "xfs")
         assert mount["atime"] == ("strictatime" if levels["atime"] == "atime" else "noatime"), mount
         seen.add((levels["fs"], levels["atime"], mount["device"]))
         # The image's device is watched during the run.
-        assert json.loads(run["monitor_json"])["disk_devices"] == [Path(mount["device"]).name]
+        assert as_json(run.monitor)["disk_devices"] == [Path(mount["device"]).name]
     assert len(seen) == 4
 
 
@@ -118,8 +118,8 @@ def test_a_target_that_fails_on_its_filesystem_fails_its_runs_and_unmounts(tmp_p
     ran = run_plan(tmp_path, plan.replace('["ext4-ordered", "xfs"]', '["ext4-ordered"]'))
     assert ran.out.ok == 0 and ran.out.failed == 2
     for run in ran.runs:
-        assert "target not started" in run["error"] and "status 3" in run["error"], run["error"]
-        assert json.loads(run["target_json"])["filesystem"]["type"] == "ext4-ordered"
+        assert "target not started" in run.error and "status 3" in run.error, run.error
+        assert as_json(run.target)["filesystem"]["type"] == "ext4-ordered"
 
 
 def _alive(pid: int) -> bool:

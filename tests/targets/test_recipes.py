@@ -2,7 +2,6 @@
 Apache httpd with each MPM and nginx, a short plan each that runs, stores
 and reports; the system's own instances are never touched."""
 
-import json
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ from corebench.plan.model import Target
 from corebench.targets import process, recipes
 from tests.conftest import run_cli
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 APP = Path(__file__).resolve().parents[2] / "examples" / "cores-worth-it" / "wsgi"
 
@@ -55,12 +55,12 @@ concurrency = "{concurrency}"
 """
     out, runs, host = experiment(tmp_path, text)
     # Interleaved: 2 rounds, each starting the 3 MPMs afresh and warming each up once.
-    assert (out.ok, out.failed, out.starts) == (18, 0, 6), [r["error"] for r in runs if r["error"]]
-    assert host["server_version"].startswith("Server version: Apache/2.4")
+    assert (out.ok, out.failed, out.starts) == (18, 0, 6), [r.error for r in runs if r.error]
+    assert host.server_version.startswith("Server version: Apache/2.4")
     for r in runs:
-        result = json.loads(r["result_json"])
+        result = as_json(r.result)
         assert result["server_software"].startswith("Apache") and result["document_length"] == 44
-        assert result["failed"] == 0 and json.loads(r["target_json"])["kind"] == "apache"
+        assert result["failed"] == 0 and as_json(r.target)["kind"] == "apache"
     assert servers_running("apache2") == before, "no Apache left running"
     html = tmp_path / "report.html"
     p = run_cli("report", str(tmp_path / "store.sqlite"), "-o", str(html))
@@ -88,10 +88,10 @@ path = "/2048.html"
 concurrency = 8
 """
     out, runs, host = experiment(tmp_path, text)
-    assert (out.ok, out.starts) == (2, 2), [r["error"] for r in runs]
-    assert host["server_version"].startswith("nginx version")
-    assert all(json.loads(r["result_json"])["document_length"] == 2048 for r in runs)
-    assert all(json.loads(r["result_json"])["address"].startswith("127.0.0.3:") for r in runs)
+    assert (out.ok, out.starts) == (2, 2), [r.error for r in runs]
+    assert host.server_version.startswith("nginx version")
+    assert all(as_json(r.result)["document_length"] == 2048 for r in runs)
+    assert all(as_json(r.result)["address"].startswith("127.0.0.3:") for r in runs)
     d = report.load(tmp_path / "store.sqlite")
     assert len(d.points) == 2 and d.verdicts
 
@@ -141,9 +141,9 @@ path = "/app/"
 concurrency = 4
 """
     out, runs, _ = experiment(tmp_path, text)
-    assert (out.ok, out.failed) == (2, 0), [r["error"] for r in runs if r["error"]]
+    assert (out.ok, out.failed) == (2, 0), [r.error for r in runs if r.error]
     for r in runs:
-        result = json.loads(r["result_json"])
+        result = as_json(r.result)
         assert result["failed"] == 0 and result["responses"] > 0, result["error_samples"]
         assert result["document_length"] == len(page.encode())
     assert servers_running("apache2") == before, "no Apache left running"
@@ -181,9 +181,9 @@ concurrency = 4
 streams = "{{streams}}"
 """
     out, runs, _ = experiment(tmp_path, text)
-    assert (out.ok, out.failed) == (2, 0), [r["error"] for r in runs]
+    assert (out.ok, out.failed) == (2, 0), [r.error for r in runs]
     for r in runs:
-        result = json.loads(r["result_json"])
+        result = as_json(r.result)
         assert result["http_version"] == "2" and result["failed"] == 0, result["error_samples"]
         assert result["server_software"].startswith(server) and result["document_length"] == 2048
         assert result["http2"]["connections"] >= 4 and result["http2"]["peak_streams"] == result["streams"]

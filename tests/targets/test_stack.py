@@ -23,6 +23,7 @@ from corebench.targets import filesystem, process, recipes, services
 from corebench.targets.cpus import CpuControl
 from tests.conftest import CLI, run_cli
 from tests.support.experiments import run_plan
+from tests.support.records import as_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stack"
 
@@ -83,20 +84,20 @@ def test_services_start_in_the_order_of_after():
 
 def test_php_on_postgresql_per_shared_buffers_level(tmp_path):
     ran = run_plan(tmp_path, _plan('["8MB", "28MB"]'))
-    assert (ran.out.ok, ran.out.failed) == (2, 0), [r["error"] for r in ran.runs if r["error"]]
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r.error for r in ran.runs if r.error]
     for run in ran.runs:
-        levels, target = json.loads(run["point_json"]), json.loads(run["target_json"])
+        levels, target = run.point, as_json(run.target)
         db = target["services"]["db"]
         assert db["kind"] == "postgresql" and f"shared_buffers={levels['buffers']}" in db["argv"]
         assert target["filesystem"]["kernel_type"] == "ext4"
-        result = json.loads(run["result_json"])
+        result = as_json(run.result)
         assert result["failed"] == 0 and result["responses"] > 0, result["error_samples"]
         # The page's length is that of "articles=250 shared_buffers=8MB\n" (or 28MB): the data loaded.
         assert result["document_length"] == len(f"articles=250 shared_buffers={levels['buffers']}\n")
-        monitor = json.loads(run["monitor_json"])
+        monitor = as_json(run.monitor)
         assert monitor["services"]["db"]["cpu"] > 0 and monitor["target_cpu"] > 0, monitor["services"]
         assert 0 <= monitor["services"]["db"]["system_share"] <= 1
-        if json.loads(run["layout_json"])["accounting"]:  # each measured by a cgroup of its own
+        if as_json(run.layout)["accounting"]:  # each measured by a cgroup of its own
             assert 0 <= monitor["services"]["db"]["io_wait"] <= 1 and monitor["target_io_wait"] is not None
     # The report: each process at each point, and a chart of their CPU.
     d = load(ran.store)
@@ -111,7 +112,7 @@ def test_php_on_postgresql_per_shared_buffers_level(tmp_path):
 def test_a_stack_whose_database_fails_fails_its_runs_and_leaves_nothing(tmp_path):
     ran = run_plan(tmp_path, _plan('["lots"]'))
     assert (ran.out.ok, ran.out.failed) == (0, 1)
-    error = ran.runs[0]["error"]
+    error = ran.runs[0].error
     assert error.startswith("target not started: service db exited with status"), error
     assert 'invalid value for parameter "shared_buffers": "lots"' in error, error
 
@@ -163,17 +164,14 @@ path = "/static/10"
 concurrency = 1
 """
     ran = run_plan(tmp_path, text)
-    assert (ran.out.ok, ran.out.starts) == (2, 2), [r["error"] for r in ran.runs if r["error"]]
-    ports = {
-        json.loads(r["point_json"])["level"]: json.loads(r["target_json"])["services"]["files"]["port"]
-        for r in ran.runs
-    }
+    assert (ran.out.ok, ran.out.starts) == (2, 2), [r.error for r in ran.runs if r.error]
+    ports = {r.point["level"]: as_json(r.target)["services"]["files"]["port"] for r in ran.runs}
     assert len(set(ports.values())) == 2
     from corebench.store import Store
 
     s = Store(ran.store, read_only=True)
     try:
-        plan = json.loads(s.experiment(ran.out.experiment_id)["plan_json"])
+        plan = s.experiment(ran.out.experiment_id).plan.model_dump()
     finally:
         s.close()
     assert plan["plan"]["target"]["services"]["files"]["files"][0]["path"] == "level.txt"
@@ -242,13 +240,13 @@ path = "/static/10"
 rate = 50
 """
     ran = run_plan(tmp_path, text)
-    assert ran.out.ok == 1, [r["error"] for r in ran.runs if r["error"]]
+    assert ran.out.ok == 1, [r.error for r in ran.runs if r.error]
     run = ran.runs[-1]
-    layout, target = json.loads(run["layout_json"]), json.loads(run["target_json"])
+    layout, target = as_json(run.layout), as_json(run.target)
     first, second = sorted(os.sched_getaffinity(0))[:2]
     assert layout["target_cpus"] == [first] and layout["services"]["spin"]["target_cpus"] == [second]
     assert target["cpus_allowed"] == str(first) and target["services"]["spin"]["cpus_allowed"] == str(second)
-    monitor = json.loads(run["monitor_json"])
+    monitor = as_json(run.monitor)
     spin = monitor["services"]["spin"]
     assert spin["cpu"] > 0.6 and monitor["target_cpu"] < 0.4, (spin, monitor["target_cpu"])
     if layout["accounting"]:

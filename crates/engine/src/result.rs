@@ -113,7 +113,9 @@ pub struct LoadResult {
     pub bytes: Bytes,
     pub server_software: Option<String>,
     pub document_length: Option<u64>,
-    /// Complete responses per second over `duration_s` (DESIGN.md's throughput).
+    /// Complete responses per second over `duration_s`, failures included:
+    /// ab's "Requests per second". Goodput, the rate of successes, is
+    /// computed from `status_counts` (docs/architecture.md#terms).
     pub throughput_rps: f64,
     pub transfer_rate_bytes_s: f64,
     pub latency_us: Latencies,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from corebench.analysis.scaling import ScalingRow
+from corebench.store import Baseline
 
 
 @dataclass(frozen=True)
@@ -22,25 +22,25 @@ class BaselineRow:
     error: str | None
 
 
-def rows(found: dict[str, Any] | None) -> list[BaselineRow]:
+def rows(found: Baseline | None) -> list[BaselineRow]:
     """The stored baseline's levels with a CPU limit, fewest CPUs first."""
-    if not found:
+    if found is None:
         return []
-    levels = sorted((lv for lv in found["levels"] if lv["cpus"] is not None), key=lambda lv: lv["cpus"])
+    levels = sorted(((lv.cpus, lv) for lv in found.levels if lv.cpus is not None), key=lambda c_lv: c_lv[0])
     if not levels:
         return []
-    medians = [statistics.median(lv["seconds"]) if lv["seconds"] else None for lv in levels]
-    low, t_low = levels[0]["cpus"], medians[0]
+    medians = [statistics.median(lv.seconds) if lv.seconds else None for _, lv in levels]
+    low, t_low = levels[0][0], medians[0]
     return [
         BaselineRow(
-            cpus=float(lv["cpus"]),
+            cpus=cpus,
             median_s=t,
-            runs=len(lv["seconds"]),
+            runs=len(lv.seconds),
             speedup=t_low / t if t_low and t else None,
-            ideal=lv["cpus"] / low,
-            error=lv["error"],
+            ideal=cpus / low,
+            error=lv.error,
         )
-        for lv, t in zip(levels, medians, strict=True)
+        for (cpus, lv), t in zip(levels, medians, strict=True)
     ]
 
 
@@ -52,7 +52,7 @@ def server_speedup(scaling: list[ScalingRow], cpus: float) -> float | None:
     return at.throughput / scaling[0].throughput if at and scaling[0].throughput > 0 else None
 
 
-def sentence(found: dict[str, Any] | None, scaling: list[ScalingRow]) -> str | None:
+def sentence(found: Baseline | None, scaling: list[ScalingRow]) -> str | None:
     """One line: the baseline's speedup at each level, the server's beside it."""
     table = rows(found)
     if len(table) < 2 or found is None:
@@ -71,6 +71,6 @@ def sentence(found: dict[str, Any] | None, scaling: list[ScalingRow]) -> str | N
         parts.append(said)
     runs = min((r.runs for r in table if r.runs), default=0)
     return (
-        f"CPU baseline ({' '.join(found['argv'])}, median of {runs} run(s) per level, speedup over "
+        f"CPU baseline ({' '.join(found.argv)}, median of {runs} run(s) per level, speedup over "
         f"cpus={low.cpus:g}): " + "; ".join(parts) + "."
     )

@@ -14,10 +14,8 @@ that level, and says it is a prediction."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import stats as st
@@ -26,6 +24,7 @@ from corebench.analysis.points import PointStats
 from corebench.analysis.scaling_model import choose
 from corebench.analysis.stats import Summary, summarize
 from corebench.plan.objective import Objective
+from corebench.store import Step
 
 # Levels a law is fitted to before it may speak between or beyond them.
 MIN_FIT_LEVELS = 3
@@ -56,20 +55,18 @@ def capacities(points: list[PointStats]) -> list[PointCapacity]:
     """Points whose measured runs were capacity searches."""
     out = []
     for p in points:
-        searches = [json.loads(r["search_json"]) for r in p.measured if r.get("search_json")]
-        if not searches:
-            continue
-        rates = [float(s["rate_rps"]) for s in searches if s.get("rate_rps") is not None]
+        searches = [r.search for r in p.measured if r.search is not None]
+        rates = [s.rate_rps for s in searches if s.rate_rps is not None]
         if not rates:
             continue
         out.append(
             PointCapacity(
                 point=p,
                 sustained=summarize(rates),
-                brackets=[(s["bracket"][0], s["bracket"][1]) for s in searches],
-                outcomes=[s["outcome"] for s in searches],
-                objective=searches[0]["objective"],
-                arrivals=searches[0]["arrivals"],
+                brackets=[s.bracket for s in searches],
+                outcomes=[s.outcome for s in searches],
+                objective=searches[0].objective,
+                arrivals=searches[0].arrivals,
             )
         )
     return out
@@ -167,21 +164,33 @@ def _rate(c: PointCapacity) -> str:
     return f"{s.mean:,.0f} req/s (one search{shared})"
 
 
-def table(caps: list[PointCapacity]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CapacityRow:
+    """A configuration's sustained rate, as the report shows it."""
+
+    point: str
+    sustained_rps: float
+    ci: tuple[float, float] | None  # over the searches, when there are 2 or more
+    searches: int
+    bracket: tuple[float | None, float | None]  # the widest over the searches
+    outcomes: str
+
+
+def table(caps: list[PointCapacity]) -> list[CapacityRow]:
     """Rows for the report: each configuration's sustained rate."""
     rows = []
     for c in caps:
         los = [b[0] for b in c.brackets if b[0] is not None]
         his = [b[1] for b in c.brackets if b[1] is not None]
         rows.append(
-            {
-                "point": c.point.label(),
-                "sustained_rps": c.sustained.mean,
-                "ci": (c.sustained.ci_low, c.sustained.ci_high) if c.sustained.n >= 2 else None,
-                "searches": c.sustained.n,
-                "bracket": (min(los) if los else None, max(his) if his else None),
-                "outcomes": ", ".join(sorted(set(c.outcomes))),
-            }
+            CapacityRow(
+                point=c.point.label(),
+                sustained_rps=c.sustained.mean,
+                ci=(c.sustained.ci_low, c.sustained.ci_high) if c.sustained.n >= 2 else None,
+                searches=c.sustained.n,
+                bracket=(min(los) if los else None, max(his) if his else None),
+                outcomes=", ".join(sorted(set(c.outcomes))),
+            )
         )
     return rows
 
@@ -262,17 +271,12 @@ def crossing(points: list[tuple[float, float]], limit_us: float, metric: str = "
     return Crossing(metric, estimate, ci, len(near))
 
 
-def limit_estimate(steps: list[Any], objective: Objective) -> Crossing | None:
+def limit_estimate(steps: list[Step], objective: Objective) -> Crossing | None:
     """The lowest crossing over the objective's latency bounds: the one
-    that binds first. `steps` are the search's steps (objects or their
-    JSON)."""
-
-    def get(step: Any, key: str) -> Any:
-        return step[key] if isinstance(step, dict) else getattr(step, key)
-
+    that binds first, from the search's steps."""
     found = []
     for t in objective.latency:
-        pts = [(float(get(s, "rate_rps")), float(get(s, "measured")[t.metric])) for s in steps]
+        pts = [(s.rate_rps, s.measured[t.metric]) for s in steps]
         c = crossing(pts, t.limit, t.metric)
         if c is not None:
             found.append(c)

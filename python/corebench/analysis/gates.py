@@ -5,11 +5,10 @@ judged like any other: a threshold on errors is what catches it."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.points import PointStats, failed_requests
+from corebench.analysis.points import PointStats
 from corebench.plan.thresholds import Threshold
 
 
@@ -22,18 +21,15 @@ class Judged:
 
 
 def _measure(t: Threshold, p: PointStats) -> float:
-    results = [json.loads(r["result_json"]) for r in p.measured if r.get("result_json")]
+    results = p.results()
     if t.metric == "rps":
-        return p.throughput.mean
+        return p.goodput_rps.mean
     if t.metric == "errors":
-        return p.error_share if t.share else float(sum(failed_requests(x) for x in results))
-    total = [x["latency_us"]["total"] for x in results]
+        return p.error_share if t.share else float(sum(x.failed_requests for x in results))
+    total = [x.latency_us.total for x in results]
     if t.metric == "mean":
-        return float(statistics.median(s["mean_us"] for s in total))
-    q = float(t.metric[1:])
-    return float(
-        statistics.median(next(v["value_us"] for v in s["percentiles"] if v["percentile"] == q) for s in total)
-    )
+        return float(statistics.median(s.mean_us for s in total))
+    return float(statistics.median(s.at(float(t.metric[1:])) for s in total))
 
 
 def judge(thresholds: list[Threshold], points: list[PointStats]) -> list[Judged]:

@@ -3,24 +3,23 @@ repetitions (warm-ups and failed runs left out), and how its monitor saw it."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
-from corebench.result import as_logged as as_logged  # re-exported
-from corebench.result import failed_requests as failed_requests  # re-exported
-from corebench.result import goodput_rps as goodput_rps  # re-exported
+from corebench.result import LoadResult
+from corebench.store import MonitorSummary, StoredRun
 
 
 @dataclass
 class PointStats:
     levels: dict[str, Any]
-    runs: list[dict[str, Any]]  # every run of the point, warm-ups and failures included
-    measured: list[dict[str, Any]]
-    throughput: Summary  # of goodput: successful responses per second
+    runs: list[StoredRun]  # every run of the point, warm-ups and failures included
+    measured: list[StoredRun]
+    goodput_rps: Summary  # successful responses per second, over the measured runs
     p50_us: Summary
     p99_us: Summary
     failed_runs: int
@@ -31,7 +30,7 @@ class PointStats:
     little: float | None  # X·R / N, closed loop only
     # The generator ran on the target's cores: the target's figures are understated.
     shared: bool = False
-    rps: list[float] = field(default_factory=list)  # goodput of each measured run
+    run_goodput_rps: list[float] = field(default_factory=list)  # each measured run's
     # The target's CPU service demand per request, each measured run: D = U/X,
     # U in cores (Denning & Buzen 1978, the service demand law).
     demand_ms: list[float] = field(default_factory=list)
@@ -53,75 +52,78 @@ class PointStats:
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.levels.items()) or "(one point)"
 
+    def results(self) -> list[LoadResult]:
+        """The measured runs' results, in run order."""
+        return [r.result for r in self.measured if r.result is not None]
+
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def point_stats(runs: list[dict[str, Any]]) -> list[PointStats]:
+def point_stats(runs: list[StoredRun]) -> list[PointStats]:
     """`runs` as `Store.runs` returns them; points in order of first run."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[StoredRun]] = {}
     for r in runs:
-        groups.setdefault(r["point_key"], []).append(r)
-    out = []
-    for rs in groups.values():
-        measured = [r for r in rs if r["status"] == "ok" and not r["warmup"]]
-        results = [json.loads(r["result_json"]) for r in measured]
-        monitors = [json.loads(r["monitor_json"]) for r in measured if r["monitor_json"]]
-        all_monitors = list(monitors)
-        requests = sum(x["requests"] for x in results)
-        rps = [goodput_rps(x) for x in results]
-        searched = any(r.get("search_json") for r in measured)
-        demand = [
-            json.loads(r["monitor_json"])["target_cpu"] / x * 1000
-            for r, x in zip(measured, rps, strict=True)
-            if x > 0 and r["monitor_json"] and json.loads(r["monitor_json"]).get("target_cpu") is not None
-        ]
-        if searched:
-            demand, monitors = [], []
-        little = None
-        closed = [x for x in results if x.get("model") == "closed"]
-        if closed:
-            little = _mean(
-                [
-                    little_ratio(
-                        x["concurrency"],
-                        x["throughput_rps"],
-                        x["latency_us"]["total"]["mean_us"] / 1e6,
-                        x["duration_s"],
-                    )
-                    for x in closed
-                ]
-            )
-        out.append(
-            PointStats(
-                levels=json.loads(rs[0]["point_json"]),
-                runs=rs,
-                measured=measured,
-                throughput=summarize(rps),
-                p50_us=summarize([r["p50_us"] for r in measured]),
-                p99_us=summarize([r["p99_us"] for r in measured]),
-                failed_runs=sum(r["status"] == "failed" for r in rs),
-                error_share=sum(failed_requests(x) for x in results) / requests if requests else 0.0,
-                target_cpu=_mean([m["target_cpu"] for m in monitors if "target_cpu" in m]),
-                generator_cpu=_mean([m["generator_cpu"] for m in monitors if "generator_cpu" in m]),
-                client_bound=any(m.get("client_bound") for m in monitors),
-                little=little,
-                shared=any(
-                    json.loads(r["layout_json"]).get("shared") and json.loads(r["layout_json"]).get("method") != "none"
-                    for r in measured
-                    if r["layout_json"]
-                ),
-                rps=rps,
-                demand_ms=demand,
-                clients=closed[0]["concurrency"] if closed else None,
-                response_s=_mean([x["latency_us"]["total"]["mean_us"] / 1e6 for x in closed]),
-                searched=searched,
-                steal_runs=sum(bool(m.get("steal_notable")) for m in all_monitors),
-                steal_max_s=max((float(m.get("steal_s", 0.0)) for m in all_monitors), default=0.0),
-            )
+        groups.setdefault(r.point_key, []).append(r)
+    return [_point(rs) for rs in groups.values()]
+
+
+def _point(rs: list[StoredRun]) -> PointStats:
+    measured = [r for r in rs if r.measured]
+    results = [r.result for r in measured if r.result is not None]
+    monitors = [r.monitor for r in measured if r.monitor is not None]
+    all_monitors = list(monitors)
+    requests = sum(x.requests for x in results)
+    rps = [x.goodput_rps for x in results]
+    searched = any(r.search is not None for r in measured)
+    demand = [
+        r.monitor.target_cpu / x * 1000
+        for r, x in zip(measured, rps, strict=True)
+        if x > 0 and r.monitor is not None and r.monitor.target_cpu is not None
+    ]
+    if searched:
+        demand, monitors = [], []
+    closed = [x for x in results if x.model == "closed"]
+    little = None
+    if closed:
+        little = _mean(
+            [
+                little_ratio(x.concurrency, x.throughput_rps, x.latency_us.total.mean_us / 1e6, x.duration_s)
+                for x in closed
+            ]
         )
-    return out
+    return PointStats(
+        levels=dict(rs[0].point),
+        runs=rs,
+        measured=measured,
+        goodput_rps=summarize(rps),
+        p50_us=summarize([float(r.p50_us or 0) for r in measured]),
+        p99_us=summarize([float(r.p99_us or 0) for r in measured]),
+        failed_runs=sum(r.status == "failed" for r in rs),
+        error_share=sum(x.failed_requests for x in results) / requests if requests else 0.0,
+        target_cpu=_mean(_known(m.target_cpu for m in monitors)),
+        generator_cpu=_mean(_known(m.generator_cpu for m in monitors)),
+        client_bound=any(m.client_bound for m in monitors),
+        little=little,
+        shared=any(r.shared for r in measured),
+        run_goodput_rps=rps,
+        demand_ms=demand,
+        clients=closed[0].concurrency if closed else None,
+        response_s=_mean([x.latency_us.total.mean_us / 1e6 for x in closed]),
+        searched=searched,
+        steal_runs=sum(m.steal_notable for m in all_monitors),
+        steal_max_s=max((m.steal_s for m in all_monitors), default=0.0),
+    )
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
+
+
+def monitors_of(p: PointStats) -> list[MonitorSummary]:
+    """The measured runs' monitor summaries."""
+    return [r.monitor for r in p.measured if r.monitor is not None]
 
 
 def little_fails(p: PointStats) -> bool:

@@ -8,11 +8,10 @@ from top: over 20% for a database short of buffers, under 5% once tuned."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
-from corebench.analysis.points import PointStats
+from corebench.analysis.points import PointStats, monitors_of
+from corebench.store import MonitorSummary, ServiceSummary
 
 TARGET = "target"
 
@@ -40,42 +39,40 @@ def processes(points: list[PointStats]) -> list[ProcessRow]:
     for p in points:
         if p.searched:
             continue  # a search's monitor spans every step: no one rate's figures
-        monitors = [json.loads(r["monitor_json"]) for r in p.measured if r.get("monitor_json")]
-        monitors = [m for m in monitors if m.get("services")]
+        monitors = [m for m in monitors_of(p) if m.services]
         if not monitors:
             continue
-        groups: dict[str, list[dict[str, Any]]] = {TARGET: [_target(m) for m in monitors]}
-        for name in monitors[0]["services"]:
-            groups[name] = [m["services"][name] for m in monitors if name in m["services"]]
+        groups: dict[str, list[ServiceSummary]] = {TARGET: [_target(m) for m in monitors]}
+        for name in monitors[0].services:
+            groups[name] = [m.services[name] for m in monitors if name in m.services]
         for name, rows in groups.items():
             n = len(rows)
             out.append(
                 ProcessRow(
                     point=p.label(),
                     process=name,
-                    user_cpu=sum(float(r["user_cpu"] or 0.0) for r in rows) / n,
-                    system_cpu=sum(float(r["system_cpu"] or 0.0) for r in rows) / n,
-                    rss_max_bytes=max(
-                        (r["rss_max_bytes"] for r in rows if r.get("rss_max_bytes") is not None), default=None
-                    ),
-                    write_bps=sum(r.get("write_bps") or 0.0 for r in rows) / n,
+                    user_cpu=sum(r.user_cpu or 0.0 for r in rows) / n,
+                    system_cpu=sum(r.system_cpu or 0.0 for r in rows) / n,
+                    rss_max_bytes=max((r.rss_max_bytes for r in rows if r.rss_max_bytes is not None), default=None),
+                    write_bps=sum(r.write_bps or 0.0 for r in rows) / n,
                     runs=n,
-                    io_wait=_mean_known([r.get("io_wait") for r in rows]),
+                    io_wait=_mean_known([r.io_wait for r in rows]),
                 )
             )
     return out
 
 
-def _target(m: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "user_cpu": m.get("target_user_cpu") or 0.0,
-        "system_cpu": m.get("target_system_cpu") or 0.0,
-        "rss_max_bytes": m.get("target_rss_max_bytes"),
-        "write_bps": m.get("target_write_bps"),
-        "io_wait": m.get("target_io_wait"),
-    }
+def _target(m: MonitorSummary) -> ServiceSummary:
+    """The target's process tree, in a service's terms."""
+    return ServiceSummary(
+        user_cpu=m.target_user_cpu or 0.0,
+        system_cpu=m.target_system_cpu or 0.0,
+        rss_max_bytes=m.target_rss_max_bytes,
+        write_bps=m.target_write_bps,
+        io_wait=m.target_io_wait,
+    )
 
 
-def _mean_known(values: list[Any]) -> float | None:
+def _mean_known(values: list[float | None]) -> float | None:
     known = [float(v) for v in values if v is not None]
     return sum(known) / len(known) if known else None

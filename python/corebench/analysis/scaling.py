@@ -15,12 +15,12 @@ from scipy import stats as st
 
 
 def speedup(x: float, x1: float) -> float:
-    """DESIGN.md: rps(n) / rps(1)."""
+    """Jain 1991 (docs/architecture.md#terms): rps(n) / rps(1)."""
     return x / x1
 
 
 def efficiency(x: float, n: float, x1: float) -> float:
-    """DESIGN.md: rps(n) / (n · rps(1))."""
+    """Jain 1991 (docs/architecture.md#terms): rps(n) / (n · rps(1))."""
     return x / (n * x1)
 
 

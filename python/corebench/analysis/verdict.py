@@ -42,9 +42,9 @@ def _tail(p: PointStats, percentile: float) -> float:
 
 def cost_per_million(p: PointStats, price_per_hour: float) -> float:
     """Price of an hour over the requests an hour serves, per million."""
-    if not p.throughput.mean > 0:
+    if not p.goodput_rps.mean > 0:
         return math.inf
-    return price_per_hour / (p.throughput.mean * 3600) * 1e6
+    return price_per_hour / (p.goodput_rps.mean * 3600) * 1e6
 
 
 def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None:
@@ -81,7 +81,7 @@ def verdicts(
     """`searched`: the runs were capacity searches, whose sustained rates
     carry the comparison (analysis.capacity); the throughput of the step
     stored for each is not compared again here."""
-    measured = [p for p in points if p.measured and not math.isnan(p.throughput.mean) and p.throughput.mean > 0]
+    measured = [p for p in points if p.measured and not math.isnan(p.goodput_rps.mean) and p.goodput_rps.mean > 0]
     ok = [p for p in measured if not p.failing]
     failing = [p for p in measured if p.failing]
     out = []
@@ -151,7 +151,7 @@ def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats,
 
 
 def _best_values(p: PointStats, higher: bool) -> list[float]:
-    return list(p.rps) if higher else [float(r["p99_us"]) for r in p.measured]
+    return list(p.run_goodput_rps) if higher else [float(r.p99_us or 0) for r in p.measured]
 
 
 def untested(points: list[PointStats]) -> list[PointStats]:
@@ -180,7 +180,7 @@ def best_at_matched_load(
         if len(ps) == 1 and lost:
             only = ps[0]
             out.append(
-                f"{where}, best throughput: {_split(only, load)[1]} at {only.throughput.mean:,.0f} req/s, the only "
+                f"{where}, best throughput: {_split(only, load)[1]} at {only.goodput_rps.mean:,.0f} req/s, the only "
                 f"configuration without failures ({', '.join(_split(p, load)[1] for p in lost)} failing)."
             )
         if len(ps) < 2:
@@ -188,8 +188,8 @@ def best_at_matched_load(
         best, tied = best_set(ps)
         also = f"; not significantly worse: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
         out.append(
-            f"{where}, best throughput: {_split(best, load)[1]} at {best.throughput.mean:,.0f} req/s "
-            f"({_ci(best.throughput)}){also} "
+            f"{where}, best throughput: {_split(best, load)[1]} at {best.goodput_rps.mean:,.0f} req/s "
+            f"({_ci(best.goodput_rps)}){also} "
             f"(Hsu's multiple comparisons with the best, α = {ALPHA}){_untested_note(ps, load)}."
         )
         low, tied = best_set(ps, higher=False)
@@ -255,13 +255,13 @@ def _steadier(fast: PointStats, ps: list[PointStats], where: str, load: set[str]
     """A configuration steadier than the fastest, only where Brown–Forsythe's
     test of spread says their spreads differ (Holm-adjusted)."""
     rest = [p for p in ps if p is not fast]
-    adjusted = holm([dispersion_differs(fast.rps, p.rps) for p in rest])
+    adjusted = holm([dispersion_differs(fast.run_goodput_rps, p.run_goodput_rps) for p in rest])
     out = []
     for p, q in zip(rest, adjusted, strict=True):
-        if not math.isnan(q) and q < ALPHA and p.throughput.cv < fast.throughput.cv:
+        if not math.isnan(q) and q < ALPHA and p.goodput_rps.cv < fast.goodput_rps.cv:
             out.append(
                 f"{where}, {_split(p, load)[1]} is steadier than {_split(fast, load)[1]} (coefficient of variation "
-                f"{p.throughput.cv:.1%} vs {fast.throughput.cv:.1%}; Brown–Forsythe test, Holm-adjusted p = {q:.2g})."
+                f"{p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, Holm-adjusted p = {q:.2g})."
             )
     return out
 
@@ -277,17 +277,17 @@ def _core_steps(points: list[PointStats]) -> list[str]:
     best: dict[float, PointStats] = {}
     for p in points:
         c = float(p.levels["cpus"])
-        if c not in best or p.throughput.mean > best[c].throughput.mean:
+        if c not in best or p.goodput_rps.mean > best[c].goodput_rps.mean:
             best[c] = p
     levels = sorted(best)
     out = []
     for lo, hi in zip(levels, levels[1:], strict=False):
         a, b = best[lo], best[hi]
-        cmp = compare(a.rps, b.rps)
+        cmp = compare(a.run_goodput_rps, b.run_goodput_rps)
         ideal = hi / lo
         line = (
             f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
-            f"({a.throughput.mean:,.0f} → {b.throughput.mean:,.0f} req/s at their best points)."
+            f"({a.goodput_rps.mean:,.0f} → {b.goodput_rps.mean:,.0f} req/s at their best points)."
         )
         if cmp.rel_low > ideal - 1:
             line += (
@@ -326,7 +326,7 @@ def _demand_step(lo: float, hi: float, a: PointStats, b: PointStats) -> str:
     da, db = statistics.fmean(a.demand_ms), statistics.fmean(b.demand_ms)
     change = compare(a.demand_ms, b.demand_ms)
     ceiling = (hi / db) / (lo / da)
-    measured = b.throughput.mean / a.throughput.mean
+    measured = b.goodput_rps.mean / a.goodput_rps.mean
     text = (
         f" CPU per request {da:.3f} → {db:.3f} ms ({change.words('service demand')}), so the CPU ceiling of "
         f"{hi:g} CPUs is {ceiling:.2f}× that of {lo:g}; measured {measured:.2f}×"
@@ -397,13 +397,13 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], loa
 def _pair(a: PointStats, b: PointStats) -> tuple[Comparison, bool]:
     """Welch's test of B against A, and whether Schuirmann's TOST shows them
     equivalent within the margin."""
-    eq = tost(a.rps, b.rps)
-    return compare(a.rps, b.rps), eq is not None and eq.equivalent
+    eq = tost(a.run_goodput_rps, b.run_goodput_rps)
+    return compare(a.run_goodput_rps, b.run_goodput_rps), eq is not None and eq.equivalent
 
 
 def _costs(points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None) -> list[str]:
     all_priced = [(p, price_of(p, prices)) for p in points]
-    priced = [(p, c) for p, c in all_priced if c is not None and p.throughput.mean > 0]
+    priced = [(p, c) for p, c in all_priced if c is not None and p.goodput_rps.mean > 0]
     if not priced:
         return []
     cheapest = min(priced, key=lambda pc: cost_per_million(*pc))

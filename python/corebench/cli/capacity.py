@@ -129,7 +129,7 @@ def capacity(
     if said is not None:
         out.write(said + "\n")
     if json_out:
-        doc = result.to_json() | {"estimate": asdict(estimate) if estimate else None}
+        doc = result.model_dump(mode="json") | {"estimate": asdict(estimate) if estimate else None}
         common.write(json_out, json.dumps(doc, indent=2) + "\n", "--json")
     if report is not None:
         from corebench.report.capacity import html
@@ -149,7 +149,7 @@ def _estimate_line(c: Crossing) -> str:
 
 
 def _print_step(s: object) -> None:
-    from corebench.runner.capacity import Step
+    from corebench.store import Step
 
     assert isinstance(s, Step)
     verdict = "meets" if s.meets else f"misses: {s.why}"
@@ -157,7 +157,7 @@ def _print_step(s: object) -> None:
 
 
 def _table(c: object) -> str:
-    from corebench.runner.capacity import Capacity
+    from corebench.store import Capacity
 
     assert isinstance(c, Capacity)
     if not c.steps:
@@ -169,7 +169,7 @@ def _table(c: object) -> str:
         verdict = "meets" if s.meets else "misses"
         if s.few_samples:
             verdict += " (fewer samples than the percentile needs: --max-step)"
-        lines.append(f"{s.rate_rps:>12,.1f} {s.achieved_rps:>12,.1f} {s.p50_us / 1000:>9.3f}  {cells}  {verdict}")
+        lines.append(f"{s.rate_rps:>12,.1f} {s.goodput_rps:>12,.1f} {s.p50_us / 1000:>9.3f}  {cells}  {verdict}")
     return "\n".join(lines)
 
 

@@ -4,7 +4,6 @@ concurrency sweep against a running server without a plan."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,13 +87,12 @@ def _gates(exp: Experiment, store_path: Path, experiment_id: int) -> bool:
     """The plan's [thresholds], point by point; True when one failed."""
     if not exp.plan.thresholds:
         return False
-    from corebench.analysis.gates import lines
-    from corebench.report.data import load
+    from corebench.analysis.analyse import analyse, read
 
-    data = load(store_path, experiment_id)
-    for line in lines(data.thresholds):
-        print(f"corebench: {line}")
-    return not all(j.ok for j in data.thresholds)
+    found = analyse(*read(store_path, experiment_id))
+    for finding in found.of("threshold"):
+        print(f"corebench: {finding.text}")
+    return bool(found.thresholds_failed)
 
 
 @app.command("run")
@@ -145,13 +143,13 @@ def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any]) -> d
         s.close()
     if exp is None:
         return given
-    stored = json.loads(exp["plan_json"]).get("overrides")
+    stored = exp.plan.overrides if "overrides" in exp.plan.model_fields_set else None
     if stored is None:  # stored before overrides were kept: only the same ones find it
         return given
     if given and given != stored:
         was = " ".join(f"--{k} {v}" for k, v in stored.items()) or "no overrides"
         raise UsageError(
-            f"--resume: experiment {exp['id']} in {store_path} was started with {was}; resume it with the same "
+            f"--resume: experiment {exp.id} in {store_path} was started with {was}; resume it with the same "
             "options or none (they are stored with it), or start a new experiment without --resume"
         )
     return dict(stored)
@@ -203,24 +201,24 @@ def _table(store_path: Path) -> None:
     """Per level, over the measured runs: median goodput and latency."""
     import statistics
 
-    from corebench.analysis.points import failed_requests, goodput_rps
+    from corebench.result import LoadResult
 
     s = _open_store(store_path)
     try:
         exp_id = s.newest_experiment()
-        rows = [r for r in s.runs(exp_id) if r["status"] == "ok" and not r["warmup"]] if exp_id is not None else []
+        runs = s.runs(exp_id) if exp_id is not None else []
     finally:
         s.close()
-    by: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault(json.loads(r["point_json"])["concurrency"], []).append(r)
-    results = {id(r): json.loads(r["result_json"]) for r in rows}
+    by: dict[int, list[LoadResult]] = {}
+    for r in runs:
+        if r.measured and r.result is not None:
+            by.setdefault(int(r.point["concurrency"]), []).append(r.result)
     print(f"{'concurrency':>11} {'runs':>4} {'good req/s':>15} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
     for c in sorted(by):
         rs = by[c]
         print(
-            f"{c:11d} {len(rs):4d} {statistics.median(goodput_rps(results[id(r)]) for r in rs):15,.0f} "
-            f"{statistics.median(r['p50_us'] for r in rs) / 1000:8.3f} "
-            f"{statistics.median(r['p99_us'] for r in rs) / 1000:8.3f} "
-            f"{sum(failed_requests(results[id(r)]) for r in rs):7d}"
+            f"{c:11d} {len(rs):4d} {statistics.median(x.goodput_rps for x in rs):15,.0f} "
+            f"{statistics.median(x.latency_us.total.at(50.0) for x in rs) / 1000:8.3f} "
+            f"{statistics.median(x.latency_us.total.at(99.0) for x in rs) / 1000:8.3f} "
+            f"{sum(x.failed_requests for x in rs):7d}"
         )

@@ -18,6 +18,7 @@ import psutil
 
 from corebench.monitor import cgroups
 from corebench.result import CLIENT_BOUND_SHARE
+from corebench.store import MonitorSummary
 
 INTERVAL_S = 0.2
 # A shorter tail has too few clock ticks (10 ms each) to say anything.
@@ -254,12 +255,12 @@ class Monitor:
             / dt,
         )
 
-    def summary(self, busy_poll: bool = False) -> dict[str, Any]:
+    def summary(self, busy_poll: bool = False) -> MonitorSummary:
         """Means over the run's samples; `client_bound` when the generator
         used nearly all of its cores (not when it busy-polled: then it always does)."""
         s = self.samples
         if not s:
-            return {"samples": 0, "client_bound": False}
+            return MonitorSummary(samples=0, client_bound=False)
         n = len(s)
 
         def mean(f: Callable[[Sample], float]) -> float:
@@ -269,35 +270,37 @@ class Monitor:
         generator = mean(lambda x: x.generator_cpu)
         steal = mean(lambda x: x.steal_cpu)
         user, system = mean(lambda x: x.target_user_cpu), mean(lambda x: x.target_system_cpu)
-        return {
-            "samples": n,
-            "interval_s": INTERVAL_S,
-            "cores": cores,
-            "target_cpu": mean(lambda x: x.target_cpu),
-            "target_user_cpu": user,
-            "target_system_cpu": system,
-            # The kernel's share of the target's CPU (the second field report's "sys time").
-            "target_system_share": system / (user + system) if user + system > 0 else None,
-            "target_read_bps": mean(lambda x: x.target_read_bps),
-            "target_write_bps": mean(lambda x: x.target_write_bps),
-            "target_io_wait": _mean_known([x.target_io_wait for x in s]),
-            "target_dev_read_bps": _mean_known([x.target_dev_read_bps for x in s]),
-            "target_dev_write_bps": _mean_known([x.target_dev_write_bps for x in s]),
-            "disk_devices": self.devices,
-            "disk_read_bps": mean(lambda x: x.disk_read_bps),
-            "disk_write_bps": mean(lambda x: x.disk_write_bps),
-            "disk_busy": mean(lambda x: x.disk_busy),
-            "services": {name: _service_summary([x.services[name] for x in s]) for name in self.groups},
-            "target_rss_max_bytes": max(x.target_rss_bytes for x in s),
-            "generator_cpu": generator,
-            "generator_cores": self.generator_cores,
-            "ctx_switches_per_s": mean(lambda x: x.ctx_switches_per_s),
-            "client_bound": not busy_poll and generator >= CLIENT_BOUND_SHARE * self.generator_cores,
-            # Steal time (Linux /proc/stat): cores' worth, and CPU-seconds over the run.
-            "steal_cpu": steal,
-            "steal_s": sum(x.steal_cpu for x in s) * INTERVAL_S,
-            "steal_notable": steal >= STEAL_NOTABLE_CORES,
-        }
+        return MonitorSummary.model_validate(
+            {
+                "samples": n,
+                "interval_s": INTERVAL_S,
+                "cores": cores,
+                "target_cpu": mean(lambda x: x.target_cpu),
+                "target_user_cpu": user,
+                "target_system_cpu": system,
+                # The kernel's share of the target's CPU (the second field report's "sys time").
+                "target_system_share": system / (user + system) if user + system > 0 else None,
+                "target_read_bps": mean(lambda x: x.target_read_bps),
+                "target_write_bps": mean(lambda x: x.target_write_bps),
+                "target_io_wait": _mean_known([x.target_io_wait for x in s]),
+                "target_dev_read_bps": _mean_known([x.target_dev_read_bps for x in s]),
+                "target_dev_write_bps": _mean_known([x.target_dev_write_bps for x in s]),
+                "disk_devices": self.devices,
+                "disk_read_bps": mean(lambda x: x.disk_read_bps),
+                "disk_write_bps": mean(lambda x: x.disk_write_bps),
+                "disk_busy": mean(lambda x: x.disk_busy),
+                "services": {name: _service_summary([x.services[name] for x in s]) for name in self.groups},
+                "target_rss_max_bytes": max(x.target_rss_bytes for x in s),
+                "generator_cpu": generator,
+                "generator_cores": self.generator_cores,
+                "ctx_switches_per_s": mean(lambda x: x.ctx_switches_per_s),
+                "client_bound": not busy_poll and generator >= CLIENT_BOUND_SHARE * self.generator_cores,
+                # Steal time (Linux /proc/stat): cores' worth, and CPU-seconds over the run.
+                "steal_cpu": steal,
+                "steal_s": sum(x.steal_cpu for x in s) * INTERVAL_S,
+                "steal_notable": steal >= STEAL_NOTABLE_CORES,
+            }
+        )
 
 
 def _mean_known(values: list[float | None]) -> float | None:

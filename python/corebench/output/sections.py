@@ -136,11 +136,11 @@ def agents(r: LoadResult) -> list[str]:
     for a in r.agents:
         held = f"  {f'{a.linger_probes.held} of {a.linger_probes.probes}':>11}" if probed else ""
         out.append(
-            f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failures:8d} {a.successful_rps:10.2f} "
+            f"  {a.index:5d} {a.concurrency:6d} {a.requests:9d} {a.failures:8d} {a.goodput_rps:10.2f} "
             f"{_ms(a.p99_us):>8} {a.cpu_utilization:8.0%}{held}  {a.node}"
         )
     for a in r.agents:
-        if a.start_lag_s > AGENT_LATE_S:
+        if a.start_lag_s is not None and a.start_lag_s > AGENT_LATE_S:
             out.append(
                 f"  WARNING: agent {a.index} began {a.start_lag_s:.3f} s after the agreed start (slow to "
                 "prepare, or its clock ahead of this one): its first second carried less load."

@@ -172,7 +172,7 @@ def _ab_block(r: LoadResult, c: LoadConfig, o: ReportOptions) -> list[str]:
 
 def _successful(r: LoadResult, t: float) -> list[str]:
     """ab's rate counts every request that ended, failures too; where some
-    failed, the rate of successes (DESIGN.md's throughput) beside it."""
+    failed, the rate of successes (the throughput of docs/architecture.md#terms) beside it."""
     if r.successes == r.requests:
         return []
     return [f"Successful per second:  {r.successes / t:.2f} [#/sec] (mean; failures are not throughput)"]

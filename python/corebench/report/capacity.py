@@ -10,7 +10,7 @@ from markupsafe import Markup
 
 from corebench.plan.objective import parse_objective
 from corebench.report import charts
-from corebench.runner.capacity import Capacity
+from corebench.store import Capacity
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("corebench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
@@ -44,7 +44,7 @@ def latency_chart(c: Capacity) -> str:
 
 def throughput_chart(c: Capacity) -> str:
     fig, ax = plt.subplots()
-    pts = sorted((s.rate_rps, s.achieved_rps) for s in c.steps)
+    pts = sorted((s.rate_rps, s.goodput_rps) for s in c.steps)
     top = max((max(x, y) for x, y in pts), default=1.0) * 1.05
     ax.plot([0, top], [0, top], ":", color="grey", label="achieved = offered")
     ax.plot([x for x, _ in pts], [y for _, y in pts], "o-", label="goodput (successful responses/s)")

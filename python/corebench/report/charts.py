@@ -4,7 +4,6 @@ escaped by matplotlib's SVG writer; no fonts or scripts are fetched)."""
 from __future__ import annotations
 
 import io
-import json
 import re
 from typing import Any
 
@@ -21,6 +20,7 @@ from corebench.analysis.scaling import Fit  # noqa: E402
 from corebench.plan.objective import parse_objective  # noqa: E402
 from corebench.plan.thresholds import Threshold  # noqa: E402
 from corebench.report.data import ReportData, ScalingFit  # noqa: E402
+from corebench.result import LoadResult  # noqa: E402
 
 plt.rcParams.update(
     {
@@ -73,7 +73,7 @@ def _series(points: list[PointStats], factor: str, order: list[Any] | None = Non
     `factor`'s levels in the plan (levels may mix numbers and text)."""
     out: dict[str, list[PointStats]] = {}
     for p in points:
-        if not p.measured or not p.throughput.mean > 0:
+        if not p.measured or not p.goodput_rps.mean > 0:
             continue
         rest = ", ".join(f"{k}={v}" for k, v in p.levels.items() if k != factor) or "all"
         out.setdefault(rest, []).append(p)
@@ -87,10 +87,10 @@ def throughput_by(d: ReportData, factor: str) -> str:
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
         xs = [_x(p, factor, d.factors[factor]) for p in ps]
-        ys = [p.throughput.mean for p in ps]
+        ys = [p.goodput_rps.mean for p in ps]
         err = [
-            [max(0.0, p.throughput.mean - p.throughput.ci_low) if p.throughput.n > 1 else 0.0 for p in ps],
-            [max(0.0, p.throughput.ci_high - p.throughput.mean) if p.throughput.n > 1 else 0.0 for p in ps],
+            [max(0.0, p.goodput_rps.mean - p.goodput_rps.ci_low) if p.goodput_rps.n > 1 else 0.0 for p in ps],
+            [max(0.0, p.goodput_rps.ci_high - p.goodput_rps.mean) if p.goodput_rps.n > 1 else 0.0 for p in ps],
         ]
         ax.errorbar(xs, ys, yerr=np.nan_to_num(err), marker="o", capsize=3, label=label)
     ax.set_xlabel(factor)
@@ -108,9 +108,9 @@ def efficiency(d: ReportData) -> str | None:
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, "cpus", d.factors.get("cpus")).items():
         base = [p for p in ps if float(p.levels["cpus"]) == min(float(q.levels["cpus"]) for q in ps)][0]
-        n0, x0 = float(base.levels["cpus"]), base.throughput.mean
+        n0, x0 = float(base.levels["cpus"]), base.goodput_rps.mean
         xs = [_x(p, "cpus", d.factors["cpus"]) for p in ps]
-        ax.plot(xs, [p.throughput.mean / (float(p.levels["cpus"]) / n0 * x0) for p in ps], marker="o", label=label)
+        ax.plot(xs, [p.goodput_rps.mean / (float(p.levels["cpus"]) / n0 * x0) for p in ps], marker="o", label=label)
     measured = [(b.cpus, b.speedup / b.ideal) for b in d.baseline if b.speedup is not None]
     if len(measured) >= 2:
         # The CPU-bound yardstick on the same cores: its speedup over the ideal.
@@ -205,7 +205,7 @@ def percentile_curve(p: PointStats) -> tuple[list[float], list[float]] | None:
     """(1/(1 − q), latency ms) at each of `_QUANTILES` the point's runs
     resolve (none finer than their counts allow): the median over its runs.
     None when its runs stored no spectrum."""
-    curves = [c for c in (_spectrum(r) for r in p.measured if r.get("result_json")) if c]
+    curves = [c for c in (_spectrum(x) for x in p.results()) if c]
     if not curves:
         return None
     top = min(1 - 1 / max(c[-1][2], 2) for c in curves)
@@ -230,10 +230,9 @@ def _percentile_axis(ax: Axes, right: float) -> None:
 _QUANTILES = [0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999]
 
 
-def _spectrum(run: dict[str, Any]) -> list[tuple[float, float, int]]:
+def _spectrum(result: LoadResult) -> list[tuple[float, float, int]]:
     """(quantile, latency µs, count so far) of a run's total latency."""
-    total = json.loads(run["result_json"])["latency_us"]["total"]
-    return [(float(s["percentile"]), float(s["value_us"]), int(s["total_count"])) for s in total.get("spectrum", [])]
+    return [(s.percentile, float(s.value_us), s.total_count) for s in result.latency_us.total.spectrum]
 
 
 def _at(curve: list[tuple[float, float, int]], q: float) -> float:
@@ -245,7 +244,7 @@ def variability(d: ReportData) -> str:
     ps = [p for p in d.points if p.measured]
     fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.22 * len(ps) + 1)))
     labels = [p.label().replace(" ", ", ") for p in ps]
-    ax.barh(range(len(ps)), [np.nan_to_num(p.throughput.cv) * 100 for p in ps], color="#4c72b0")
+    ax.barh(range(len(ps)), [np.nan_to_num(p.goodput_rps.cv) * 100 for p in ps], color="#4c72b0")
     ax.set_yticks(range(len(ps)), labels, fontsize=7)
     ax.set_xlabel("coefficient of variation of throughput (%)")
     ax.set_title("Variability: lower is steadier")
@@ -285,12 +284,10 @@ def _params(f: Fit) -> str:
 def heatmap(d: ReportData) -> str | None:
     rows, labels = [], []
     for r in d.runs:
-        if not r["monitor_json"]:
-            continue
-        cores = json.loads(r["monitor_json"]).get("cores") or []
+        cores = r.monitor.cores if r.monitor is not None else []
         if cores:
-            rows.append([1 - c["idle"] for c in cores])
-            labels.append(f"{r['seq']}")
+            rows.append([1 - c.idle for c in cores])
+            labels.append(f"{r.seq}")
     if not rows:
         return None
     width = max(len(x) for x in rows)
@@ -316,14 +313,14 @@ def searches(d: ReportData) -> str | None:
     bound: Threshold | None = None
     for p in d.points:
         for r in p.measured:
-            found = json.loads(r["search_json"]) if r.get("search_json") else {}
-            if not found.get("steps"):
+            found = r.search
+            if found is None or not found.steps:
                 continue
-            bound = bound or next(iter(parse_objective(found["objective"]).latency), None)
-            for step in found["steps"]:
-                if bound is not None and bound.metric in step["measured"]:
-                    value_ms = step["measured"][bound.metric] / 1000
-                    series.setdefault(p.label(), []).append((step["rate_rps"], value_ms, step["meets"]))
+            bound = bound or next(iter(parse_objective(found.objective).latency), None)
+            for step in found.steps:
+                if bound is not None and bound.metric in step.measured:
+                    value_ms = step.measured[bound.metric] / 1000
+                    series.setdefault(p.label(), []).append((step.rate_rps, value_ms, step.meets))
     if not series or bound is None:
         return None
     fig, ax = plt.subplots()

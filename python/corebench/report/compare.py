@@ -68,11 +68,15 @@ class Table:
 def _rows(label: str, a: PointStats, b: PointStats) -> list[Row]:
     out = []
     for what, fmt, xa, xb in (
-        ("req/s", "{:,.0f}", a.rps, b.rps),
-        ("p99 ms", "{:.3f}", [r["p99_us"] / 1000 for r in a.measured], [r["p99_us"] / 1000 for r in b.measured]),
+        ("req/s", "{:,.0f}", a.run_goodput_rps, b.run_goodput_rps),
+        ("p99 ms", "{:.3f}", _p99_ms(a), _p99_ms(b)),
     ):
         out.append(Row(label, what, fmt, xa, xb, compare(xa, xb) if xa and xb else None))
     return out
+
+
+def _p99_ms(p: PointStats) -> list[float]:
+    return [(r.p99_us or 0) / 1000 for r in p.measured]
 
 
 def _adjust(rows: list[Row]) -> list[Row]:

@@ -9,7 +9,6 @@ import base64
 import json
 import math
 import time
-from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -19,6 +18,7 @@ from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
 from corebench.report import charts, table
 from corebench.report.data import RESPONSES, ReportData
+from corebench.result import LoadResult, TimelineSecond
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("corebench.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
@@ -43,27 +43,25 @@ def _script_json(value: object) -> str:
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _timelines(d: ReportData) -> dict[str, dict[str, Any]]:
-    out = {}
+def _timelines(d: ReportData) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
     for r in d.runs:
-        if not r["result_json"]:
+        if r.result is None:
             continue
-        result = json.loads(r["result_json"])
-        label = " ".join(f"{k}={v}" for k, v in json.loads(r["point_json"]).items())
-        rep = "warm-up" if r["warmup"] else f"rep {r['repetition']}"
-        out[str(r["id"])] = {
-            "label": f"run {r['seq']}: {label} {rep}",
-            "t": [[s["second"], s["completed"], s["p99_us"]] for s in _whole_seconds(result)],
+        rep = "warm-up" if r.warmup else f"rep {r.repetition}"
+        out[str(r.id)] = {
+            "label": f"run {r.seq}: {r.label()} {rep}",
+            "t": [[s.second, s.completed, s.p99_us] for s in _whole_seconds(r.result)],
         }
     return out
 
 
-def _whole_seconds(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _whole_seconds(result: LoadResult) -> list[TimelineSecond]:
     """A partial last second would read as a drop in throughput: left out,
     unless the run was shorter than a second."""
-    seconds = result.get("timeline", [])
-    whole = int(result.get("duration_s", 0) + 1e-6)
-    return [s for s in seconds if s["second"] < whole] if whole >= 1 else seconds
+    seconds = result.timeline
+    whole = int(result.duration_s + 1e-6)
+    return [s for s in seconds if s.second < whole] if whole >= 1 else seconds
 
 
 def _data_uri(text: str, mime: str) -> str:
@@ -84,8 +82,8 @@ class Html:
             timelines=Markup(_script_json(_timelines(d))),
             csv_uri=_data_uri(table.to_csv(d), "text/csv"),
             json_uri=_data_uri(table.to_json(d), "application/json"),
-            plan_text=d.experiment["plan_toml"],
-            host=d.host,
-            created=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(d.experiment["created_unix"])),
+            plan_text=d.experiment.plan_toml,
+            host=d.host.shown(),
+            created=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(d.experiment.created_unix)),
             generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         )

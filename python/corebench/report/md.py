@@ -28,10 +28,10 @@ class Markdown:
 
     def render(self, d: ReportData) -> str:
         out = [
-            f"# {_cell(d.experiment['name'])}",
+            f"# {_cell(d.experiment.name)}",
             "",
-            f"{len(d.runs)} runs of {d.experiment['runs_planned']} planned; host: {_cell(d.host.get('cpu_model'))}, "
-            f"{d.host.get('cpus')} CPUs, kernel {_cell(d.host.get('kernel'))}.",
+            f"{len(d.runs)} runs of {d.experiment.runs_planned} planned; host: {_cell(d.host.cpu_model)}, "
+            f"{d.host.cpus} CPUs, kernel {_cell(d.host.kernel)}.",
             "",
             "## Verdict",
             "",
@@ -46,8 +46,8 @@ class Markdown:
                 "|---|---|---|---|",
             ]
             for r in d.capacity:
-                ci = f"{r['ci'][0]:,.0f}–{r['ci'][1]:,.0f}" if r["ci"] else "–"
-                out.append(f"| {_cell(r['point'])} | {r['sustained_rps']:,.0f} | {ci} | {r['searches']} |")
+                ci = f"{r.ci[0]:,.0f}–{r.ci[1]:,.0f}" if r.ci else "–"
+                out.append(f"| {_cell(r.point)} | {r.sustained_rps:,.0f} | {ci} | {r.searches} |")
         factors = list(d.factors)
         out += [
             "",
@@ -65,7 +65,7 @@ class Markdown:
             "|" + "---|" * (len(factors) + 8),
         ]
         for p, dg in zip(d.points, d.diagnoses, strict=True):
-            t = p.throughput
+            t = p.goodput_rps
             cells = [_cell(p.levels.get(f)) for f in factors] + [
                 str(t.n),
                 _n(t.mean),

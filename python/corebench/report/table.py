@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
+from collections.abc import Mapping
 
-from corebench.analysis.points import as_logged, failed_requests, goodput_rps
 from corebench.report.data import ReportData
+from corebench.store import Level, StoredRun
+
+Row = dict[str, object]
 
 COLUMNS = [
     "experiment_id",
@@ -51,24 +53,40 @@ MONITORED = (
 )
 
 
-def rows(d: ReportData) -> list[dict[str, Any]]:
+def rows(d: ReportData) -> list[Row]:
     """One row per run, sorted by factor levels (in the plan's order), then
     round and order of running."""
-    factors = list(d.factors)
-    out = []
-    for r in sorted(d.runs, key=lambda r: (_levels_order(d, json.loads(r["point_json"])), r["seq"], r["id"])):
-        monitor = json.loads(r["monitor_json"]) if r["monitor_json"] else {}
-        levels = json.loads(r["point_json"])
-        row = {k: r.get(k) for k in COLUMNS if k in r}
-        row.update({k: monitor.get(k) for k in MONITORED})
-        if r.get("result_json"):
-            result = json.loads(r["result_json"])
-            row["goodput_rps"] = goodput_rps(result)
-            row["unsuccessful_responses"] = failed_requests(result) + as_logged(result) - int(result.get("failed", 0))
-            row["as_logged"] = as_logged(result)
-        row.update({f: levels.get(f) for f in factors})
-        out.append(row)
-    return out
+    return [_row(d, r) for r in sorted(d.runs, key=lambda r: (_levels_order(d, r.point), r.seq, r.id or 0))]
+
+
+def _row(d: ReportData, r: StoredRun) -> Row:
+    result = r.result
+    row: Row = {
+        "experiment_id": r.experiment_id,
+        "seq": r.seq,
+        "round": r.round,
+        "position": r.position,
+        "repetition": r.repetition,
+        "warmup": int(r.warmup),
+        "lower_bound": r.lower_bound,
+        "status": r.status,
+        "error": r.error,
+        "duration_s": r.duration_s,
+        "throughput_rps": r.throughput_rps,
+        "p50_us": r.p50_us,
+        "p99_us": r.p99_us,
+        "failed_requests": result.failed if result is not None else None,
+        "client_bound": int(r.client_bound),
+        "started_unix": r.started_unix,
+    }
+    monitor = r.monitor.model_dump() if r.monitor is not None else {}
+    row.update({k: monitor.get(k) for k in MONITORED})
+    if result is not None:
+        row["goodput_rps"] = result.goodput_rps
+        row["unsuccessful_responses"] = result.unsuccessful
+        row["as_logged"] = result.as_logged
+    row.update({f: r.point.get(f) for f in d.factors})
+    return row
 
 
 def columns(d: ReportData) -> list[str]:
@@ -85,13 +103,20 @@ def to_csv(d: ReportData) -> str:
 
 def to_json(d: ReportData) -> str:
     return json.dumps(
-        {"experiment": {k: v for k, v in d.experiment.items() if k != "plan_json"}, "host": d.host, "runs": rows(d)},
+        {
+            "experiment": d.experiment.model_dump(mode="json", exclude={"plan", "host"}),
+            "host": d.host.shown(),
+            "runs": rows(d),
+        },
         indent=1,
         default=str,
     )
 
 
-def _levels_order(d: ReportData, levels: dict[str, Any]) -> tuple[int, ...]:
-    return tuple(
-        d.factors[f].index(levels.get(f)) if levels.get(f) in d.factors[f] else len(d.factors[f]) for f in d.factors
-    )
+def _levels_order(d: ReportData, levels: Mapping[str, Level]) -> tuple[int, ...]:
+    return tuple(_index(d.factors[f], levels.get(f)) for f in d.factors)
+
+
+def _index(levels: list[Level], level: Level | None) -> int:
+    """Where a run's level stands in its factor's; unlisted ones last."""
+    return levels.index(level) if level is not None and level in levels else len(levels)

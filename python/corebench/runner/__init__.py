@@ -6,7 +6,6 @@ the target and keeps everything committed (`--resume` goes on from there)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -15,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from corebench import __version__
+from corebench.analysis import precision
 from corebench.config.load import LoadConfig
 from corebench.errors import UsageError
 from corebench.monitor import Monitor
@@ -25,12 +24,12 @@ from corebench.plan import Experiment
 from corebench.plan.engine_config import run_config
 from corebench.plan.model import Target
 from corebench.plan.objective import SearchSettings
-from corebench.result import LoadResult, failed_requests, goodput_rps
-from corebench.runner import adaptive, baseline, calibrate, capacity, host, schedule
+from corebench.result import LoadResult
+from corebench.runner import baseline, calibrate, capacity, host, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
-from corebench.store import Store
+from corebench.store import Capacity, Ceiling, HostFacts, PlanRecord, Store, StoredExperiment, StoredRun, TargetInfo
 from corebench.targets import filesystem, process, recipes, services
 from corebench.targets.cpus import CpuControl, Layout
 
@@ -63,17 +62,15 @@ class _Running:
     mounted: filesystem.Mounted | None = None
     services: list[services.StartedService] = field(default_factory=list)
     error: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: TargetInfo = field(default_factory=TargetInfo)
 
 
-def plan_json(exp: Experiment) -> dict[str, Any]:
+def plan_record(exp: Experiment) -> PlanRecord:
     """The plan as run: validated, its factors' levels, and the command
     line's overrides (which --resume applies again)."""
-    return {
-        "plan": exp.plan.model_dump(mode="json", by_alias=True),
-        "factors": exp.factors,
-        "overrides": exp.overrides,
-    }
+    return PlanRecord(
+        plan=exp.plan.model_dump(mode="json", by_alias=True), factors=exp.factors, overrides=exp.overrides
+    )
 
 
 def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
@@ -105,14 +102,17 @@ def _run_all(
         t = recipes.expand(exp.points[0].target)
         server = host.server_version(t.version_command, t.builtin is not None)
         exp_id = store.new_experiment(
-            name=e.name,
-            plan_path=str(exp.path),
-            plan_toml=exp.text,
-            digest=exp.digest,
-            plan_json=plan_json(exp),
-            host=host.facts(control.method, server),
-            runs_planned=len(runs),
-            version=__version__,
+            StoredExperiment(
+                name=e.name,
+                plan_path=str(exp.path),
+                plan_toml=exp.text,
+                plan_digest=exp.digest,
+                plan=plan_record(exp),
+                host=HostFacts.model_validate(host.facts(control.method, server)),
+                runs_planned=len(runs),
+                created_unix=time.time(),
+                corebench_version=__version__,
+            )
         )
         done = set()
     todo = schedule.remaining(runs, done)
@@ -164,8 +164,7 @@ def _next_round(exp: Experiment, store: Store, exp_id: int, rnd: int) -> tuple[l
     left; a resumed experiment skips rounds already stored."""
     e = exp.plan.experiment
     while e.repetitions == "auto" and rnd <= e.rounds_max:
-        rows = store.runs(exp_id)
-        if adaptive.enough(adaptive.goodput_by_point(rows), e.target_precision, e.rounds_min):
+        if precision.enough(precision.goodput_by_point(store.runs(exp_id)), e.target_precision, e.rounds_min):
             break
         todo = schedule.remaining(schedule.round_runs(exp, rnd), store.done(exp_id))
         if todo:
@@ -176,16 +175,16 @@ def _next_round(exp: Experiment, store: Store, exp_id: int, rnd: int) -> tuple[l
 
 def _ceilings(
     exp: Experiment, store: Store, exp_id: int, control: CpuControl, backend: LoadBackend, work_dir: Path
-) -> list[calibrate.Ceiling]:
+) -> list[Ceiling]:
     """The generator's ceiling per CPU layout: measured before the first run,
     or read back when the experiment is resumed."""
-    stored = store.experiment(exp_id) or {}
-    if stored.get("calibration_json"):
-        return [calibrate.Ceiling.from_json(c) for c in json.loads(stored["calibration_json"])]
+    stored = store.experiment(exp_id)
+    if stored is not None and stored.calibration:
+        return stored.calibration
     if not isinstance(backend, Local) or not exp.plan.experiment.calibrate:
         return []
     found = calibrate.calibrate(exp, control, work_dir)
-    store.set_calibration(exp_id, [c.to_json() for c in found])
+    store.set_calibration(exp_id, found)
     for c in found:
         Progress.note(c.sentence())
     return found
@@ -194,20 +193,21 @@ def _ceilings(
 def _baseline(exp: Experiment, store: Store, exp_id: int, control: CpuControl) -> None:
     """The plan's CPU baseline at each cpus level, once per experiment (a
     resumed one keeps what it stored)."""
-    if exp.plan.baseline is None or (store.experiment(exp_id) or {}).get("baseline_json"):
+    stored = store.experiment(exp_id)
+    if exp.plan.baseline is None or (stored is not None and stored.baseline is not None):
         return
     found = baseline.measure(exp, control)
     store.set_baseline(exp_id, found)
-    for level in found["levels"]:
-        at = "no limit" if level["cpus"] is None else f"cpus={level['cpus']:g}"
-        times = ", ".join(f"{t:.3f}" for t in level["seconds"]) or "none"
-        why = f"; {level['error']}" if level["error"] else ""
-        Progress.note(f"baseline {' '.join(found['argv'])} at {at}: {times} s{why}")
+    for level in found.levels:
+        at = "no limit" if level.cpus is None else f"cpus={level.cpus:g}"
+        times = ", ".join(f"{t:.3f}" for t in level.seconds) or "none"
+        why = f"; {level.error}" if level.error else ""
+        Progress.note(f"baseline {' '.join(found.argv)} at {at}: {times} s{why}")
 
 
 def _search(
     cfg: LoadConfig, settings: SearchSettings, backend: LoadBackend, show: Progress
-) -> tuple[capacity.Capacity, LoadResult | None, str | None]:
+) -> tuple[Capacity, LoadResult | None, str | None]:
     """A run that is a capacity search: stored with the measurement at the
     rate it sustained (or its last step), failed when it found no rate."""
     found = capacity.search(cfg, settings, lambda c: backend.run(c, show.tick))
@@ -245,7 +245,7 @@ def _ensure_target(
         return running
     running = _Running(key, t, layout)
     if t.url is not None:
-        running.info = {"kind": "url", "base_url": t.url}
+        running.info = TargetInfo(kind="url", base_url=t.url)
         return running
     try:
         began = time.monotonic()
@@ -254,24 +254,26 @@ def _ensure_target(
         try:
             if t.filesystem is not None:
                 running.mounted = filesystem.mount(t.filesystem, run_dir)
-                running.info["filesystem"] = running.mounted.facts
+                running.info.filesystem = dict(running.mounted.facts)
             if t.services:
                 running.services = services.start_all(t.services, point.levels, layout, exp.path.parent, run_dir)
-                running.info["services"] = {s.name: s.facts() for s in running.services}
+                running.info.services = {s.name: s.facts() for s in running.services}
             values = point.levels | services.values_of(running.services)
             running.started = process.start(t, values, layout, exp.path.parent, run_dir, point.load.path)
         except BaseException:
             _stop(exp, running)  # start() stopped the process; its cgroups and filesystem go too
             raise
         out.starts_s += time.monotonic() - began
-        running.info |= {
-            "kind": "builtin" if t.builtin else t.recipe or "command",
-            "pid": running.started.proc.pid,
-            "argv": running.started.argv,
-            "base_url": running.started.base_url,
-            "ready_s": running.started.ready_s,
-            "cpus_allowed": process.cpus_allowed(running.started.proc.pid),
-        }
+        running.info = running.info.model_copy(
+            update={
+                "kind": "builtin" if t.builtin else t.recipe or "command",
+                "pid": running.started.proc.pid,
+                "argv": running.started.argv,
+                "base_url": running.started.base_url,
+                "ready_s": running.started.ready_s,
+                "cpus_allowed": process.cpus_allowed(running.started.proc.pid),
+            }
+        )
     except (process.TargetError, filesystem.FilesystemError) as e:
         running.error = f"target not started: {e}"
         Progress.note(running.error)
@@ -301,14 +303,14 @@ def _one(
     show: Progress,
     out: Outcome,
     backend: LoadBackend,
-    ceilings: list[calibrate.Ceiling],
+    ceilings: list[Ceiling],
 ) -> None:
     e = exp.plan.experiment
     show.begin(run.label(e.repetitions))
     began = time.time()
     result, error = None, running.error
     monitor = None
-    found: capacity.Capacity | None = None
+    found: Capacity | None = None
     if error is None:
         base_url = running.started.base_url if running.started else str(run.point.target.url)
         cfg = run_config(exp.plan, run.point.load, base_url, exp.path.parent, warmup=run.warmup)
@@ -348,14 +350,14 @@ def _one(
     if summary is not None and result is not None:
         summary = backend.monitor(summary, result)
     ceiling = calibrate.ceiling_for(ceilings, running.layout)
-    layout = backend.layout(running.layout.to_json())
+    layout = backend.layout(running.layout.record())
     if ceiling is not None:
-        layout["generator_ceiling_rps"] = round(ceiling.ceiling_rps)
+        layout = layout.model_copy(update={"generator_ceiling_rps": round(ceiling.ceiling_rps)})
     bound = None
     if result is not None and running.layout.method != "none":
         bound = calibrate.lower_bound(result.throughput_rps, layout, summary, ceiling)
-    store.add_run(
-        out.experiment_id,
+    stored = StoredRun(
+        experiment_id=out.experiment_id,
         seq=run.seq,
         point=run.point.levels,
         point_key=run.point.key,
@@ -363,18 +365,18 @@ def _one(
         warmup=run.warmup,
         status="failed" if error else "ok",
         error=error,
-        started=began,
-        ended=ended,
+        started_unix=began,
+        ended_unix=ended,
         layout=layout,
         target=running.info,
         monitor=summary,
-        samples=[s.to_json() for s in (monitor.samples if monitor else [])],
-        result=result.model_dump(mode="json", by_alias=True) if result else None,
-        search=found.to_json() if found else None,
-        round_no=run.round,
+        result=result,
+        search=found,
+        round=run.round,
         position=run.position,
         lower_bound=bound,
     )
+    store.add_run(stored, [s.to_json() for s in (monitor.samples if monitor else [])])
     if error:
         out.failed += 1
         show.end(f"FAILED: {error.splitlines()[0]}")
@@ -387,9 +389,8 @@ def _one(
 
 def ran_line(result: LoadResult, bound: str | None) -> str:
     """A measured run in one line, with the figures the analysis takes from
-    it: throughput is successes (DESIGN.md), and the failures are errors
-    and unsuccessful statuses (less a replay's as its log recorded them)."""
-    stored = result.model_dump(mode="json", by_alias=True)
+    it: throughput is successes (docs/analysis.md), and the failures are
+    errors and unsuccessful statuses (less a replay's as its log recorded them)."""
     p99 = result.latency_us.total.at(99.0) / 1000
     flag = f" [lower bound: {bound}]" if bound else ""
-    return f"{goodput_rps(stored):,.0f} req/s, p99 {p99:.2f} ms, {failed_requests(stored):,} failed{flag}"
+    return f"{result.goodput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed_requests:,} failed{flag}"

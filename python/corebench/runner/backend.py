@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from corebench import engine
 from corebench.errors import EngineFailure, UsageError
 from corebench.result import CLIENT_BOUND_SHARE
+from corebench.store import MonitorSummary, RunLayout
 
 if TYPE_CHECKING:
     from corebench.cluster.session import Session
@@ -29,12 +30,12 @@ class LoadBackend(Protocol):
         """One load; raises LoadFailed with the reason when there is no result."""
         ...
 
-    def layout(self, layout: dict[str, Any]) -> dict[str, Any]:
+    def layout(self, layout: RunLayout) -> RunLayout:
         """The run's CPU layout as stored: who generated the load, and whether
         it shared the target's cores."""
         ...
 
-    def monitor(self, summary: dict[str, Any], result: LoadResult) -> dict[str, Any]:
+    def monitor(self, summary: MonitorSummary, result: LoadResult) -> MonitorSummary:
         """The monitor's summary, with the generator's CPU from where the load
         actually ran."""
         ...
@@ -49,10 +50,10 @@ class Local:
         except (UsageError, EngineFailure) as x:
             raise LoadFailed(f"engine: {x}") from x
 
-    def layout(self, layout: dict[str, Any]) -> dict[str, Any]:
+    def layout(self, layout: RunLayout) -> RunLayout:
         return layout
 
-    def monitor(self, summary: dict[str, Any], result: LoadResult) -> dict[str, Any]:
+    def monitor(self, summary: MonitorSummary, result: LoadResult) -> MonitorSummary:
         return summary
 
 
@@ -72,18 +73,20 @@ class Cluster:
         except (UsageError, EngineFailure) as x:
             raise LoadFailed(f"engine: {x}") from x
 
-    def layout(self, layout: dict[str, Any]) -> dict[str, Any]:
+    def layout(self, layout: RunLayout) -> RunLayout:
         # Not this machine's generator cores: agents beside the target (on
         # this machine) may use its cores, as nothing confines them.
-        shared = self.session.agents_here and bool(layout.get("target_cpus"))
-        return {**layout, "shared": shared, "generator": "ray agents"}
+        shared = self.session.agents_here and bool(layout.target_cpus)
+        return layout.model_copy(update={"shared": shared, "generator": "ray agents"})
 
-    def monitor(self, summary: dict[str, Any], result: LoadResult) -> dict[str, Any]:
+    def monitor(self, summary: MonitorSummary, result: LoadResult) -> MonitorSummary:
         # The agents' CPU, not this process's, says whether the generator
         # was the limit.
         busy = [a.index for a in result.agents if a.cpu_utilization >= CLIENT_BOUND_SHARE]
         agents_cpu = sum(a.run_cpu_s for a in result.agents) / result.duration_s if result.duration_s else None
-        return {**summary, "client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
+        return summary.model_copy(
+            update={"client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
+        )
 
 
 @contextmanager

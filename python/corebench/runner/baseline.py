@@ -21,10 +21,10 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from corebench.plan import Experiment
 from corebench.plan.model import Hackbench
+from corebench.store import Baseline, BaselineLevel
 from corebench.targets.cpus import CpuControl
 
 _TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.MULTILINE)
@@ -66,8 +66,8 @@ class Level:
     def median_s(self) -> float | None:
         return statistics.median(self.seconds) if self.seconds else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"cpus": self.cpus, "target_cpus": self.target_cpus, "seconds": self.seconds, "error": self.error}
+    def record(self) -> BaselineLevel:
+        return BaselineLevel(cpus=self.cpus, target_cpus=self.target_cpus, seconds=self.seconds, error=self.error)
 
 
 def cpus_levels(exp: Experiment) -> list[float | None]:
@@ -79,8 +79,8 @@ def cpus_levels(exp: Experiment) -> list[float | None]:
     return sorted(seen, key=lambda c: -1.0 if c is None else c)
 
 
-def measure(exp: Experiment, control: CpuControl) -> dict[str, Any]:
-    """hackbench's times at each cpus level: {"argv": ..., "levels": [...]}."""
+def measure(exp: Experiment, control: CpuControl) -> Baseline:
+    """hackbench's times at each cpus level."""
     assert exp.plan.baseline is not None
     h = exp.plan.baseline.hackbench
     levels = {c: Level(c, [], []) for c in cpus_levels(exp)}
@@ -92,7 +92,7 @@ def measure(exp: Experiment, control: CpuControl) -> dict[str, Any]:
             level = levels[c]
             if level.error is None:
                 _once(h, control, level)
-    return {"argv": argv(h), "levels": [lv.to_json() for lv in levels.values()]}
+    return Baseline(argv=argv(h), levels=[lv.record() for lv in levels.values()])
 
 
 def _once(h: Hackbench, control: CpuControl, level: Level) -> None:

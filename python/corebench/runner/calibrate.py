@@ -16,57 +16,21 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from corebench import engine
 from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import Experiment
 from corebench.plan.model import Builtin, Target
+from corebench.result import NEAR_CEILING
+from corebench.store import Ceiling, MonitorSummary, RunLayout
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
 
 CALIBRATION_S = 1.0
-# A run at this share of the generator's ceiling measured the generator too.
-NEAR_CEILING = 0.8
 PAGE = "/static/64"
 DEFAULT_CONNECTIONS = 64
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    target_cpus: list[int]
-    generator_cpus: list[int]
-    shared: bool
-    connections: int
-    rps: float  # reached against the built-in page
-    generator_cpu: float  # cores' worth the generator used meanwhile
-    ceiling_rps: float  # rps at every generator core busy
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Ceiling:
-        return Ceiling(**d)
-
-    def sentence(self) -> str:
-        where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
-        if self.error:
-            return f"generator calibration ({where}) failed: {self.error}"
-        shared = "; they share cores" if self.shared else ""
-        return (
-            f"generator ceiling: {self.ceiling_rps:,.0f} req/s ({self.rps:,.0f} req/s reached at "
-            f"{self.generator_cpu:.2f} of its {_cores(len(self.generator_cpus))}, {self.connections} connections; "
-            f"{where}{shared})"
-        )
-
-
-def _cpus(cpus: list[int]) -> str:
-    return ("CPU " if len(cpus) == 1 else "CPUs ") + ",".join(map(str, cpus))
 
 
 def calibrate(exp: Experiment, control: CpuControl, work_dir: Path) -> list[Ceiling]:
@@ -95,7 +59,7 @@ def _measure(
         layout = control.layout(cpus, own)
     except (OSError, RuntimeError, ValueError) as e:
         target, generator = _layout_cpus(control, cpus, own)
-        return Ceiling(target, generator, generator == control.online, connections, 0.0, 0.0, 0.0, str(e))
+        return _failed(target, generator, generator == control.online, connections, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)
     started = None
@@ -114,7 +78,7 @@ def _measure(
         result = engine.run(engine_config(settings))
         used = result.generator_cpu_s / max(result.duration_s, 1e-9)
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
-        return Ceiling(layout.target_cpus, layout.generator_cpus, shared, connections, 0.0, 0.0, 0.0, str(e))
+        return _failed(layout.target_cpus, layout.generator_cpus, shared, connections, str(e))
     finally:
         os.sched_setaffinity(0, affinity)
         if started is not None:
@@ -123,7 +87,28 @@ def _measure(
     rps = result.successes / result.duration_s if result.duration_s else 0.0
     cores = len(layout.generator_cpus)
     ceiling = rps * cores / used if used > 0 else rps
-    return Ceiling(layout.target_cpus, layout.generator_cpus, shared, connections, rps, used, max(ceiling, rps))
+    return Ceiling(
+        target_cpus=layout.target_cpus,
+        generator_cpus=layout.generator_cpus,
+        shared=shared,
+        connections=connections,
+        rps=rps,
+        generator_cpu=used,
+        ceiling_rps=max(ceiling, rps),
+    )
+
+
+def _failed(target: list[int], generator: list[int], shared: bool, connections: int, error: str) -> Ceiling:
+    return Ceiling(
+        target_cpus=target,
+        generator_cpus=generator,
+        shared=shared,
+        connections=connections,
+        rps=0.0,
+        generator_cpu=0.0,
+        ceiling_rps=0.0,
+        error=error,
+    )
 
 
 def ceiling_for(ceilings: list[Ceiling], layout: Layout) -> Ceiling | None:
@@ -134,18 +119,14 @@ def ceiling_for(ceilings: list[Ceiling], layout: Layout) -> Ceiling | None:
 
 
 def lower_bound(
-    throughput_rps: float, layout: dict[str, Any], monitor: dict[str, Any] | None, ceiling: Ceiling | None
+    throughput_rps: float, layout: RunLayout, monitor: MonitorSummary | None, ceiling: Ceiling | None
 ) -> str | None:
     """Why a run's figures understate the target, in words; None when they do not."""
     why = []
-    if layout.get("shared"):
+    if layout.shared:
         why.append("the generator shared the target's cores")
-    if monitor and monitor.get("client_bound"):
+    if monitor is not None and monitor.client_bound:
         why.append("the generator was CPU-bound")
     if ceiling is not None and throughput_rps >= NEAR_CEILING * ceiling.ceiling_rps:
         why.append(f"{throughput_rps / ceiling.ceiling_rps:.0%} of the generator's ceiling")
     return "; ".join(why) or None
-
-
-def _cores(n: int) -> str:
-    return f"{n} core" if n == 1 else f"{n} cores"

@@ -19,36 +19,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 from corebench.config.engine import RateConfig
 from corebench.config.load import LoadConfig
 from corebench.plan.objective import Objective, SearchSettings
 from corebench.result import LoadResult
+from corebench.store import Capacity, Step
 
 # A step that could not send this share of its schedule (every connection
 # busy) did not offer its rate: it misses, whatever its latencies.
 UNSENT_SHARE = 0.01
 # How far below its start the search goes looking for a rate that meets.
 RAMP_DOWN_STEPS = 6
-
-
-@dataclass
-class Step:
-    rate_rps: float
-    duration_s: float
-    meets: bool
-    achieved_rps: float  # goodput: successful responses per second
-    sent: int
-    scheduled: int
-    late: int
-    p50_us: int
-    judged: list[tuple[str, str, bool]]  # (threshold, measured, met)
-    measured: dict[str, float]  # metric -> value: latencies in µs, errors as a share or a count
-    why: str = ""  # what missed, in words
-    settle_s: float = 0.0  # time the server took to drain after this step
-    few_samples: bool = False
 
 
 @dataclass
@@ -120,54 +103,6 @@ class Bracket:
         return math.sqrt(lo * hi)
 
 
-@dataclass
-class Capacity:
-    objective: str
-    arrivals: str
-    precision: float
-    rate_rps: float | None  # the highest rate whose steps met the objective (by majority, confirmed)
-    bracket: tuple[float | None, float | None]  # (lo, hi): the limit lies between
-    outcome: str  # "found", "above-max", "none", "unfinished", "dead"
-    steps: list[Step]
-    probe_rps: float | None = None
-    elapsed_s: float = 0.0
-    # Why the search ended "dead": the failures of the probe or step that got no answer.
-    failures: str = ""
-    # Each step's whole measurement, in step order (not in to_json: the store keeps results apart).
-    results: list[LoadResult] = field(default_factory=list, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(replace(self, results=[]))
-        del out["results"]
-        return out
-
-    def sustained(self) -> LoadResult | None:
-        """The last measurement at the sustained rate."""
-        at = [r for s, r in zip(self.steps, self.results, strict=True) if s.rate_rps == self.rate_rps]
-        return at[-1] if at else None
-
-    def sentence(self) -> str:
-        lo, hi = self.bracket
-        if self.outcome == "found" and lo is not None and hi is not None:
-            half = (hi - lo) / (hi + lo)
-            return (
-                f"Sustains {lo:,.0f} req/s within {self.objective} ({self.arrivals} arrivals); the steps' verdicts "
-                f"change between {lo:,.0f} and {hi:,.0f} req/s (the search's resolution, ±{half:.1%}, not a "
-                "confidence interval)."
-            )
-        if self.outcome == "above-max" and lo is not None:
-            return f"Sustains at least {lo:,.0f} req/s within {self.objective}, the highest rate tried (--max-rate)."
-        if self.outcome == "dead":
-            return f"No request succeeded: the server stopped answering ({self.failures}); the search ended there."
-        if self.outcome == "none":
-            return (
-                f"No rate tried meets {self.objective}: even {hi:,.0f} req/s missed (the search goes down to "
-                "--min-rate, or 64 times below its start)."
-            )
-        where = f"between {lo:,.0f} and {hi:,.0f}" if lo is not None and hi is not None else "not bracketed"
-        return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
-
-
 Runner = Callable[[LoadConfig], LoadResult]
 OnStep = Callable[[Step], None]
 
@@ -182,10 +117,9 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
     if start is None:
         probe = run(_probe(base))
         if probe.successes == 0:
-            return Capacity(
-                str(objective), settings.arrivals, settings.precision, None, (None, None), "dead", [], 0.0,
-                time.monotonic() - began, f"{probe.requests:,} sent; {probe.failures()}",
-            )  # fmt: skip
+            return _answer(
+                settings, None, (None, None), "dead", [], 0.0, began, f"{probe.requests:,} sent; {probe.failures()}"
+            )
         probe_rps = probe.successes / max(probe.duration_s, 1e-9)
         start = probe_rps / 2
     bracket = Bracket(settings, start)
@@ -200,10 +134,8 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
             steps.append(step)
             if on_step is not None:
                 on_step(step)
-            return Capacity(
-                str(objective), settings.arrivals, settings.precision, None, (bracket.lo, bracket.hi), "dead", steps,
-                probe_rps, time.monotonic() - began, f"{result.requests:,} sent; {result.failures()}", results,
-            )  # fmt: skip
+            failures = f"{result.requests:,} sent; {result.failures()}"
+            return _answer(settings, None, (bracket.lo, bracket.hi), "dead", steps, probe_rps, began, failures, results)
         bracket.record(rate, step.meets)
         if not step.meets:
             step.settle_s = _settle(base, objective, settings, run)
@@ -219,10 +151,33 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
         outcome = "none"
     else:
         outcome = "found"
+    return _answer(settings, lo, (lo, hi), outcome, steps, probe_rps, began, "", results)
+
+
+def _answer(
+    settings: SearchSettings,
+    rate_rps: float | None,
+    bracket: tuple[float | None, float | None],
+    outcome: str,
+    steps: list[Step],
+    probe_rps: float | None,
+    began: float,
+    failures: str = "",
+    results: list[LoadResult] | None = None,
+) -> Capacity:
     return Capacity(
-        str(objective), settings.arrivals, settings.precision, lo, (lo, hi), outcome, steps, probe_rps,
-        time.monotonic() - began, results=results,
-    )  # fmt: skip
+        objective=str(settings.objective),
+        arrivals=settings.arrivals,
+        precision=settings.precision,
+        rate_rps=rate_rps,
+        bracket=bracket,
+        outcome=outcome,
+        steps=steps,
+        probe_rps=probe_rps,
+        elapsed_s=time.monotonic() - began,
+        failures=failures,
+        results=results or [],
+    )
 
 
 def _probe(base: LoadConfig) -> LoadConfig:
@@ -252,7 +207,7 @@ def _measure(
         rate_rps=rate,
         duration_s=duration_s,
         meets=not missed,
-        achieved_rps=r.successes / r.duration_s if r.duration_s else 0.0,
+        goodput_rps=r.goodput_rps,
         sent=sent,
         scheduled=scheduled,
         late=late,

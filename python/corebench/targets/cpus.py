@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corebench.store import RunLayout
 from corebench.targets import filesystem
 
 CGROUP = Path("/sys/fs/cgroup")
@@ -47,6 +48,10 @@ class Layout:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def record(self) -> RunLayout:
+        """As stored with each run."""
+        return RunLayout.model_validate(asdict(self))
 
     def of(self, service: str) -> Layout:
         return self.services.get(service, self)

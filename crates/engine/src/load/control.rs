@@ -28,8 +28,9 @@ pub struct Control {
     finished: AtomicU64,
     /// Of those, the requests that failed (the report's failed requests).
     failed: AtomicU64,
-    /// And the responses whose status is not 2xx or 3xx: failures too, by
-    /// DESIGN.md's throughput, counted apart as the report counts them.
+    /// And the responses whose status is not 2xx or 3xx: failures too, and
+    /// never goodput (docs/architecture.md#terms), counted apart as the
+    /// report counts them.
     unsuccessful: AtomicU64,
     /// The run's start and what it is to do, once it has started.
     plan: OnceLock<Plan>,

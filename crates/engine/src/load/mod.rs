@@ -32,7 +32,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadResult> {
 /// Runs the load described by `config`; `control` lets another thread stop
 /// it early (the result then says `interrupted`) and watch its progress.
 pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
-    let prepared = Prepared::new(config)?;
+    let prepared = PreparedLoad::new(config)?;
     let m = measure(config, &prepared, control)?;
     Ok(prepared.result(config, prepared.facts(config, m.clock), m.stats))
 }
@@ -41,12 +41,12 @@ pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
 /// address, the workload: a log is read), without running it: a distributed
 /// run checks here before any agent loads.
 pub fn check(config: &LoadConfig) -> Result<()> {
-    Prepared::new(config).map(|_| ())
+    PreparedLoad::new(config).map(|_| ())
 }
 
 /// What a run needs before its first request, checked and built once: the
 /// merge of a distributed run builds the same from the same config.
-pub(crate) struct Prepared {
+pub(crate) struct PreparedLoad {
     pub target: Target,
     pub workload: Workload,
     /// The whole load's request count, if bounded by one.
@@ -54,8 +54,8 @@ pub(crate) struct Prepared {
     pub end: Option<Duration>,
 }
 
-impl Prepared {
-    pub(crate) fn new(config: &LoadConfig) -> Result<Prepared> {
+impl PreparedLoad {
+    pub(crate) fn new(config: &LoadConfig) -> Result<PreparedLoad> {
         config.validate()?;
         let target = Target::from_config(config)?;
         io::uses_uring(config, target.tls)?;
@@ -64,7 +64,7 @@ impl Prepared {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Ok(Prepared { target, workload, limit, end: config.duration_s.map(Duration::from_secs_f64) })
+        Ok(PreparedLoad { target, workload, limit, end: config.duration_s.map(Duration::from_secs_f64) })
     }
 
     pub(crate) fn schedule(&self, config: &LoadConfig) -> Option<Schedule<'_>> {
@@ -132,7 +132,7 @@ fn unix_now_s() -> f64 {
 }
 
 /// Runs this process's share of the load (all of it unless `config.agent`).
-pub(crate) fn measure(config: &LoadConfig, p: &Prepared, control: &Control) -> Result<Measured> {
+pub(crate) fn measure(config: &LoadConfig, p: &PreparedLoad, control: &Control) -> Result<Measured> {
     let tls = match p.target.tls {
         true => Some(tls_context(&p.target.host, config.http2()).map_err(EngineError::Tls)?),
         false => None,

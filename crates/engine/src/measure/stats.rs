@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Latencies are recorded in microseconds, 3 significant digits, up to an
-/// hour (DESIGN.md: HDR histograms, never a list of samples).
+/// hour (docs/architecture.md#terms: HDR histograms, never a list of samples).
 pub const LATENCY_MAX_US: u64 = 3_600_000_000;
 pub const LATENCY_SIGFIG: u8 = 3;
 
@@ -429,8 +429,9 @@ impl Stats {
     }
 
     /// Responses whose status is not a success (2xx, 3xx): failures, as a
-    /// transport error is; DESIGN.md's throughput counts neither. Summed
-    /// from the status counts, at a tick rather than per response.
+    /// transport error is; goodput (docs/architecture.md#terms) counts
+    /// neither. Summed from the status counts, at a tick rather than per
+    /// response.
     pub(crate) fn unsuccessful(&self) -> u64 {
         let success = 200..400;
         self.status.iter().enumerate().filter(|(code, _)| !success.contains(code)).map(|(_, n)| n).sum()

@@ -17,7 +17,7 @@ use crate::error::{EngineError, Result};
 use replay::ReplaySource;
 
 /// One distinct request, ready to write.
-pub(crate) struct Prepared {
+pub(crate) struct PreparedRequest {
     pub method: String,
     pub target: String,
     pub bytes: Vec<u8>,
@@ -26,7 +26,7 @@ pub(crate) struct Prepared {
 }
 
 pub(crate) struct Workload {
-    pub requests: Vec<Prepared>,
+    pub requests: Vec<PreparedRequest>,
     pub entries: Vec<Entry>,
     /// A timed replay's send offsets, µs from the first line, one per entry.
     pub offsets_us: Vec<u64>,
@@ -105,7 +105,7 @@ impl Workload {
         }
         let i = self.requests.len() as u32;
         known.insert(bytes.clone(), i);
-        self.requests.push(Prepared {
+        self.requests.push(PreparedRequest {
             method: method.to_string(),
             target: path.to_string(),
             head: method.eq_ignore_ascii_case("HEAD"),

@@ -17,7 +17,7 @@ use super::timer::Timer;
 use super::{Driver, Peer, TICK};
 use crate::client::conn::{Conn, Step};
 use crate::client::stamp::Wall;
-use crate::workload::Prepared;
+use crate::workload::PreparedRequest;
 
 const TIMER: Token = Token(usize::MAX);
 const TICKER: Token = Token(usize::MAX - 1);
@@ -122,7 +122,7 @@ impl Driver for Epoll {
         ev: Ready,
         conns: &mut [Conn],
         buf: &mut [u8],
-        requests: &[Prepared],
+        requests: &[PreparedRequest],
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     ) {

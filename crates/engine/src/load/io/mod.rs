@@ -20,7 +20,7 @@ use crate::client::transport::TlsContext;
 use crate::config::{IoBackend, LoadConfig};
 use crate::error::{EngineError, Result};
 use crate::measure::stats::Stats;
-use crate::workload::Prepared;
+use crate::workload::PreparedRequest;
 
 pub(crate) use epoll::Epoll;
 pub(crate) use h2::H2;
@@ -75,7 +75,7 @@ pub(crate) trait Driver {
         ev: Self::Event,
         conns: &mut [Conn],
         buf: &mut [u8],
-        requests: &[Prepared],
+        requests: &[PreparedRequest],
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     );
@@ -137,7 +137,7 @@ impl EventLoop {
         config: &LoadConfig,
         tls: bool,
         connections: &[usize],
-        requests: &[Prepared],
+        requests: &[PreparedRequest],
     ) -> Result<Vec<EventLoop>> {
         let uring = uses_uring(config, tls)?;
         let descriptors = |e: io::Error| match e.raw_os_error() {
@@ -211,7 +211,7 @@ mod tests {
     fn latency_read_late<D: Driver>(mut d: D) -> Duration {
         let (addr, server) = answering_after(vec![SERVER_DELAY]);
         let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
-        let requests = [Prepared { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
+        let requests = [PreparedRequest { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
         let peer = Peer { addr, tls: None };
         d.start().unwrap();
         let now = Instant::now();
@@ -308,7 +308,7 @@ mod tests {
         let (addr, server) = answering_after(delays.to_vec());
         let mut d = make();
         let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
-        let requests = [Prepared { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
+        let requests = [PreparedRequest { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
         let peer = Peer { addr, tls: None };
         let start = Instant::now();
         let mut conns = vec![Conn::new(Token(0), start), Conn::new(Token(1), start)];

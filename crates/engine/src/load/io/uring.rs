@@ -24,7 +24,7 @@ use crate::client::conn::{failed, Conn, Phase, Step};
 use crate::client::stamp::{self, Stamp, Wall};
 use crate::client::transport::{RingSocket, Transport};
 use crate::measure::stats::ErrorKind;
-use crate::workload::Prepared;
+use crate::workload::PreparedRequest;
 
 /// Receive buffers per worker: 64 KB each (a large body in few
 /// completions), one per connection from 32 up to 256 (16 MB; an arrival
@@ -242,7 +242,7 @@ impl Ops {
         ev: Cqe,
         data: Option<(&[u8], Instant)>,
         c: &mut Conn,
-        requests: &[Prepared],
+        requests: &[PreparedRequest],
         now: Instant,
     ) -> Option<Step> {
         let (i, conn, op) = untag(ev.user_data);
@@ -282,7 +282,7 @@ impl Ops {
         ev: Cqe,
         data: Option<(&[u8], Instant)>,
         c: &mut Conn,
-        req: &Prepared,
+        req: &PreparedRequest,
     ) -> Option<Step> {
         let rearm = !cqueue::more(ev.flags);
         // A recvmsg's end of stream is a message with no payload.
@@ -386,7 +386,7 @@ impl Driver for Uring {
         ev: Cqe,
         conns: &mut [Conn],
         _: &mut [u8],
-        requests: &[Prepared],
+        requests: &[PreparedRequest],
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     ) {

@@ -2,14 +2,14 @@
 interval it stops with covers the mean about 95% of the time, and its mean
 sample size approaches (z sigma / d)^2 (Chow & Robbins 1965, Theorems 1-2)."""
 
-import json
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from corebench.runner.adaptive import enough, goodput_by_point, precision
+from corebench.analysis.precision import enough, goodput_by_point, precision
+from tests.support.records import load_result, stored_run
 
 
 def test_half_width_is_the_t_interval():
@@ -62,12 +62,12 @@ def test_a_stable_target_stops_and_a_noisy_one_does_not():
 
 
 def test_goodput_by_point_counts_measured_successful_runs_only():
-    def row(key, warmup, status, ok, duration=2.0):
-        result = {"status_counts": {"200": ok, "503": 10}, "duration_s": duration}
-        return {"point_key": key, "warmup": warmup, "status": status, "result_json": json.dumps(result)}
+    def run(key, warmup, status, ok, duration=2.0):
+        result = load_result(status_counts={200: ok, 503: 10}, duration_s=duration)
+        return stored_run({"k": key}, result, warmup=bool(warmup), status=status, repetition=0 if warmup else 1)
 
     got = goodput_by_point(
-        [row("a", 0, "ok", 100), row("a", 1, "ok", 999), row("a", 0, "failed", 5), row("b", 0, "ok", 4)]
+        [run("a", 0, "ok", 100), run("a", 1, "ok", 999), run("a", 0, "failed", 5), run("b", 0, "ok", 4)]
     )
-    assert got == {"a": [50.0], "b": [2.0]}
+    assert got == {'{"k": "a"}': [50.0], '{"k": "b"}': [2.0]}
     assert math.isinf(precision([], 0.02).half_width)

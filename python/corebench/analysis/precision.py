@@ -1,4 +1,5 @@
-"""Adaptive repetitions: when an experiment has measured enough.
+"""Adaptive repetitions: when an experiment has measured enough (the
+runner asks between rounds; the report says how far it got).
 
 The stopping rule is Chow & Robbins' fixed-width sequential confidence
 interval (Y. S. Chow and H. Robbins, "On the asymptotic theory of
@@ -20,15 +21,13 @@ Analysis*, §9.4.1) use it for small n."""
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from scipy import stats
 
-from corebench.result import goodput_rps
+from corebench.store import StoredRun
 
 CONFIDENCE = 0.95
 
@@ -74,10 +73,10 @@ def enough(by_point: Mapping[str, Sequence[float]], target: float, n_min: int = 
     return all(precision(v, target, n_min).met for v in by_point.values() if len(v) >= 2)
 
 
-def goodput_by_point(runs: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """Each point's goodput over its successful measured runs, from store rows."""
+def goodput_by_point(runs: Sequence[StoredRun]) -> dict[str, list[float]]:
+    """Each point's goodput over its successful measured runs."""
     out: dict[str, list[float]] = {}
     for r in runs:
-        if r["status"] == "ok" and not r["warmup"] and r["result_json"]:
-            out.setdefault(r["point_key"], []).append(goodput_rps(json.loads(r["result_json"])))
+        if r.measured and r.result is not None:
+            out.setdefault(r.point_key, []).append(r.result.goodput_rps)
     return out

@@ -1,14 +1,15 @@
 """The report's scaling fits: only points that can carry a law are fitted,
 and the reason is given where no law is."""
 
+from corebench.analysis.analyse import scaling_fits
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import summarize
-from corebench.report.data import scaling_fits
+from tests.support.records import stored_run
 
 
 def point(levels, rps, shared=False):
     s = summarize([rps * 0.99, rps, rps * 1.01])
-    return PointStats(levels, [], [{}], s, s, s, 0, 0.0, None, None, False, None, shared)
+    return PointStats(levels, [], [stored_run(levels)], s, s, s, 0, 0.0, None, None, False, None, shared)
 
 
 def test_a_saturated_concurrency_sweep_gets_no_law():
@@ -32,7 +33,7 @@ def test_points_whose_generator_shared_the_cores_are_left_out():
 
 
 def test_failing_points_are_left_out_of_fits_and_the_cores_table():
-    from corebench.report.data import cores_table
+    from corebench.analysis.analyse import cores_table
 
     xs = {1: 1000, 2: 2000, 3: 3000, 4: 9000}
     points = [point({"cpus": c}, x) for c, x in xs.items()]

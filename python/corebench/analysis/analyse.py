@@ -1,0 +1,263 @@
+"""The analysis stage's entry point: an experiment and its runs in,
+`Findings` out. Every report (text, Markdown, HTML) renders its findings,
+and `corebench run`'s threshold gate reads them without building a report."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import cast
+
+from corebench.analysis.anova import Anova, anova
+from corebench.analysis.baseline import rows as baseline_rows
+from corebench.analysis.baseline import sentence as baseline_sentence
+from corebench.analysis.capacity import capacities, cores_needed
+from corebench.analysis.capacity import table as capacity_table
+from corebench.analysis.diagnose import diagnose
+from corebench.analysis.findings import Findings, Knee, ScalingFit
+from corebench.analysis.gates import judge
+from corebench.analysis.gates import lines as gate_lines
+from corebench.analysis.knee import kneedle, saturation
+from corebench.analysis.lines import generator_lines, replay_lines, schedule_lines
+from corebench.analysis.points import PointStats, point_stats
+from corebench.analysis.processes import processes
+from corebench.analysis.scaling import ScalingRow, scaling_table
+from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
+from corebench.analysis.verdict import Slo, load_factors, verdicts
+from corebench.errors import UsageError
+from corebench.plan.thresholds import parse as parse_threshold
+from corebench.store import HostFacts, Level, Store, StoredExperiment, StoredRun, StoreError
+
+# The responses the factor ANOVA explains, and how reports name them.
+RESPONSES = {
+    "log_goodput": "log throughput (goodput)",
+    "demand_ms": "CPU ms per request",
+    "log_p99": "log p99",
+}
+Table = dict[str, object]
+
+
+def analyse(
+    experiment: StoredExperiment,
+    runs: list[StoredRun],
+    slo: Slo | None = None,
+    traffic_rps: float | None = None,
+) -> Findings:
+    """`slo`: judge each point against a latency objective; `traffic_rps`:
+    with capacity searches, say how many cores serve that rate."""
+    plan = experiment.plan
+    factors = plan.factors
+    points = sorted(point_stats(runs), key=lambda p: _order(p, factors))
+    host = experiment.host
+    usable = host.cpus_usable or host.cpus
+    found = Findings(experiment, runs, points, factors, [diagnose(p, _cpus_given(p), usable) for p in points])
+    settings = _table(plan.plan)
+    prices = cast(dict[str, dict[str, float]], _table(settings.get("machine")).get("price_per_hour") or {})
+    load = _table(settings.get("load"))
+    searched = settings.get("search") is not None
+    found.add("verdict", *verdicts(points, prices, slo, factors, load_factors(factors, load), searched))
+    found.fits = scaling_fits(points, factors)
+    found.clock_ghz, found.clock_source = clock(settings, host)
+    found.scaling = cores_table(points, factors, found.clock_ghz)
+    if found.scaling and found.clock_ghz is None:
+        found.add(
+            "clock",
+            "Requests per second per core-GHz: unknown, this machine's clock was not readable (cpufreq, "
+            "/proc/cpuinfo); give it as [machine] clock_ghz.",
+        )
+    found.knees = knees(points, factors)
+    found.processes = processes(points)
+    found.anova = factor_anova(points, factors)
+    thresholds = _table(settings.get("thresholds"))
+    found.thresholds = judge([parse_threshold(f"{k}{v}") for k, v in thresholds.items()], points)
+    found.add("threshold", *gate_lines(found.thresholds))
+    _capacity(found, traffic_rps)
+    found.add("schedule", *schedule_lines(_table(settings.get("experiment")), runs, points))
+    found.add("generator", *generator_lines(experiment, points))
+    found.add("replay", *replay_lines(runs))
+    found.baseline = baseline_rows(experiment.baseline)
+    yardstick = baseline_sentence(experiment.baseline, found.scaling)
+    if yardstick:
+        found.add("baseline", yardstick, method="Jain 1991: fixed work, speedup as the ratio of times")
+    cpus = factors.get("cpus", [])
+    if 0 < len(cpus) < 3 and not found.capacity:
+        found.add(
+            "scope",
+            f"Not shown here: a scaling-law fit over CPUs, and its prediction for larger machines, needs 3 or "
+            f"more CPU levels; this experiment has {len(cpus)} ({', '.join(map(str, cpus))}).",
+        )
+    found.ordered()
+    return found
+
+
+def read(store_path: Path, experiment_id: int | None = None) -> tuple[StoredExperiment, list[StoredRun]]:
+    """The newest experiment of a store, or `experiment_id`, and its runs;
+    the store opened read-only (a file that is not one stays untouched)."""
+    if not store_path.exists():
+        raise UsageError(f"{store_path}: no such store")
+    try:
+        store = Store(store_path, read_only=True)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    try:
+        if experiment_id is None:
+            experiment_id = store.newest_experiment()
+        if experiment_id is None:
+            raise UsageError(f"{store_path}: the store holds no experiment yet")
+        exp = store.experiment(experiment_id)
+        if exp is None:
+            raise UsageError(f"{store_path}: no experiment {experiment_id}")
+        return exp, store.runs(experiment_id)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    finally:
+        store.close()
+
+
+def _capacity(found: Findings, traffic_rps: float | None) -> None:
+    caps = capacities(found.points)
+    found.capacity = capacity_table(caps)
+    if caps:
+        rates = "; ".join(f"{r.point}: {r.sustained_rps:,.0f} req/s" for r in found.capacity)
+        found.add(
+            "capacity",
+            f"Capacity within {caps[0].objective} ({caps[0].arrivals} arrivals), by capacity search: {rates}.",
+        )
+        if traffic_rps is not None:
+            found.add("capacity", *cores_needed(caps, traffic_rps))
+    elif traffic_rps is not None:
+        found.add("capacity", "--traffic needs an experiment of capacity searches (a plan with [search]).")
+
+
+def _table(value: object) -> Table:
+    """A table of the stored plan (its TOML tables as JSON objects), or an
+    empty one where the plan has none."""
+    return cast(Table, value) if isinstance(value, dict) else {}
+
+
+def clock(plan: Mapping[str, object], host: HostFacts) -> tuple[float | None, str]:
+    """The plan's [machine] clock_ghz, else the clock the host reported when
+    the experiment began (cpufreq or /proc/cpuinfo, through psutil)."""
+    given = _table(plan.get("machine")).get("clock_ghz")
+    if isinstance(given, (int, float)) and given:
+        return float(given), "the plan's [machine] clock_ghz"
+    if host.mhz:
+        return round(host.mhz / 1000, 3), "the host's reported clock (cpufreq or /proc/cpuinfo)"
+    return None, ""
+
+
+def cores_table(points: list[PointStats], factors: Mapping[str, list[Level]], ghz: float | None) -> list[ScalingRow]:
+    """The first field report's table: each CPU level's best point, its
+    speedup and efficiency over the fewest CPUs, and req/s per core-GHz."""
+    levels = factors.get("cpus", [])
+    if len(levels) < 2 or not all(isinstance(v, (int, float)) for v in levels):
+        return []
+    best: dict[float, PointStats] = {}
+    for p in points:
+        if p.measured and not p.failing and "cpus" in p.levels:
+            c = float(p.levels["cpus"])
+            if c not in best or p.goodput_rps.mean > best[c].goodput_rps.mean:
+                best[c] = p
+    if not best:
+        return []
+    low = min(best)
+    base = best[low].goodput_rps.mean / low  # per CPU at the lowest level
+    rows = [(best[c].label(), c, best[c].goodput_rps.mean, ghz) for c in sorted(best)]
+    return scaling_table(rows, base)
+
+
+def knees(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[Knee]:
+    """Kneedle and the 95%-of-peak saturation point of throughput against concurrency."""
+    if len(factors.get("concurrency", [])) < 3:
+        return []
+    groups: dict[str, list[PointStats]] = {}
+    for p in points:
+        if p.measured:
+            rest = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != "concurrency") or "all"
+            groups.setdefault(rest, []).append(p)
+    out = []
+    for rest, ps in groups.items():
+        xs = [float(p.levels["concurrency"]) for p in ps]
+        ys = [p.goodput_rps.mean for p in ps]
+        out.append(Knee(rest, kneedle(xs, ys), saturation(xs, ys)))
+    return out
+
+
+def factor_anova(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[Anova]:
+    """Type II ANOVA of every measured run over the plan's factors, on log
+    throughput, on service demand (where every run has it) and on log p99."""
+    rows = []
+    for p in points:
+        if p.failing:
+            continue
+        demand = p.demand_ms if len(p.demand_ms) == len(p.measured) else [math.nan] * len(p.measured)
+        for rps, r, d in zip(p.run_goodput_rps, p.measured, demand, strict=True):
+            if rps > 0 and r.p99_us:
+                rows.append({**p.levels, "log_goodput": math.log(rps), "demand_ms": d, "log_p99": math.log(r.p99_us)})
+    out = []
+    for response in RESPONSES:
+        usable = [r for r in rows if not math.isnan(r[response])]
+        a = anova(usable, [f for f in factors if all(f in r for r in usable)], response) if usable else None
+        if a is not None:
+            out.append(a)
+    return out
+
+
+def _order(p: PointStats, factors: Mapping[str, list[Level]]) -> tuple[int, ...]:
+    """Points in the plan's order of factor levels, not the runs' random one."""
+    return tuple(
+        factors[k].index(v) if k in factors and v in factors[k] else len(factors.get(k, []))
+        for k, v in p.levels.items()
+    )
+
+
+def _cpus_given(p: PointStats) -> float | None:
+    """The CPUs the target had, from the layout stored with its runs
+    (whatever the plan called the factor); None for a server not started here."""
+    for r in p.measured:
+        if r.layout is not None and r.layout.controlled:
+            return r.layout.target_cores
+    return None
+
+
+def scaling_fits(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[ScalingFit]:
+    """The scaling law over cpus and over concurrency, for each combination
+    of the other factors, wherever a factor has 3 or more numeric levels;
+    fitted only to points that can carry it (`analysis.scaling_model`)."""
+    out = []
+    for factor in ("cpus", "concurrency"):
+        levels = factors.get(factor, [])
+        if len(levels) < 3 or not all(isinstance(v, (int, float)) for v in levels):
+            continue
+        groups: dict[str, list[PointStats]] = {}
+        for p in points:
+            rest = {k: v for k, v in p.levels.items() if k != factor}
+            groups.setdefault(json.dumps(rest, sort_keys=True), []).append(p)
+        for key, ps in groups.items():
+            ps = sorted((p for p in ps if p.measured), key=lambda p: p.levels[factor])
+            if not ps:
+                continue
+            fixed = " ".join(f"{k}={v}" for k, v in json.loads(key).items())
+            model = _model(factor, ps)
+            left = {n for n, _ in model.dropped}
+            points_out = [(float(p.levels[factor]), p.goodput_rps.mean) for p in ps if p.levels[factor] in left]
+            out.append(ScalingFit(factor, fixed, model, points_out))
+    return out
+
+
+def _model(factor: str, ps: list[PointStats]) -> ScalingModel:
+    """Failing points, and points whose generator shared the target's cores
+    (they understate the target), are left out; so are load levels past
+    saturation, where a closed loop only queues."""
+    dropped = [(float(p.levels[factor]), "more than 1% of its requests failed") for p in ps if p.failing]
+    ps = [p for p in ps if not p.failing]
+    dropped += [(float(p.levels[factor]), "the load generator shared the target's cores") for p in ps if p.shared]
+    ps = [p for p in ps if not p.shared]
+    if ps and factor == "concurrency":
+        kept, past = below_saturation([float(p.levels[factor]) for p in ps], [p.goodput_rps.mean for p in ps])
+        dropped += [(float(ps[i].levels[factor]), "past saturation") for i in past]
+        ps = [ps[i] for i in kept]
+    ns, xs = [float(p.levels[factor]) for p in ps], [p.goodput_rps.mean for p in ps]
+    return choose(ns, xs, dropped)

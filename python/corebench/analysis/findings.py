@@ -1,0 +1,111 @@
+"""What the analysis found, as records the reports render and the gates
+read: each finding a sentence with its kind, what it is about, and the
+method that produced it; `Findings` holds them in one declared order with
+the tables they were drawn from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from corebench.analysis.anova import Anova
+from corebench.analysis.baseline import BaselineRow
+from corebench.analysis.capacity import CapacityRow
+from corebench.analysis.diagnose import Diagnosis
+from corebench.analysis.gates import Judged
+from corebench.analysis.points import PointStats
+from corebench.analysis.processes import ProcessRow
+from corebench.analysis.scaling import Fit, ScalingRow
+from corebench.analysis.scaling_model import ScalingModel
+from corebench.store import Level, StoredExperiment, StoredRun
+
+# The order reports say findings in: the answer asked for first (capacity,
+# the plan's thresholds), then the comparisons, then how far to trust them.
+KINDS = (
+    "capacity",  # each configuration's sustained rate; cores needed for --traffic
+    "threshold",  # the plan's [thresholds], point by point
+    "verdict",  # comparisons of configurations, steadiness, cost (analysis.verdict)
+    "clock",  # what the per-core-GHz figures could not use
+    "schedule",  # adaptive precision reached; drift across rounds
+    "generator",  # the generator's ceiling, lower bounds, load I/O and protocol
+    "replay",  # a replay's failures as its log recorded them
+    "baseline",  # the CPU baseline's speedup beside the server's
+    "scope",  # what was not fitted, and why
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # one of KINDS
+    text: str  # the sentence, as every report prints it
+    subject: str = ""  # the point, factor or comparison it is about
+    method: str = ""  # how it was found, with its source, where one applies
+    caveats: tuple[str, ...] = ()
+
+
+@dataclass
+class ScalingFit:
+    """The law one series of points supports (or why none), over one factor
+    with the other factors held at `fixed`."""
+
+    factor: str
+    fixed: str  # the other factors' levels the fit holds
+    model: ScalingModel
+    left_out: list[tuple[float, float]] = field(default_factory=list)  # (N, X) not fitted
+
+    @property
+    def fit(self) -> Fit | None:
+        return self.model.chosen
+
+
+@dataclass
+class Knee:
+    fixed: str
+    knee: float | None
+    saturation: float | None
+
+
+@dataclass
+class Findings:
+    """An experiment's analysis: the stored experiment and runs it read,
+    the points and tables, and the findings in KINDS order."""
+
+    experiment: StoredExperiment
+    runs: list[StoredRun]
+    points: list[PointStats]
+    factors: dict[str, list[Level]]
+    diagnoses: list[Diagnosis]
+    said: list[Finding] = field(default_factory=list)
+    fits: list[ScalingFit] = field(default_factory=list)
+    scaling: list[ScalingRow] = field(default_factory=list)
+    # The clock per-core-GHz figures use, and where it came from.
+    clock_ghz: float | None = None
+    clock_source: str = ""
+    # Each process of the stack (target and services) at each point.
+    processes: list[ProcessRow] = field(default_factory=list)
+    # The plan's CPU baseline (hackbench) at each cpus level.
+    baseline: list[BaselineRow] = field(default_factory=list)
+    knees: list[Knee] = field(default_factory=list)
+    anova: list[Anova] = field(default_factory=list)
+    thresholds: list[Judged] = field(default_factory=list)
+    # Plans with [search]: each configuration's sustained rate within the objective.
+    capacity: list[CapacityRow] = field(default_factory=list)
+
+    def add(self, kind: str, *texts: str, method: str = "") -> None:
+        assert kind in KINDS, kind
+        self.said += [Finding(kind, t, method=method) for t in texts]
+
+    def ordered(self) -> None:
+        """Findings in KINDS order; within a kind, in the order found."""
+        self.said.sort(key=lambda f: KINDS.index(f.kind))
+
+    @property
+    def verdicts(self) -> list[str]:
+        """Every finding's sentence, in order."""
+        return [f.text for f in self.said]
+
+    def of(self, kind: str) -> list[Finding]:
+        return [f for f in self.said if f.kind == kind]
+
+    @property
+    def thresholds_failed(self) -> list[Judged]:
+        return [j for j in self.thresholds if not j.ok]

@@ -1,0 +1,100 @@
+"""Findings about how the experiment was measured rather than what it
+measured: how far adaptive repetitions got and whether throughput drifted,
+the generator's ceiling and the points near it, the load's I/O and
+protocol, and a replay's failures as its log recorded them."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+
+from corebench.analysis.drift import drift
+from corebench.analysis.points import PointStats
+from corebench.analysis.precision import goodput_by_point, precision
+from corebench.plan.model import DEFAULT_PRECISION
+from corebench.result import NEAR_CEILING, LoadResult
+from corebench.store import StoredExperiment, StoredRun
+
+
+def schedule_lines(experiment: Mapping[str, object], runs: list[StoredRun], points: list[PointStats]) -> list[str]:
+    """How far the repetitions got: an adaptive experiment's precision, and
+    whether throughput drifted across rounds. `experiment`: the plan's
+    [experiment] table."""
+    out = []
+    if experiment.get("repetitions") == "auto":
+        given = experiment.get("precision")
+        target = float(given) if isinstance(given, (int, float)) and given else DEFAULT_PRECISION
+        by_point = goodput_by_point(runs)
+        got = {p.label(): precision(by_point.get(p.runs[0].point_key, []), target) for p in points}
+        rounds = max((r.round or 0 for r in runs), default=0)
+        wide = {k: v for k, v in got.items() if not v.met and v.n >= 2}
+        worst = max((v.relative for v in got.values() if v.n >= 2), default=math.nan)
+        how = (
+            f"Adaptive repetitions (Chow & Robbins' sequential rule, target ±{target:.1%}, at most "
+            f"{experiment.get('max_repetitions', 10)} rounds): {rounds} rounds; "
+        )
+        if not wide:
+            out.append(how + f"every point's mean throughput is known within ±{worst:.1%} (95% CI half-width).")
+        else:
+            named = ", ".join(f"{k} ±{v.relative:.1%}" for k, v in list(wide.items())[:4])
+            out.append(
+                how + f"{len(wide)} point(s) still wider than the target ({named}{', ...' if len(wide) > 4 else ''})."
+            )
+    pairs: dict[str, list[tuple[int, float]]] = {}
+    for r in runs:
+        if r.measured and r.round and r.result is not None:
+            pairs.setdefault(r.point_key, []).append((r.round, r.result.goodput_rps))
+    found = drift(pairs)
+    if found is not None and found.rounds >= 3:
+        out.append(found.sentence())
+    return out
+
+
+def replay_lines(runs: list[StoredRun]) -> list[str]:
+    """Say it when a replay's unsuccessful responses were the log's own."""
+    same = sum(r.result.as_logged for r in runs if r.result is not None and not r.warmup)
+    if not same:
+        return []
+    return [
+        f"Replay: {same:,} unsuccessful responses (4xx, 5xx) over the measured runs had the status the log "
+        "recorded for the same request (the site answered as it did then); they are not counted as failures, "
+        "nor as throughput."
+    ]
+
+
+def io_said(ios: Counter[str]) -> str:
+    """Which transport the measured runs' load threads ran on, counted in runs."""
+    if len(ios) == 1:
+        ((io, n),) = ios.items()
+        runs = "the measured run ran its" if n == 1 else f"all {n:,} measured runs ran their"
+        return f"{runs} load threads on {io}"
+    (first, n), *rest = sorted(ios.items())
+    said = ", ".join(f"{k:,} on {io}" for io, k in rest)
+    return f"of the measured runs, {n:,} ran their load threads on {first} and {said}"
+
+
+def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
+    """The generator's calibrated ceiling, and the points that came near it."""
+    out = ["Generator " + c.sentence().removeprefix("generator ") + "." for c in exp.calibration or []]
+    near = [p.label() for p in points if any("generator's ceiling" in (r.lower_bound or "") for r in p.measured)]
+    if near:
+        out.append(
+            f"Lower bounds: at {len(near)} point(s) ({', '.join(near[:3])}{', ...' if len(near) > 3 else ''}) a run "
+            f"reached {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling, so the generator, not only "
+            "the server, set the figure: the server can do at least that much."
+        )
+    results = [x for p in points for x in p.results()]
+    ios = Counter(r.io for r in results)
+    if ios:
+        out.append(f"Load I/O: {io_said(ios)} (corebench load --io; docs/load.md).")
+    protocols = Counter(_protocol(r) for r in results)
+    if any(p.startswith("HTTP/2") for p in protocols):
+        said = " and ".join(f"{p} in {n:,}" for p, n in sorted(protocols.items()))
+        out.append(f"Protocol: the measured runs spoke {said} (HTTP/2 runs on epoll; docs/http2.md).")
+    return out
+
+
+def _protocol(result: LoadResult) -> str:
+    name = f"HTTP/{result.http_version}"
+    return name + (f" with {result.streams} streams per connection" if result.streams > 1 else "")

@@ -1,0 +1,66 @@
+"""Older stores, brought to the current schema. What each version added:
+
+- 2: `runs.search_json`, a capacity search's steps and answer.
+- 3: `runs.round`, `runs.position` (the schedule) and `runs.lower_bound`;
+  measured runs numbered from 1 and warm-ups 0 (before: 0-based with the
+  warm-ups first), and only measured runs unique (warm-ups follow every
+  start); `experiments.calibration_json`.
+- 4: `experiments.baseline_json`.
+
+A store opened for writing is migrated in place; one opened read-only (a
+report) is read as it is, and its rows renumbered in memory."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from corebench.store.schema import MEASURED_ONCE, RUNS, SCHEMA_VERSION
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Adds what later schemas added; the runs keep every figure they had."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    if "search_json" not in columns:
+        db.execute("ALTER TABLE runs ADD COLUMN search_json TEXT")
+    if "round" not in columns:
+        _renumber(db)
+    experiments = {row[1] for row in db.execute("PRAGMA table_info(experiments)")}
+    for column in ("calibration_json", "baseline_json"):
+        if column not in experiments:
+            db.execute(f"ALTER TABLE experiments ADD COLUMN {column} TEXT")
+    db.execute(MEASURED_ONCE)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+
+
+def renumbered(rows: list[dict[str, object]]) -> None:
+    """Schema 2's numbering as schema 3's, in memory (see _renumber), for a
+    store opened read-only."""
+    warmups: dict[object, int] = {}
+    for r in rows:
+        warmups[r["point_key"]] = warmups.get(r["point_key"], 0) + int(bool(r["warmup"]))
+    for r in rows:
+        repetition = r["repetition"]
+        assert isinstance(repetition, int)  # an INTEGER NOT NULL column
+        r["repetition"] = 0 if r["warmup"] else repetition + 1 - warmups[r["point_key"]]
+
+
+def _renumber(db: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: measured runs are numbered from 1 and warm-ups 0, and
+    only measured runs are unique (warm-ups now follow every start). SQLite
+    drops a UNIQUE constraint only by rebuilding the table."""
+    kept = (
+        "id, experiment_id, seq, point_key, point_json, warmup, status, error, started_unix, ended_unix,"
+        " duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound, layout_json, target_json,"
+        " monitor_json, result_json, search_json"
+    )
+    with db:
+        db.execute("BEGIN")
+        db.execute(RUNS.format(name="runs_new"))
+        db.execute(
+            f"INSERT INTO runs_new ({kept}, repetition) SELECT {kept},"
+            " CASE WHEN warmup THEN 0 ELSE repetition + 1 - (SELECT count(*) FROM runs w"
+            " WHERE w.experiment_id = r.experiment_id AND w.point_key = r.point_key AND w.warmup) END"
+            " FROM runs r"
+        )
+        db.execute("DROP TABLE runs")
+        db.execute("ALTER TABLE runs_new RENAME TO runs")

@@ -1,0 +1,369 @@
+"""What the store keeps, as typed records: an experiment (`StoredExperiment`),
+each of its runs (`StoredRun`) and the parts a run carries (its CPU layout,
+its monitor's summary, its target, its capacity search, the generator's
+ceiling). The store decodes its JSON columns into these once; every later
+stage reads their fields, never the columns.
+
+Each part accepts what older stores wrote: fields added since default to
+"not known" (None, 0 or empty), and keys a record does not declare are kept
+(`extra="allow"`), so an export shows everything that was measured."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue
+
+from corebench.result import LoadResult
+
+# A factor's level as a plan gives it: a TOML scalar.
+Level = bool | int | float | str
+# Why an experiment's or a run's figures are what they are; a run's status.
+Status = Literal["ok", "failed"]
+
+
+class _Part(BaseModel):
+    """A part of a stored record: open to the keys older or newer versions
+    wrote, so nothing stored is dropped on the way to a report."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class HostFacts(_Part):
+    """What the numbers were measured on (`runner.host.facts`)."""
+
+    cpu_model: str | None = None
+    cpus: int | None = None
+    cpus_usable: int | None = None
+    mhz: float | None = None
+    kernel: str | None = None
+    machine: str | None = None
+    python: str | None = None
+    corebench_version: str | None = None
+    cpu_control: str | None = None
+    server_version: str | None = None
+    memory_bytes: int | None = None
+
+    def shown(self) -> dict[str, JsonValue]:
+        """The facts this experiment stored, in its order (an older store's
+        missing facts are left out rather than shown as unknown)."""
+        return self.model_dump(exclude_unset=True)
+
+
+class PlanRecord(_Part):
+    """The plan as run: validated (`plan`, the model's JSON), its factors'
+    levels, and the command line's overrides, which `--resume` applies again."""
+
+    plan: dict[str, JsonValue] = {}
+    factors: dict[str, list[Level]] = {}
+    overrides: dict[str, JsonValue] = {}
+
+
+class Ceiling(BaseModel):
+    """The load generator's own ceiling on one CPU layout, measured before
+    the first run (`runner.calibrate`)."""
+
+    target_cpus: list[int]
+    generator_cpus: list[int]
+    shared: bool
+    connections: int
+    rps: float  # reached against the built-in page
+    generator_cpu: float  # cores' worth the generator used meanwhile
+    ceiling_rps: float  # rps at every generator core busy
+    error: str | None = None
+
+    def sentence(self) -> str:
+        where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
+        if self.error:
+            return f"generator calibration ({where}) failed: {self.error}"
+        shared = "; they share cores" if self.shared else ""
+        return (
+            f"generator ceiling: {self.ceiling_rps:,.0f} req/s ({self.rps:,.0f} req/s reached at "
+            f"{self.generator_cpu:.2f} of its {_cores(len(self.generator_cpus))}, {self.connections} connections; "
+            f"{where}{shared})"
+        )
+
+
+class BaselineLevel(_Part):
+    cpus: float | None = None
+    seconds: list[float] = []
+    error: str | None = None
+
+
+class Baseline(_Part):
+    """The plan's CPU baseline (hackbench) at each cpus level (`runner.baseline`)."""
+
+    argv: list[str] = []
+    levels: list[BaselineLevel] = []
+
+
+class StoredExperiment(BaseModel):
+    """One experiment: its plan, the host it ran on, and what was measured
+    once before its runs."""
+
+    id: int | None = None  # set by the store
+    name: str
+    plan_path: str
+    plan_toml: str
+    plan_digest: str
+    plan: PlanRecord
+    host: HostFacts
+    runs_planned: int
+    created_unix: float
+    corebench_version: str
+    calibration: list[Ceiling] | None = None
+    baseline: Baseline | None = None
+
+
+class RunLayout(_Part):
+    """Where the target and the generator ran (`targets.cpus.Layout`, with
+    the backend's word on who generated the load)."""
+
+    method: str = "none"  # cgroup2, cgroup1, affinity, or none (no limit asked)
+    target_cpus: list[int] = []
+    generator_cpus: list[int] = []
+    quota_cpus: float | None = None
+    shared: bool = False
+    groups: list[str] = []
+    accounting: list[str] = []
+    services: dict[str, RunLayout] = {}
+    generator_ceiling_rps: int | None = None
+    generator: str | None = None  # "ray agents" when the load came from a cluster
+
+    @property
+    def controlled(self) -> bool:
+        """corebench placed the target on CPUs of its choosing."""
+        return self.method != "none"
+
+    @property
+    def target_cores(self) -> float | None:
+        """The CPUs the target had: its quota, else its cores; None when not placed."""
+        if not self.controlled:
+            return None
+        return self.quota_cpus or float(len(self.target_cpus)) or None
+
+
+class CoreTimes(_Part):
+    """One core's mean shares of the run (the fields of /proc/stat)."""
+
+    user: float = 0.0
+    system: float = 0.0
+    iowait: float = 0.0
+    softirq: float = 0.0
+    idle: float = 1.0
+    steal: float = 0.0
+
+
+class ServiceSummary(_Part):
+    """One service's process tree over a run (a monitor's means)."""
+
+    cpu: float | None = None
+    user_cpu: float | None = None
+    system_cpu: float | None = None
+    rss_max_bytes: float | None = None
+    read_bps: float | None = None
+    write_bps: float | None = None
+    io_wait: float | None = None
+    system_share: float | None = None
+
+
+class MonitorSummary(_Part):
+    """The monitor's means over a run (`monitor.Monitor.summary`); CPU in cores' worth."""
+
+    samples: int = 0
+    interval_s: float | None = None
+    cores: list[CoreTimes] = []
+    target_cpu: float | None = None
+    target_user_cpu: float | None = None
+    target_system_cpu: float | None = None
+    # The kernel's share of the target's CPU (the second field report's "sys time").
+    target_system_share: float | None = None
+    target_read_bps: float | None = None
+    target_write_bps: float | None = None
+    target_io_wait: float | None = None
+    target_dev_read_bps: float | None = None
+    target_dev_write_bps: float | None = None
+    disk_devices: list[str] = []
+    disk_read_bps: float | None = None
+    disk_write_bps: float | None = None
+    disk_busy: float | None = None
+    services: dict[str, ServiceSummary] = {}
+    target_rss_max_bytes: float | None = None
+    generator_cpu: float | None = None
+    generator_cores: int | None = None
+    ctx_switches_per_s: float | None = None
+    client_bound: bool = False
+    client_bound_agents: list[int] = []
+    # Steal time (Linux /proc/stat): cores' worth, and CPU-seconds over the run.
+    steal_cpu: float | None = None
+    steal_s: float = 0.0
+    steal_notable: bool = False
+
+
+class TargetInfo(_Part):
+    """The target as it ran: how it was started and where it listened."""
+
+    kind: str | None = None  # builtin, a recipe's name, command, or url
+    base_url: str | None = None
+    pid: int | None = None
+    argv: list[str] = []
+    ready_s: float | None = None
+    cpus_allowed: str | None = None
+    filesystem: dict[str, JsonValue] | None = None
+    services: dict[str, dict[str, JsonValue]] = {}
+
+
+class Step(BaseModel):
+    """One rate of a capacity search, judged against the objective."""
+
+    rate_rps: float
+    duration_s: float
+    meets: bool
+    # Successes per second (stored as achieved_rps before it had the one name).
+    goodput_rps: float = Field(validation_alias=AliasChoices("goodput_rps", "achieved_rps"))
+    sent: int
+    scheduled: int
+    late: int
+    p50_us: int
+    judged: list[tuple[str, str, bool]]  # (threshold, measured, met)
+    measured: dict[str, float]  # metric -> value: latencies in µs, errors as a share or a count
+    why: str = ""  # what missed, in words
+    settle_s: float = 0.0  # time the server took to drain after this step
+    few_samples: bool = False
+
+
+class Capacity(BaseModel):
+    """A capacity search's answer: the highest rate whose steps met the
+    objective, the bracket it was found in, and every step."""
+
+    objective: str
+    arrivals: str
+    precision: float
+    rate_rps: float | None  # the highest rate whose steps met the objective (by majority, confirmed)
+    bracket: tuple[float | None, float | None]  # (lo, hi): the limit lies between
+    outcome: str  # "found", "above-max", "none", "unfinished", "dead"
+    steps: list[Step]
+    probe_rps: float | None = None
+    elapsed_s: float = 0.0
+    # Why the search ended "dead": the failures of the probe or step that got no answer.
+    failures: str = ""
+    # Each step's whole measurement, in step order: not stored with the
+    # search (the store keeps the sustained rate's result as the run's).
+    results: list[LoadResult] = Field(default_factory=list, exclude=True, repr=False)
+
+    def sustained(self) -> LoadResult | None:
+        """The last measurement at the sustained rate."""
+        at = [r for s, r in zip(self.steps, self.results, strict=True) if s.rate_rps == self.rate_rps]
+        return at[-1] if at else None
+
+    def sentence(self) -> str:
+        lo, hi = self.bracket
+        if self.outcome == "found" and lo is not None and hi is not None:
+            half = (hi - lo) / (hi + lo)
+            return (
+                f"Sustains {lo:,.0f} req/s within {self.objective} ({self.arrivals} arrivals); the steps' verdicts "
+                f"change between {lo:,.0f} and {hi:,.0f} req/s (the search's resolution, ±{half:.1%}, not a "
+                "confidence interval)."
+            )
+        if self.outcome == "above-max" and lo is not None:
+            return f"Sustains at least {lo:,.0f} req/s within {self.objective}, the highest rate tried (--max-rate)."
+        if self.outcome == "dead":
+            return f"No request succeeded: the server stopped answering ({self.failures}); the search ended there."
+        if self.outcome == "none":
+            return (
+                f"No rate tried meets {self.objective}: even {hi:,.0f} req/s missed (the search goes down to "
+                "--min-rate, or 64 times below its start)."
+            )
+        where = f"between {lo:,.0f} and {hi:,.0f}" if lo is not None and hi is not None else "not bracketed"
+        return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
+
+
+class StoredRun(BaseModel):
+    """One run of an experiment as stored: where it sat in the schedule,
+    how it ended, and everything measured."""
+
+    id: int | None = None  # set by the store
+    experiment_id: int
+    seq: int
+    point: dict[str, Level]  # the factors' levels
+    point_key: str
+    # 1, 2, ... for measured runs; 0 for warm-ups.
+    repetition: int
+    warmup: bool
+    status: Status
+    error: str | None = None
+    started_unix: float
+    ended_unix: float
+    layout: RunLayout | None = None
+    target: TargetInfo | None = None
+    monitor: MonitorSummary | None = None
+    result: LoadResult | None = None
+    search: Capacity | None = None
+    # The round of the schedule and the run's place in it; None in stores before schema 3.
+    round: int | None = None
+    position: int | None = None
+    # Why the run's figures understate the target, when they do.
+    lower_bound: str | None = None
+    # ab's rate (every response per second) as stored, for a run without a result.
+    stored_throughput_rps: float | None = None
+
+    @property
+    def measured(self) -> bool:
+        """A measured run that ended well: what the analysis takes."""
+        return self.status == "ok" and not self.warmup and self.result is not None
+
+    @property
+    def throughput_rps(self) -> float | None:
+        """Every response per second, as ab counts them."""
+        return self.result.throughput_rps if self.result is not None else self.stored_throughput_rps
+
+    @property
+    def goodput_rps(self) -> float | None:
+        """Successes per second: failures are never throughput."""
+        return self.result.goodput_rps if self.result is not None else None
+
+    @property
+    def failed_requests(self) -> int | None:
+        return self.result.failed_requests if self.result is not None else None
+
+    @property
+    def duration_s(self) -> float | None:
+        return self.result.duration_s if self.result is not None else None
+
+    @property
+    def p50_us(self) -> int | None:
+        return self._percentile_us(50.0)
+
+    @property
+    def p99_us(self) -> int | None:
+        return self._percentile_us(99.0)
+
+    def _percentile_us(self, percentile: float) -> int | None:
+        if self.result is None:
+            return None
+        return next((p.value_us for p in self.result.latency_us.total.percentiles if p.percentile == percentile), None)
+
+    @property
+    def client_bound(self) -> bool:
+        return self.monitor is not None and self.monitor.client_bound
+
+    @property
+    def shared(self) -> bool:
+        """The generator ran on the target's cores: the target's figures are understated."""
+        return self.layout is not None and self.layout.shared and self.layout.controlled
+
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.point.items())
+
+    def levels_json(self) -> str:
+        """The point's levels as stored (JSON, in the plan's order)."""
+        return json.dumps(self.point)
+
+
+def _cpus(cpus: list[int]) -> str:
+    return ("CPU " if len(cpus) == 1 else "CPUs ") + ",".join(map(str, cpus))
+
+
+def _cores(n: int) -> str:
+    return f"{n} core" if n == 1 else f"{n} cores"

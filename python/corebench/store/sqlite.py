@@ -1,0 +1,266 @@
+"""The store's SQLite access: records in, records out. WAL mode, and one
+transaction per run, committed the moment the run ends, so nothing
+measured is lost. Each JSON column is decoded once, here, into its record."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from corebench.result import LoadResult
+from corebench.store.migrate import migrate, renumbered
+from corebench.store.records import (
+    Baseline,
+    Capacity,
+    Ceiling,
+    HostFacts,
+    MonitorSummary,
+    PlanRecord,
+    RunLayout,
+    StoredExperiment,
+    StoredRun,
+    TargetInfo,
+)
+from corebench.store.schema import SCHEMA, SCHEMA_VERSION
+
+_T = TypeVar("_T")
+
+
+class StoreError(ValueError):
+    """A file that is not a store, or a stored value that cannot be read."""
+
+
+class Store:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        """`read_only` for reports: a file that is not a store stays untouched."""
+        self.path = path
+        try:
+            if read_only:
+                self.db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+                self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                return
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            migrate(self.db)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path}: not a corebench store ({e})") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def new_experiment(self, exp: StoredExperiment) -> int:
+        cur = self.db.execute(
+            "INSERT INTO experiments (name, plan_path, plan_toml, plan_digest, plan_json, host_json, runs_planned,"
+            " created_unix, corebench_version) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                exp.name,
+                exp.plan_path,
+                exp.plan_toml,
+                exp.plan_digest,
+                exp.plan.model_dump_json(),
+                exp.host.model_dump_json(exclude_unset=True),
+                exp.runs_planned,
+                exp.created_unix or time.time(),
+                exp.corebench_version,
+            ),
+        )
+        assert cur.lastrowid is not None  # set by the INSERT
+        return cur.lastrowid
+
+    def set_calibration(self, experiment_id: int, calibration: Sequence[Ceiling]) -> None:
+        text = json.dumps([c.model_dump(mode="json") for c in calibration])
+        self.db.execute("UPDATE experiments SET calibration_json = ? WHERE id = ?", (text, experiment_id))
+
+    def set_baseline(self, experiment_id: int, found: Baseline) -> None:
+        self.db.execute(
+            "UPDATE experiments SET baseline_json = ? WHERE id = ?", (found.model_dump_json(), experiment_id)
+        )
+
+    def latest_of_plan(self, plan_toml: str) -> StoredExperiment | None:
+        """The last experiment run from this plan's exact text, with any overrides."""
+        row = self.db.execute(
+            "SELECT id FROM experiments WHERE plan_toml = ? ORDER BY id DESC LIMIT 1", (plan_toml,)
+        ).fetchone()
+        return self.experiment(row[0]) if row else None
+
+    def latest_experiment(self, digest: str) -> int | None:
+        row = self.db.execute(
+            "SELECT id FROM experiments WHERE plan_digest = ? ORDER BY id DESC LIMIT 1", (digest,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def newest_experiment(self) -> int | None:
+        """The last experiment stored, of any plan."""
+        row = self.db.execute("SELECT max(id) FROM experiments").fetchone()
+        return row[0] if row else None
+
+    def experiment(self, experiment_id: int) -> StoredExperiment | None:
+        """An experiment: its plan, host facts and versions, and what was
+        measured before its runs."""
+        self.db.row_factory = sqlite3.Row
+        try:
+            row = self.db.execute("SELECT * FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
+        finally:
+            self.db.row_factory = None
+        return self._experiment(row) if row else None
+
+    def done(self, experiment_id: int) -> set[tuple[str, int]]:
+        """(point, repetition) of the measured runs stored, ok or failed."""
+        rows = self.db.execute(
+            "SELECT point_key, repetition FROM runs WHERE experiment_id = ? AND NOT warmup", (experiment_id,)
+        )
+        return {(k, r) for k, r in rows}
+
+    def add_run(self, run: StoredRun, samples: Sequence[Mapping[str, object]] = ()) -> int:
+        """One transaction: the run and its monitor's samples are stored
+        together or not at all. ab's columns (rate, percentiles, failures)
+        are kept beside the result, for SQL over the store."""
+        result = run.result
+        with self.db:
+            self.db.execute("BEGIN")
+            cur = self.db.execute(
+                "INSERT INTO runs (experiment_id, seq, point_key, point_json, repetition, warmup, status, error,"
+                " started_unix, ended_unix, duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound,"
+                " layout_json, target_json, monitor_json, result_json, search_json, round, position, lower_bound)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run.experiment_id,
+                    run.seq,
+                    run.point_key,
+                    json.dumps(run.point),
+                    run.repetition,
+                    int(run.warmup),
+                    run.status,
+                    run.error,
+                    run.started_unix,
+                    run.ended_unix,
+                    run.duration_s,
+                    run.throughput_rps,
+                    run.p50_us,
+                    run.p99_us,
+                    result.failed if result is not None else None,
+                    int(run.client_bound),
+                    _json(run.layout),
+                    _json(run.target),
+                    _json(run.monitor),
+                    result.model_dump_json(by_alias=True) if result is not None else None,
+                    _json(run.search),
+                    run.round,
+                    run.position,
+                    run.lower_bound,
+                ),
+            )
+            assert cur.lastrowid is not None  # set by the INSERT
+            run_id = cur.lastrowid
+            self.db.executemany(
+                "INSERT INTO samples VALUES (?,?,?)", ((run_id, s["t_s"], json.dumps(s)) for s in samples)
+            )
+        return run_id
+
+    def runs(self, experiment_id: int) -> list[StoredRun]:
+        """The experiment's runs in the order they ran, warm-ups and failures included."""
+        self.db.row_factory = sqlite3.Row
+        try:
+            rows = self.db.execute(
+                "SELECT * FROM runs WHERE experiment_id = ? ORDER BY seq, id", (experiment_id,)
+            ).fetchall()
+        finally:
+            self.db.row_factory = None
+        out = [dict(r) for r in rows]
+        if out and "round" not in out[0]:
+            renumbered(out)  # an older store, opened read-only
+        return [self._run(r) for r in out]
+
+    def _run(self, row: Mapping[str, object]) -> StoredRun:
+        where = f"run {row['id']}"
+        return StoredRun(
+            id=_int(row["id"]),
+            experiment_id=_int(row["experiment_id"]),
+            seq=_int(row["seq"]),
+            point=json.loads(str(row["point_json"])),
+            point_key=str(row["point_key"]),
+            repetition=_int(row["repetition"]),
+            warmup=bool(row["warmup"]),
+            status="ok" if row["status"] == "ok" else "failed",
+            error=_str(row["error"]),
+            started_unix=float(str(row["started_unix"])),
+            ended_unix=float(str(row["ended_unix"])),
+            layout=self._part(row, "layout_json", _LAYOUT, where),
+            target=self._part(row, "target_json", _TARGET, where),
+            monitor=self._part(row, "monitor_json", _MONITOR, where),
+            result=self._part(row, "result_json", _RESULT, where),
+            search=self._part(row, "search_json", _SEARCH, where),
+            round=_int_or_none(row.get("round")),
+            position=_int_or_none(row.get("position")),
+            lower_bound=_str(row.get("lower_bound")),
+            stored_throughput_rps=None if row["throughput_rps"] is None else float(str(row["throughput_rps"])),
+        )
+
+    def _experiment(self, row: sqlite3.Row) -> StoredExperiment:
+        where = f"experiment {row['id']}"
+        fields = dict(row)
+        return StoredExperiment(
+            id=row["id"],
+            name=row["name"],
+            plan_path=row["plan_path"],
+            plan_toml=row["plan_toml"],
+            plan_digest=row["plan_digest"],
+            plan=self._part(fields, "plan_json", _PLAN, where) or PlanRecord(),
+            host=self._part(fields, "host_json", _HOST, where) or HostFacts(),
+            runs_planned=row["runs_planned"],
+            created_unix=row["created_unix"],
+            corebench_version=row["corebench_version"],
+            calibration=self._part(fields, "calibration_json", _CEILINGS, where),
+            baseline=self._part(fields, "baseline_json", _BASELINE, where),
+        )
+
+    def _part(self, row: Mapping[str, object], column: str, kind: TypeAdapter[_T], where: str) -> _T | None:
+        text = row.get(column)
+        if not text:
+            return None
+        try:
+            return kind.validate_json(str(text))
+        except ValidationError as e:
+            first = e.errors()[0]
+            at = ".".join(map(str, first["loc"]))
+            raise StoreError(
+                f"{self.path}: {where}: its {column} cannot be read ({at}: {first['msg']}); the store was written "
+                "by another corebench or damaged"
+            ) from None
+
+
+_LAYOUT = TypeAdapter(RunLayout)
+_TARGET = TypeAdapter(TargetInfo)
+_MONITOR = TypeAdapter(MonitorSummary)
+_RESULT = TypeAdapter(LoadResult)
+_SEARCH = TypeAdapter(Capacity)
+_PLAN = TypeAdapter(PlanRecord)
+_HOST = TypeAdapter(HostFacts)
+_CEILINGS = TypeAdapter(list[Ceiling])
+_BASELINE = TypeAdapter(Baseline)
+
+
+def _json(value: BaseModel | None) -> str | None:
+    return None if value is None else value.model_dump_json()
+
+
+def _int(value: object) -> int:
+    assert isinstance(value, int)  # an INTEGER NOT NULL column
+    return value
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,62 @@
+"""The store's records: the generator's calibrated ceiling as the report
+says it, and the parts older stores wrote read without loss."""
+
+from corebench.store import Capacity, Ceiling, RunLayout, Step
+
+
+def _ceiling(target, generator, shared, connections, rps, cpu, ceiling):
+    return Ceiling(
+        target_cpus=target,
+        generator_cpus=generator,
+        shared=shared,
+        connections=connections,
+        rps=rps,
+        generator_cpu=cpu,
+        ceiling_rps=ceiling,
+    )
+
+
+def test_the_ceiling_names_its_cpus_in_the_right_number():
+    one = _ceiling([0], [1], False, 64, 61_965.0, 0.92, 67_478.0)
+    assert one.sentence() == (
+        "generator ceiling: 67,478 req/s (61,965 req/s reached at 0.92 of its 1 core, 64 connections; "
+        "generator on CPU 1, built-in server on CPU 0)"
+    )
+    both = _ceiling([0, 1], [0, 1], True, 64, 44_877.0, 1.88, 94_987.0)
+    assert "generator on CPUs 0,1, built-in server on CPUs 0,1; they share cores)" in both.sentence()
+
+
+def test_a_step_stored_as_achieved_rps_reads_as_goodput():
+    step = {
+        "rate_rps": 100.0,
+        "duration_s": 5.0,
+        "meets": True,
+        "achieved_rps": 99.5,
+        "sent": 500,
+        "scheduled": 500,
+        "late": 0,
+        "p50_us": 900,
+        "judged": [["p99<=20ms", "3.1 ms", True]],
+        "measured": {"p99": 3100.0},
+    }
+    assert Step.model_validate(step).goodput_rps == 99.5
+    found = Capacity.model_validate(
+        {
+            "objective": "p99<=20ms",
+            "arrivals": "poisson",
+            "precision": 0.02,
+            "rate_rps": 100.0,
+            "bracket": [100.0, 104.0],
+            "outcome": "found",
+            "steps": [step],
+        }
+    )
+    assert "goodput_rps" in found.model_dump_json() and "achieved_rps" not in found.model_dump_json()
+    assert "results" not in found.model_dump(), "each step's measurement is not stored with the search"
+
+
+def test_a_layout_keeps_keys_it_does_not_declare():
+    layout = RunLayout.model_validate({"method": "cgroup2", "target_cpus": [0], "numa_node": 1})
+    assert layout.controlled and layout.target_cores == 1.0
+    assert layout.model_dump()["numa_node"] == 1
+    assert RunLayout().target_cores is None, "a target corebench did not place has no cores of its own"
