@@ -16,7 +16,7 @@ from pathlib import Path
 
 import corebench
 from corebench import report
-from corebench.store import Store
+from corebench.store import Store, StoredExperiment, StoredRun
 from corebench.targets.builtin import Served
 
 
@@ -36,14 +36,19 @@ def main() -> None:
         "factors": factors,
     }
     exp = store.new_experiment(
-        name="bench",
-        plan_path="bench.toml",
-        plan_toml="# synthetic\n",
-        digest="bench",
-        plan_json=plan,
-        host={"cpu_model": "synthetic", "cpus": 16},
-        runs_planned=runs,
-        version=corebench.__version__,
+        StoredExperiment.model_validate(
+            {
+                "name": "bench",
+                "plan_path": "bench.toml",
+                "plan_toml": "# synthetic\n",
+                "plan_digest": "bench",
+                "plan": plan,
+                "host": {"cpu_model": "synthetic", "cpus": 16},
+                "runs_planned": runs,
+                "created_unix": time.time(),
+                "corebench_version": corebench.__version__,
+            }
+        )
     )
     rng = random.Random(1)
     points = [{"cpus": c, "concurrency": n} for c in factors["cpus"] for n in factors["concurrency"]]
@@ -53,7 +58,9 @@ def main() -> None:
         for rep in range(reps):
             seq += 1
             x = 1000 * p["cpus"] / (1 + 0.05 * (p["cpus"] - 1)) * min(1.0, p["concurrency"] / 100) * rng.gauss(1, 0.03)
-            result = {**template, "throughput_rps": x, "concurrency": p["concurrency"]}
+            # Goodput is the successes over the duration: the 200s carry the point's rate.
+            ok = round(x * template["duration_s"])
+            result = {**template, "throughput_rps": x, "status_counts": {"200": ok}, "concurrency": p["concurrency"]}
             monitor = {
                 "samples": 50,
                 "cores": [{"user": 0.5, "system": 0.2, "iowait": 0.0, "softirq": 0.05, "idle": 0.25}] * 16,
@@ -63,21 +70,23 @@ def main() -> None:
                 "client_bound": False,
             }
             store.add_run(
-                exp,
-                seq=seq,
-                point=p,
-                point_key=json.dumps(p, sort_keys=True),
-                repetition=rep,
-                warmup=rep == 0,
-                status="ok",
-                error=None,
-                started=0,
-                ended=1,
-                layout={"method": "cgroup1", "shared": False},
-                target={},
-                monitor=monitor,
-                samples=[],
-                result=result,
+                StoredRun.model_validate(
+                    {
+                        "experiment_id": exp,
+                        "seq": seq,
+                        "point": p,
+                        "point_key": json.dumps(p, sort_keys=True),
+                        "repetition": rep,
+                        "warmup": rep == 0,
+                        "status": "ok",
+                        "started_unix": 0.0,
+                        "ended_unix": 1.0,
+                        "layout": {"method": "cgroup1", "shared": False},
+                        "target": {},
+                        "monitor": monitor,
+                        "result": result,
+                    }
+                )
             )
     store.close()
     started = time.perf_counter()
