@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 from typing import Any
 
 import psutil
@@ -21,19 +20,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def server_version(command: list[str] | None, builtin: bool) -> str | None:
-    if builtin:
-        return f"corebench serve {__version__}"
-    if not command:
-        return None
-    try:
-        p = subprocess.run(command, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"unknown ({e})"
-    out = (p.stdout or p.stderr).strip().splitlines()
-    return out[0] if out else None
 
 
 def facts(cpu_method: str, server: str | None) -> dict[str, Any]:

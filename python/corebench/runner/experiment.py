@@ -1,0 +1,368 @@
+"""An experiment as it runs: `ExperimentRun` holds what every step needs
+(the plan, the store, where the load comes from, where the target runs,
+the progress display, the tally) and visits the schedule's runs in order.
+For each run the target is up on its CPUs (a `TargetSession` from the
+`TargetHost`), the load runs on the other cores with the monitor beside
+it, and the run is committed to the store the moment it ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+
+from corebench import __version__
+from corebench.analysis import precision
+from corebench.errors import UsageError
+from corebench.monitor import Monitor
+from corebench.plan import Experiment
+from corebench.plan.engine_config import run_config
+from corebench.result import LoadResult
+from corebench.runner import baseline, calibrate, capacity, host, schedule
+from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
+from corebench.runner.preflight import Checked
+from corebench.runner.progress import Progress
+from corebench.store import (
+    Baseline,
+    Capacity,
+    Ceiling,
+    HostFacts,
+    MonitorSummary,
+    PlanRecord,
+    Store,
+    StoredExperiment,
+    StoredRun,
+)
+from corebench.targets.cpus import CpuControl
+from corebench.targets.session import LocalHost, TargetHost, TargetSession
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM: the run in progress was discarded."""
+
+
+@dataclass
+class Outcome:
+    experiment_id: int
+    ok: int = 0
+    failed: int = 0
+    starts: int = 0
+    skipped: int = 0
+    measured_s: float = 0.0
+    starts_s: float = 0.0
+    wall_s: float = 0.0
+    interrupted: bool = False
+
+
+@dataclass
+class Measured:
+    """What one run measured: its result, why it failed (when it did), the
+    monitor that watched it, and the capacity search it was."""
+
+    began_unix: float
+    result: LoadResult | None = None
+    error: str | None = None
+    monitor: Monitor | None = None
+    search: Capacity | None = None
+
+
+@dataclass
+class ExperimentRun:
+    """One experiment in the store, run by `visit`ing its schedule's runs."""
+
+    exp: Experiment
+    store: Store
+    backend: LoadBackend
+    host: TargetHost
+    show: Progress
+    out: Outcome
+    ceilings: list[Ceiling] = field(default_factory=list)
+    # The target as it runs for the current configuration.
+    target: TargetSession | None = None
+
+    def visit(self, run: schedule.Run) -> None:
+        target = self._target_for(run)
+        self._store(run, self._measure(run, target))
+        if self.exp.plan.experiment.cooldown_s:
+            time.sleep(self.exp.plan.experiment.cooldown_s)
+
+    def next_round(self, rnd: int) -> tuple[list[schedule.Run], int]:
+        """An adaptive experiment's next round with runs to make, while some
+        point's mean is not yet known within the precision asked and rounds
+        are left; a resumed experiment skips rounds already stored."""
+        e = self.exp.plan.experiment
+        exp_id = self.out.experiment_id
+        while e.repetitions == "auto" and rnd <= e.rounds_max:
+            by_point = precision.goodput_by_point(self.store.runs(exp_id))
+            if precision.enough(by_point, e.target_precision, e.rounds_min):
+                break
+            todo = schedule.remaining(schedule.round_runs(self.exp, rnd), self.store.done(exp_id))
+            if todo:
+                return todo, rnd
+            rnd += 1
+        return [], rnd
+
+    def close(self) -> None:
+        """Stops the target of the last configuration visited."""
+        if self.target is not None:
+            self.target.stop()
+            self.target = None
+
+    def _target_for(self, run: schedule.Run) -> TargetSession:
+        """The target, started afresh where the schedule says (each visit of
+        an interleaved round), when a target factor changes, or when it died."""
+        key = run.point.target_key(self.exp.target_factors)
+        t = self.target
+        if t is not None and t.key == key and (run.point.target.url or (not run.start and t.serves())):
+            return t
+        self.close()
+        t = self.host.start(run.point, key, self.exp.path.parent)
+        self.target = t
+        if run.point.target.url is None and not t.error:
+            self.out.starts_s += t.start_s
+        if t.error:
+            Progress.note(t.error)
+        return t
+
+    def _measure(self, run: schedule.Run, t: TargetSession) -> Measured:
+        """The run's load with the monitor beside it."""
+        e = self.exp.plan.experiment
+        self.show.begin(run.label(e.repetitions))
+        began = time.time()
+        if t.error is not None:
+            return Measured(began, error=t.error)
+        assert t.base_url is not None  # started, or a server already running
+        cfg = run_config(self.exp.plan, run.point.load, t.base_url, self.exp.path.parent, warmup=run.warmup)
+        if t.layout.method != "none":
+            os.sched_setaffinity(0, t.layout.generator_cpus)
+        if e.drop_caches and not run.warmup:
+            host.drop_caches()
+        result, error, found = None, None, None
+        with Monitor(t.pid, len(t.layout.generator_cpus), t.devices(), t.groups(), t.accounting()) as monitor:
+            try:
+                if self.exp.plan.search is None or run.warmup:
+                    result = self.backend.run(cfg, self.show.tick)
+                else:
+                    found = capacity.search(cfg, self.exp.plan.search, lambda c: self.backend.run(c, self.show.tick))
+                    result = found.sustained() or (found.results[-1] if found.results else None)
+                    if found.outcome not in ("found", "above-max"):
+                        error = f"capacity search: {found.sentence()}"
+            except LoadFailed as x:
+                error = str(x)
+        if result is not None and result.interrupted:
+            raise Interrupted
+        if result is not None and result.successes == 0:
+            # Measured and kept, but not a healthy run: nothing succeeded.
+            error = f"no request succeeded: {result.requests:,} sent; {result.failures()}"
+        return Measured(began, result, t.exited() or error, monitor, found)
+
+    def _store(self, run: schedule.Run, m: Measured) -> None:
+        """The run committed to the store, and its line on the display."""
+        t = self.target
+        assert t is not None  # _target_for set it
+        result, error = m.result, m.error
+        summary = self._summary(run, m.monitor, result)
+        ceiling = calibrate.ceiling_for(self.ceilings, t.layout)
+        layout = self.backend.layout(t.layout.record())
+        if ceiling is not None:
+            layout = layout.model_copy(update={"generator_ceiling_rps": round(ceiling.ceiling_rps)})
+        bound = None
+        if result is not None and t.layout.method != "none":
+            bound = calibrate.lower_bound(result.throughput_rps, layout, summary, ceiling)
+        stored = StoredRun(
+            experiment_id=self.out.experiment_id,
+            seq=run.seq,
+            point=run.point.levels,
+            point_key=run.point.key,
+            repetition=run.repetition,
+            warmup=run.warmup,
+            status="failed" if error else "ok",
+            error=error,
+            started_unix=m.began_unix,
+            ended_unix=time.time(),
+            layout=layout,
+            target=t.info,
+            monitor=summary,
+            result=result,
+            search=m.search,
+            round=run.round,
+            position=run.position,
+            lower_bound=bound,
+        )
+        self.store.add_run(stored, [s.to_json() for s in (m.monitor.samples if m.monitor else [])])
+        if error:
+            self.out.failed += 1
+            self.show.end(f"FAILED: {error.splitlines()[0]}")
+            return
+        assert result is not None  # a load without an error has its result
+        self.out.ok += 1
+        self.out.measured_s += result.duration_s
+        self.show.end(ran_line(result, bound))
+
+    def _summary(self, run: schedule.Run, monitor: Monitor | None, result: LoadResult | None) -> MonitorSummary | None:
+        if monitor is None:
+            return None
+        summary = monitor.summary(busy_poll=(run.point.load.busy_poll or 0) > 0)
+        return self.backend.monitor(summary, result) if result is not None else summary
+
+
+def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
+    """Runs a plan that passed `preflight.check`, storing each run as it
+    ends. Ctrl-C or SIGTERM discards the run in progress, stops the target
+    and keeps everything committed (`--resume` goes on from there)."""
+    control = CpuControl()
+    with open_backend(checked.exp.plan.cluster) as backend:
+        return _run_all(checked.exp, store, checked.runs, control, backend, resume=resume, quiet=quiet)
+
+
+def _run_all(
+    exp: Experiment,
+    store: Store,
+    runs: list[schedule.Run],
+    control: CpuControl,
+    backend: LoadBackend,
+    *,
+    resume: bool,
+    quiet: bool,
+) -> Outcome:
+    with LocalHost(control) as local:
+        exp_id = open_experiment(exp, store, runs, control.method, local, resume)
+        done = store.done(exp_id) if resume else set()
+        todo = schedule.remaining(runs, done)
+        out = Outcome(exp_id, skipped=sum(not r.warmup and (r.point.key, r.repetition) in done for r in runs))
+        e = exp.plan.experiment
+        show = Progress(todo, exp, quiet)
+        show.console.print(show.plan_line(e.rounds_max if e.repetitions == "auto" else None))
+        xr = ExperimentRun(exp, store, backend, local, show, out)
+        calibration = (
+            (lambda: calibrate.calibrate(exp, control, local.work_dir)) if isinstance(backend, Local) else None
+        )
+        rnd = max((r.round for r in runs), default=0)
+        _visit_all(xr, todo, rnd, calibration, lambda: baseline.measure(exp, control))
+        out.starts = local.starts
+    return out
+
+
+def _visit_all(
+    xr: ExperimentRun,
+    todo: list[schedule.Run],
+    rnd: int,
+    calibration: Callable[[], list[Ceiling]] | None,
+    hackbench: Callable[[], Baseline],
+) -> None:
+    """The generator's ceiling and the CPU baseline, then every run of the
+    schedule and of the rounds adaptive repetitions add. Ctrl-C or SIGTERM
+    ends it with the run in progress discarded; the cleanup after it
+    cannot be cut short."""
+    affinity = os.sched_getaffinity(0)
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    started = time.monotonic()
+    exp_id = xr.out.experiment_id
+    try:
+        xr.ceilings = ceilings(xr.exp, xr.store, exp_id, calibration)
+        cpu_baseline(xr.exp, xr.store, exp_id, hackbench)
+        while True:
+            for run in todo:
+                xr.visit(run)
+            todo, rnd = xr.next_round(rnd + 1)
+            if not todo:
+                break
+            xr.show.add(todo)
+    except (KeyboardInterrupt, Interrupted):
+        xr.out.interrupted = True
+    finally:
+        # A second Ctrl-C or SIGTERM must not cut the cleanup short: the
+        # target would outlive us. Signals wait until it is done.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            xr.close()
+            os.sched_setaffinity(0, affinity)
+            xr.show.close()
+        finally:
+            signal.signal(signal.SIGTERM, previous_term)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        xr.out.wall_s = time.monotonic() - started
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def open_experiment(
+    exp: Experiment, store: Store, runs: list[schedule.Run], cpu_method: str, where: TargetHost, resume: bool
+) -> int:
+    """The experiment's id in the store: a new one, or the last of this
+    exact plan (with its overrides) when resuming."""
+    if resume:
+        exp_id = store.latest_experiment(exp.digest)
+        if exp_id is None:
+            raise UsageError(
+                f"{store.path}: no experiment of {exp.path} (this exact plan) to resume; run it without --resume"
+            )
+        return exp_id
+    server = where.server_version(exp.points[0].target)
+    return store.new_experiment(
+        StoredExperiment(
+            name=exp.plan.experiment.name,
+            plan_path=str(exp.path),
+            plan_toml=exp.text,
+            plan_digest=exp.digest,
+            plan=plan_record(exp),
+            host=HostFacts.model_validate(host.facts(cpu_method, server)),
+            runs_planned=len(runs),
+            created_unix=time.time(),
+            corebench_version=__version__,
+        )
+    )
+
+
+def plan_record(exp: Experiment) -> PlanRecord:
+    """The plan as run: validated, its factors' levels, and the command
+    line's overrides (which --resume applies again)."""
+    return PlanRecord(
+        plan=exp.plan.model_dump(mode="json", by_alias=True), factors=exp.factors, overrides=exp.overrides
+    )
+
+
+def ceilings(exp: Experiment, store: Store, exp_id: int, measure: Callable[[], list[Ceiling]] | None) -> list[Ceiling]:
+    """The generator's ceiling per CPU layout: measured before the first run
+    (`measure`, where the load is this machine's), or read back when the
+    experiment is resumed."""
+    stored = store.experiment(exp_id)
+    if stored is not None and stored.calibration:
+        return stored.calibration
+    if measure is None or not exp.plan.experiment.calibrate:
+        return []
+    found = measure()
+    store.set_calibration(exp_id, found)
+    for c in found:
+        Progress.note(c.sentence())
+    return found
+
+
+def cpu_baseline(exp: Experiment, store: Store, exp_id: int, measure: Callable[[], Baseline]) -> None:
+    """The plan's CPU baseline at each cpus level, once per experiment (a
+    resumed one keeps what it stored)."""
+    stored = store.experiment(exp_id)
+    if exp.plan.baseline is None or (stored is not None and stored.baseline is not None):
+        return
+    found = measure()
+    store.set_baseline(exp_id, found)
+    for level in found.levels:
+        at = "no limit" if level.cpus is None else f"cpus={level.cpus:g}"
+        times = ", ".join(f"{t:.3f}" for t in level.seconds) or "none"
+        why = f"; {level.error}" if level.error else ""
+        Progress.note(f"baseline {' '.join(found.argv)} at {at}: {times} s{why}")
+
+
+def ran_line(result: LoadResult, bound: str | None) -> str:
+    """A measured run in one line, with the figures the analysis takes from
+    it: throughput is successes (docs/architecture.md#terms), and the
+    failures are errors and unsuccessful statuses (less a replay's as its
+    log recorded them)."""
+    p99 = result.latency_us.total.at(99.0) / 1000
+    flag = f" [lower bound: {bound}]" if bound else ""
+    return f"{result.goodput_rps:,.0f} req/s, p99 {p99:.2f} ms, {result.failed_requests:,} failed{flag}"
