@@ -25,8 +25,7 @@ from hypothesis import strategies as st
 from corebench.config.cluster import ClusterConfig
 from corebench.config.settings import LoadSettings
 from corebench.errors import UsageError
-from corebench.plan import Experiment as LoadedExperiment
-from corebench.plan import load_plan
+from corebench.plan import ExperimentPlan, load_plan
 from corebench.plan.model import Builtin, Experiment, Load, Machine, Target
 from corebench.plan.objective import SearchSettings
 from tests.support.known_bugs import known
@@ -232,7 +231,7 @@ def plan_texts(draw: st.DrawFn) -> str:
     return text
 
 
-def check_plan(text: str, overrides: dict[str, Any], name: str = "plan.toml") -> LoadedExperiment | None:
+def check_plan(text: str, overrides: dict[str, Any], name: str = "plan.toml") -> ExperimentPlan | None:
     """load_plan's contract: an experiment, or a UsageError in one line."""
     path = DIR / name
     path.write_text(text)

@@ -14,7 +14,7 @@ from corebench.cli import app
 from corebench.errors import UsageError
 
 if TYPE_CHECKING:
-    from corebench.plan import Experiment
+    from corebench.plan import ExperimentPlan
     from corebench.store import Store
 
 STORE = typer.Option(None, "--store", help="SQLite store (default: PLAN's name with .sqlite, in the current folder).")
@@ -34,7 +34,7 @@ def _open_store(path: Path) -> Store:
         raise UsageError(f"--store {e}") from None
 
 
-def _execute(exp: Experiment, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
+def _execute(exp: ExperimentPlan, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
     from corebench import runner
     from corebench.runner import preflight
 
@@ -83,7 +83,7 @@ def _execute(exp: Experiment, store_path: Path, resume: bool, dry_run: bool, qui
         raise typer.Exit(99)
 
 
-def _gates(exp: Experiment, store_path: Path, experiment_id: int) -> bool:
+def _gates(exp: ExperimentPlan, store_path: Path, experiment_id: int) -> bool:
     """The plan's [thresholds], point by point; True when one failed."""
     if not exp.plan.thresholds:
         return False

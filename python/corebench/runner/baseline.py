@@ -22,7 +22,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from corebench.plan import Experiment
+from corebench.plan import ExperimentPlan
 from corebench.plan.model import Hackbench
 from corebench.store import Baseline, BaselineLevel
 from corebench.targets.cpus import CpuControl
@@ -70,7 +70,7 @@ class Level:
         return BaselineLevel(cpus=self.cpus, target_cpus=self.target_cpus, seconds=self.seconds, error=self.error)
 
 
-def cpus_levels(exp: Experiment) -> list[float | None]:
+def cpus_levels(exp: ExperimentPlan) -> list[float | None]:
     """The distinct CPU limits of the targets the plan starts, in order."""
     seen: list[float | None] = []
     for p in exp.points:
@@ -79,7 +79,7 @@ def cpus_levels(exp: Experiment) -> list[float | None]:
     return sorted(seen, key=lambda c: -1.0 if c is None else c)
 
 
-def measure(exp: Experiment, control: CpuControl) -> Baseline:
+def measure(exp: ExperimentPlan, control: CpuControl) -> Baseline:
     """hackbench's times at each cpus level."""
     assert exp.plan.baseline is not None
     h = exp.plan.baseline.hackbench

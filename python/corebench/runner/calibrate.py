@@ -21,7 +21,7 @@ from pathlib import Path
 from corebench import engine
 from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
-from corebench.plan import Experiment
+from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Target
 from corebench.result import NEAR_CEILING
 from corebench.store import Ceiling, MonitorSummary, RunLayout
@@ -33,7 +33,7 @@ PAGE = "/static/64"
 DEFAULT_CONNECTIONS = 64
 
 
-def calibrate(exp: Experiment, control: CpuControl, work_dir: Path) -> list[Ceiling]:
+def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[Ceiling]:
     """One ceiling per distinct layout of the plan's points."""
     connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
     threads = max((p.load.threads or 0 for p in exp.points), default=0) or None

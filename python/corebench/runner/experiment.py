@@ -18,7 +18,7 @@ from corebench import __version__
 from corebench.analysis import precision
 from corebench.errors import UsageError
 from corebench.monitor import Monitor
-from corebench.plan import Experiment
+from corebench.plan import ExperimentPlan
 from corebench.plan.engine_config import run_config
 from corebench.result import LoadResult
 from corebench.runner import baseline, calibrate, capacity, host, schedule
@@ -73,7 +73,7 @@ class Measured:
 class ExperimentRun:
     """One experiment in the store, run by `visit`ing its schedule's runs."""
 
-    exp: Experiment
+    exp: ExperimentPlan
     store: Store
     backend: LoadBackend
     host: TargetHost
@@ -219,7 +219,7 @@ def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quie
 
 
 def _run_all(
-    exp: Experiment,
+    exp: ExperimentPlan,
     store: Store,
     runs: list[schedule.Run],
     control: CpuControl,
@@ -292,7 +292,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def open_experiment(
-    exp: Experiment, store: Store, runs: list[schedule.Run], cpu_method: str, where: TargetHost, resume: bool
+    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], cpu_method: str, where: TargetHost, resume: bool
 ) -> int:
     """The experiment's id in the store: a new one, or the last of this
     exact plan (with its overrides) when resuming."""
@@ -319,7 +319,7 @@ def open_experiment(
     )
 
 
-def plan_record(exp: Experiment) -> PlanRecord:
+def plan_record(exp: ExperimentPlan) -> PlanRecord:
     """The plan as run: validated, its factors' levels, and the command
     line's overrides (which --resume applies again)."""
     return PlanRecord(
@@ -327,7 +327,9 @@ def plan_record(exp: Experiment) -> PlanRecord:
     )
 
 
-def ceilings(exp: Experiment, store: Store, exp_id: int, measure: Callable[[], list[Ceiling]] | None) -> list[Ceiling]:
+def ceilings(
+    exp: ExperimentPlan, store: Store, exp_id: int, measure: Callable[[], list[Ceiling]] | None
+) -> list[Ceiling]:
     """The generator's ceiling per CPU layout: measured before the first run
     (`measure`, where the load is this machine's), or read back when the
     experiment is resumed."""
@@ -343,7 +345,7 @@ def ceilings(exp: Experiment, store: Store, exp_id: int, measure: Callable[[], l
     return found
 
 
-def cpu_baseline(exp: Experiment, store: Store, exp_id: int, measure: Callable[[], Baseline]) -> None:
+def cpu_baseline(exp: ExperimentPlan, store: Store, exp_id: int, measure: Callable[[], Baseline]) -> None:
     """The plan's CPU baseline at each cpus level, once per experiment (a
     resumed one keeps what it stored)."""
     stored = store.experiment(exp_id)

@@ -15,7 +15,7 @@ from corebench import engine
 from corebench.config.load import LoadConfig
 from corebench.config.settings import SettingError
 from corebench.errors import UsageError
-from corebench.plan import Experiment, Point
+from corebench.plan import ExperimentPlan, Point
 from corebench.plan.engine_config import run_config
 from corebench.plan.source import where
 from corebench.runner import baseline, host, schedule
@@ -28,13 +28,13 @@ from corebench.targets.cpus import control_method, online_cpus
 class Checked:
     """A plan that passed every check, and its runs in their order."""
 
-    exp: Experiment
+    exp: ExperimentPlan
     runs: list[schedule.Run]
     # What the user should know before the first run, one line each.
     notes: list[str] = field(default_factory=list)
 
 
-def check(exp: Experiment) -> Checked:
+def check(exp: ExperimentPlan) -> Checked:
     online = online_cpus()
     for p in exp.points:
         _check_cpus(exp, p, online)
@@ -61,7 +61,7 @@ def check(exp: Experiment) -> Checked:
     return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online))
 
 
-def _too_few_cores(exp: Experiment, online: list[int]) -> list[str]:
+def _too_few_cores(exp: ExperimentPlan, online: list[int]) -> list[str]:
     """A level that leaves the generator no core of its own, said up front."""
     levels = [p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None]
     if exp.plan.cluster is not None or not levels or math.ceil(max(levels)) < len(online):
@@ -74,11 +74,11 @@ def _too_few_cores(exp: Experiment, online: list[int]) -> list[str]:
     ]
 
 
-def _at(exp: Experiment, *key: str) -> str:
+def _at(exp: ExperimentPlan, *key: str) -> str:
     return where(exp.path, exp.text, key)
 
 
-def _check_cpus(exp: Experiment, p: Point, online: list[int]) -> None:
+def _check_cpus(exp: ExperimentPlan, p: Point, online: list[int]) -> None:
     try:
         check_cpus(p.target.cpus, online, {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None})
     except ValueError as e:
@@ -90,7 +90,7 @@ def _check_cpus(exp: Experiment, p: Point, online: list[int]) -> None:
         )
 
 
-def _check_reach(exp: Experiment, p: Point, cfg: LoadConfig) -> None:
+def _check_reach(exp: ExperimentPlan, p: Point, cfg: LoadConfig) -> None:
     """Who sends the load where: a target beyond loopback needs allow_remote,
     and a cluster's agents must be able to share the point's load."""
     if not ipaddress.ip_address(p.target.address).is_loopback and not p.load.allow_remote:

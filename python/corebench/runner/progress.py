@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.status import Status
 
-from corebench.plan import Experiment
+from corebench.plan import ExperimentPlan
 from corebench.runner.schedule import Run
 
 # Before any run has ended, each run is taken to cost this much beyond its
@@ -47,7 +47,7 @@ def log_span_s(path: Path) -> float | None:
     return max(0.0, (b - a).total_seconds())
 
 
-def expected_s(exp: Experiment, run: Run) -> float | None:
+def expected_s(exp: ExperimentPlan, run: Run) -> float | None:
     """How long a run's load lasts, as far as the plan says."""
     e = exp.plan.experiment
     if run.warmup and e.warmup.length_s is not None:
@@ -68,7 +68,7 @@ def _clock(s: float) -> str:
 
 
 class Progress:
-    def __init__(self, todo: list[Run], exp: Experiment, quiet: bool = False) -> None:
+    def __init__(self, todo: list[Run], exp: ExperimentPlan, quiet: bool = False) -> None:
         self.console = Console(stderr=True, highlight=False)
         self.live = self.console.is_terminal and not quiet
         self.exp = exp

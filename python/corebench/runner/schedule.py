@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from corebench.plan import Experiment, Point
+from corebench.plan import ExperimentPlan, Point
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Run:
         return f"{self.point.label()} rep {self.repetition}/{repetitions}"
 
 
-def _groups(exp: Experiment, rng: random.Random) -> list[list[Point]]:
+def _groups(exp: ExperimentPlan, rng: random.Random) -> list[list[Point]]:
     """Points by target configuration, in random order when asked."""
     groups: dict[str, list[Point]] = {}
     for p in exp.points:
@@ -55,13 +55,13 @@ def _groups(exp: Experiment, rng: random.Random) -> list[list[Point]]:
     return order
 
 
-def per_round(exp: Experiment) -> int:
+def per_round(exp: ExperimentPlan) -> int:
     """Runs in one interleaved round: every point, plus the warm-ups of each visit."""
     warm = exp.plan.experiment.warmup.runs
     return len(exp.points) + warm * len({p.target_key(exp.target_factors) for p in exp.points})
 
 
-def round_runs(exp: Experiment, rnd: int) -> list[Run]:
+def round_runs(exp: ExperimentPlan, rnd: int) -> list[Run]:
     """Round `rnd` (1-based) of an interleaved schedule."""
     e = exp.plan.experiment
     rng = random.Random(f"{e.seed}:{rnd}")  # a string seed is hashed deterministically
@@ -77,7 +77,7 @@ def round_runs(exp: Experiment, rnd: int) -> list[Run]:
     return out
 
 
-def _blocked(exp: Experiment) -> list[Run]:
+def _blocked(exp: ExperimentPlan) -> list[Run]:
     e = exp.plan.experiment
     assert isinstance(e.repetitions, int)  # the plan refuses "auto" with blocked
     out: list[Run] = []
@@ -90,7 +90,7 @@ def _blocked(exp: Experiment) -> list[Run]:
     return out
 
 
-def runs(exp: Experiment) -> list[Run]:
+def runs(exp: ExperimentPlan) -> list[Run]:
     """All runs planned up front: every run, or an adaptive experiment's
     first rounds (the runner adds more while intervals are too wide)."""
     e = exp.plan.experiment
