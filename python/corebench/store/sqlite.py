@@ -4,6 +4,7 @@ measured is lost. Each JSON column is decoded once, here, into its record."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import time
@@ -178,7 +179,16 @@ class Store:
         out = [dict(r) for r in rows]
         if out and "round" not in out[0]:
             renumbered(out)  # an older store, opened read-only
-        return [self._run(r) for r in out]
+        # Thousands of records kept alive at once would set off the cyclic
+        # collector again and again over all of them (a 1,000-run store: 1.4 s
+        # decoding instead of 0.35 s); records hold no cycles to collect.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return [self._run(r) for r in out]
+        finally:
+            if collecting:
+                gc.enable()
 
     def _run(self, row: Mapping[str, object]) -> StoredRun:
         where = f"run {row['id']}"
