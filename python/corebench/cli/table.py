@@ -126,6 +126,24 @@ def _latency_column(names: list[str]) -> tuple[str, float] | None:
     return None
 
 
+def _row(table: Table, no: int, cells: list[str], ix: int, iy: int, ic: int | None) -> Row:
+    """One data row: N, the throughput (N / R from a latency column), the clock in GHz."""
+    xn, yn, clock, path = table.x, table.y, table.clock, table.path
+    n, v = _number(cells[ix]), _number(cells[iy])
+    if n is None or v is None:
+        raise UsageError(f"{path}:{no}: {xn} = {cells[ix]!r}, {yn} = {cells[iy]!r}: give numbers")
+    if n <= 0 or v < 0:
+        raise UsageError(f"{path}:{no}: {xn} must be positive and {yn} not negative")
+    ghz = _number(cells[ic]) if ic is not None else None
+    if ghz is not None and clock and _key(clock) in MHZ_NAMES:
+        ghz /= 1000
+    if table.latency_scale is not None:
+        if v <= 0:
+            raise UsageError(f"{path}:{no}: {yn} must be positive to give a throughput N / R")
+        v = n / (v * table.latency_scale)
+    return Row(no, n, v, ghz)
+
+
 def read_table(path: Path, x: str | None = None, y: str | None = None, by: str | None = None) -> Table:
     names, records = _records(path)
     if names[0] == "1":  # no header: N and X are the first two columns
@@ -144,21 +162,7 @@ def read_table(path: Path, x: str | None = None, y: str | None = None, by: str |
         table.latency_scale = latency[1]
     ix, iy = names.index(xn), names.index(yn)
     ic = names.index(clock) if clock else None
-    for no, cells in records:
-        cells = cells + [""] * (len(names) - len(cells))
-        n, v = _number(cells[ix]), _number(cells[iy])
-        if n is None or v is None:
-            raise UsageError(f"{path}:{no}: {xn} = {cells[ix]!r}, {yn} = {cells[iy]!r}: give numbers")
-        if n <= 0 or v < 0:
-            raise UsageError(f"{path}:{no}: {xn} must be positive and {yn} not negative")
-        ghz = _number(cells[ic]) if ic is not None else None
-        if ghz is not None and clock and _key(clock) in MHZ_NAMES:
-            ghz /= 1000
-        if table.latency_scale is not None:
-            if v <= 0:
-                raise UsageError(f"{path}:{no}: {yn} must be positive to give a throughput N / R")
-            v = n / (v * table.latency_scale)
-        table.rows.append(Row(no, n, v, ghz))
+    table.rows = [_row(table, no, cells + [""] * (len(names) - len(cells)), ix, iy, ic) for no, cells in records]
     if table.by is None:
         # A column of labels (a machine, a configuration) groups the rows.
         table.by = next(

@@ -220,6 +220,23 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
     if s.linger is not None:
         out.update(_linger(s.linger))
     out["concurrency"] = s.concurrency if s.concurrency is not None else (OPEN_LOOP_CONNECTIONS if s.open_loop else 1)
+    out.update(_pacing(s))
+    out.update(_workload(s, base_dir))
+    listed = s.urls is not None or s.log is not None
+    if s.variable_length or listed:
+        out["variable_length"] = True
+    try:
+        return LoadConfig(**out, body=s.body)
+    except pydantic.ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
+        raise SettingError(setting_of(field), err["msg"].removeprefix("Value error, ")) from None
+
+
+def _pacing(s: LoadSettings) -> dict[str, Any]:
+    """How requests are spaced: a request count or a length, an open
+    loop's rate, users' think time."""
+    out: dict[str, Any] = {}
     if s.requests is None and s.duration is None and s.log is None:
         if s.rate is not None or s.think is not None:
             raise SettingError(
@@ -236,8 +253,14 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         raise SettingError("arrivals", "arrivals space an open loop's requests: give a rate")
     if s.think is not None:
         out["think_s"] = _span(s.think)
+    return out
+
+
+def _workload(s: LoadSettings, base_dir: Path) -> dict[str, Any]:
+    """What is requested beyond the URL: a URL list or a replayed log."""
+    out: dict[str, Any] = {}
     if s.urls is not None:
-        out["urls"] = _url_file(base_dir / s.urls, s.url)
+        out["urls"] = _url_file(base_dir / s.urls, s.url or "")
     if s.log is not None:
         out["replay"] = {
             "path": str(base_dir / s.log),
@@ -251,15 +274,7 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         for key in ("speed", "log_format", "allow_unsafe", "limit", "loop"):
             if getattr(s, key) not in (None, False):
                 raise SettingError(key, f"{key} belongs to a replayed log: give the log")
-    listed = s.urls is not None or s.log is not None
-    if s.variable_length or listed:
-        out["variable_length"] = True
-    try:
-        return LoadConfig(**out, body=s.body)
-    except pydantic.ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
-        raise SettingError(setting_of(field), err["msg"].removeprefix("Value error, ")) from None
+    return out
 
 
 def _given(s: LoadSettings, name: str) -> bool:

@@ -25,7 +25,7 @@ HEADER = "Percentage served,Time in ms"
 class AbCsv:
     name = "csv"
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         total = result.latency_us.total
         lines = [HEADER]
         n = total.count

@@ -43,7 +43,7 @@ def _ms(us: int) -> int:
 class Gnuplot:
     name = "gnuplot"
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         t = result.trace
         if t is None:
             raise ValueError("ab's gnuplot file needs each response's figures: run the load with trace on")

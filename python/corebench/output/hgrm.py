@@ -27,5 +27,5 @@ def percentile_distribution(h: LatencySummary) -> str:
 class Hgrm:
     name = "hgrm"
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         return percentile_distribution(result.latency_us.total)

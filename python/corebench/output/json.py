@@ -9,5 +9,5 @@ from corebench.result import LoadResult
 class Json:
     name = "json"
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         return result.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -60,5 +60,5 @@ def _lines(r: LoadResult) -> list[str]:
 class SiegeText:
     name = "siege"
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         return "\n".join(_lines(result)) + "\n"

@@ -28,7 +28,7 @@ class AbVerbose:
     def __init__(self, level: int = 2) -> None:
         self.level = level
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         if self.level < 2:
             return ""
         lines = []

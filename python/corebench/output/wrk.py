@@ -68,7 +68,7 @@ def wrk2_block(h: LatencySummary) -> list[str]:
 class WrkLatency:
     name = "wrk-latency"
 
-    def render(self, result: LoadResult, config: LoadConfig) -> str:
+    def render(self, result: LoadResult, _config: LoadConfig) -> str:
         h = result.latency_us.total
         block = wrk2_block(h) if result.schedule is not None else wrk_block(h)
         return "\n".join(block) + "\n"

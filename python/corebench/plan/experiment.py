@@ -99,19 +99,8 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
         raise _pydantic(path, text, (), e) from None
     if plan.search is not None:
         _searched(path, text, raw, plan)
-    for metric, condition in plan.thresholds.items():
-        try:
-            parse_threshold(f"{metric}{condition}")
-        except ValueError as e:
-            raise _fail(path, text, ("thresholds", metric), str(e)) from None
-    levels: dict[str, list[fx.Level]] = {}
-    for name, spec in plan.factors.items():
-        if name in BUILTIN_NAMES:
-            raise _fail(path, text, ("factors", name), f"{name!r} is filled in by corebench; name the factor otherwise")
-        try:
-            levels[name] = fx.levels(name, spec)
-        except ValueError as e:
-            raise _fail(path, text, ("factors", name), str(e)) from None
+    _thresholds(path, text, plan)
+    levels = _levels(path, text, plan)
     target_raw = dict(plan.target)
     if "cpus" in levels and "cpus" not in target_raw and "url" not in target_raw:
         target_raw["cpus"] = "{cpus}"  # a cpus factor limits the target unless said otherwise
@@ -121,16 +110,7 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     service_files = _pop_service_files(target_raw)
     paths = {"files": [f.get("path") for f in files if isinstance(f, dict)]} if isinstance(files, list) else {}
     for section, body in (("target", {**target_raw, **paths}), ("load", plan.load)):
-        for key, value in body.items():
-            unknown = fx.names_used(value) - known
-            if unknown:
-                name = sorted(unknown)[0]
-                raise _fail(
-                    path,
-                    text,
-                    (section, key),
-                    f"{{{name}}} is not a factor: the factors are {sorted(levels) or 'none'}",
-                )
+        _placeholders_known(path, text, section, body, known, levels)
     target_factors = fx.names_used(target_raw) & set(levels)
     if plan.target.get("restart") == "point":
         target_factors = set(levels)
@@ -146,6 +126,40 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
         target_factors | _template_factors(every_file, levels, path.parent),
         dict(overrides),
     )
+
+
+def _thresholds(path: Path, text: str, plan: Plan) -> None:
+    for metric, condition in plan.thresholds.items():
+        try:
+            parse_threshold(f"{metric}{condition}")
+        except ValueError as e:
+            raise _fail(path, text, ("thresholds", metric), str(e)) from None
+
+
+def _levels(path: Path, text: str, plan: Plan) -> dict[str, list[fx.Level]]:
+    """Each factor's levels, in the plan's order."""
+    levels: dict[str, list[fx.Level]] = {}
+    for name, spec in plan.factors.items():
+        if name in BUILTIN_NAMES:
+            raise _fail(path, text, ("factors", name), f"{name!r} is filled in by corebench; name the factor otherwise")
+        try:
+            levels[name] = fx.levels(name, spec)
+        except ValueError as e:
+            raise _fail(path, text, ("factors", name), str(e)) from None
+    return levels
+
+
+def _placeholders_known(
+    path: Path, text: str, section: str, body: dict[str, Any], known: set[str], levels: dict[str, list[fx.Level]]
+) -> None:
+    """Every {placeholder} of a section names a factor or a value corebench fills in."""
+    for key, value in body.items():
+        unknown = fx.names_used(value) - known
+        if unknown:
+            name = sorted(unknown)[0]
+            raise _fail(
+                path, text, (section, key), f"{{{name}}} is not a factor: the factors are {sorted(levels) or 'none'}"
+            )
 
 
 def _searched(path: Path, text: str, raw: dict[str, Any], plan: Plan) -> None:

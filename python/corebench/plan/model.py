@@ -79,8 +79,8 @@ class Experiment(_Section):
     randomize: bool = True
     seed: int = Field(1, ge=0)
 
-    _durations = field_validator("duration_s", "cooldown_s", mode="before")(classmethod(lambda cls, v: _duration(v)))
-    _warmups = field_validator("warmup", mode="before")(classmethod(lambda cls, v: _warmup(v)))
+    _durations = field_validator("duration_s", "cooldown_s", mode="before")(classmethod(lambda _cls, v: _duration(v)))
+    _warmups = field_validator("warmup", mode="before")(classmethod(lambda _cls, v: _warmup(v)))
 
     @field_validator("repetitions", mode="before")
     @classmethod
@@ -137,7 +137,7 @@ class Builtin(_Section):
     # More `corebench serve` flags, e.g. ["--site-from-log", "access.log"].
     args: list[str] = []
 
-    _args = field_validator("args", mode="before")(classmethod(lambda cls, v: _argv(v)))
+    _args = field_validator("args", mode="before")(classmethod(lambda _cls, v: _argv(v)))
 
 
 class File(_Section):
@@ -234,11 +234,11 @@ class Service(_Section):
     cpus: float | None = Field(None, gt=0, le=4096)
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
-        classmethod(lambda cls, v: _duration(v))
+        classmethod(lambda _cls, v: _duration(v))
     )
-    _argvs = field_validator("command", "ready_command", mode="before")(classmethod(lambda cls, v: _argv(v)))
+    _argvs = field_validator("command", "ready_command", mode="before")(classmethod(lambda _cls, v: _argv(v)))
 
-    _signal = field_validator("stop_signal")(classmethod(lambda cls, v: _signal_name(v)))
+    _signal = field_validator("stop_signal")(classmethod(lambda _cls, v: _signal_name(v)))
 
     @model_validator(mode="after")
     def _one_kind(self) -> Service:
@@ -314,15 +314,15 @@ class Target(_Section):
     restart: Literal["config", "point"] = "config"
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
-        classmethod(lambda cls, v: _duration(v))
+        classmethod(lambda _cls, v: _duration(v))
     )
     _argvs = field_validator("command", "version_command", "prepare", mode="before")(
-        classmethod(lambda cls, v: _argv(v))
+        classmethod(lambda _cls, v: _argv(v))
     )
-    _address = field_validator("address", mode="before")(classmethod(lambda cls, v: _ip(v)))
-    _check_services = field_validator("services")(classmethod(lambda cls, v: _services(v)))
+    _address = field_validator("address", mode="before")(classmethod(lambda _cls, v: _ip(v)))
+    _check_services = field_validator("services")(classmethod(lambda _cls, v: _services(v)))
 
-    _signal = field_validator("stop_signal")(classmethod(lambda cls, v: _signal_name(v)))
+    _signal = field_validator("stop_signal")(classmethod(lambda _cls, v: _signal_name(v)))
 
     @model_validator(mode="after")
     def _one_kind(self) -> Target:

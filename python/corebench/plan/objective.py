@@ -113,8 +113,8 @@ class SearchSettings(BaseModel):
     growth: float = 2.0
     max_settle_s: float = 60.0
 
-    _share = field_validator("precision", mode="before")(classmethod(lambda cls, v: _share(v)))
-    _durations = field_validator("min_step_s", "max_step_s", mode="before")(classmethod(lambda cls, v: _seconds(v)))
+    _share = field_validator("precision", mode="before")(classmethod(lambda _cls, v: _share(v)))
+    _durations = field_validator("min_step_s", "max_step_s", mode="before")(classmethod(lambda _cls, v: _seconds(v)))
 
     @field_validator("slo")
     @classmethod

@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from corebench.config.engine import RateConfig
 from corebench.config.load import LoadConfig
@@ -118,7 +119,7 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
         probe = run(_probe(base))
         if probe.successes == 0:
             return _answer(
-                settings, None, (None, None), "dead", [], 0.0, began, f"{probe.requests:,} sent; {probe.failures()}"
+                settings, began, "dead", [], probe_rps=0.0, failures=f"{probe.requests:,} sent; {probe.failures()}"
             )
         probe_rps = probe.successes / max(probe.duration_s, 1e-9)
         start = probe_rps / 2
@@ -135,7 +136,16 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
             if on_step is not None:
                 on_step(step)
             failures = f"{result.requests:,} sent; {result.failures()}"
-            return _answer(settings, None, (bracket.lo, bracket.hi), "dead", steps, probe_rps, began, failures, results)
+            return _answer(
+                settings,
+                began,
+                "dead",
+                steps,
+                bracket=(bracket.lo, bracket.hi),
+                probe_rps=probe_rps,
+                failures=failures,
+                results=results,
+            )
         bracket.record(rate, step.meets)
         if not step.meets:
             step.settle_s = _settle(base, objective, settings, run)
@@ -151,32 +161,20 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
         outcome = "none"
     else:
         outcome = "found"
-    return _answer(settings, lo, (lo, hi), outcome, steps, probe_rps, began, "", results)
+    return _answer(settings, began, outcome, steps, rate_rps=lo, bracket=(lo, hi), probe_rps=probe_rps, results=results)
 
 
-def _answer(
-    settings: SearchSettings,
-    rate_rps: float | None,
-    bracket: tuple[float | None, float | None],
-    outcome: str,
-    steps: list[Step],
-    probe_rps: float | None,
-    began: float,
-    failures: str = "",
-    results: list[LoadResult] | None = None,
-) -> Capacity:
+def _answer(settings: SearchSettings, began: float, outcome: str, steps: list[Step], **found: Any) -> Capacity:
+    """The search's answer: `found` holds what it found (Capacity's
+    rate_rps, bracket, probe_rps, failures and results)."""
     return Capacity(
         objective=str(settings.objective),
         arrivals=settings.arrivals,
         precision=settings.precision,
-        rate_rps=rate_rps,
-        bracket=bracket,
         outcome=outcome,
         steps=steps,
-        probe_rps=probe_rps,
         elapsed_s=time.monotonic() - began,
-        failures=failures,
-        results=results or [],
+        **found,
     )
 
 

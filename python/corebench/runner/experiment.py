@@ -215,19 +215,19 @@ def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quie
     and keeps everything committed (`--resume` goes on from there)."""
     control = CpuControl()
     with open_backend(checked.exp.plan.cluster) as backend:
-        return _run_all(checked.exp, store, checked.runs, control, backend, resume=resume, quiet=quiet)
+        return _run_all(checked, store, control, backend, resume=resume, quiet=quiet)
 
 
 def _run_all(
-    exp: ExperimentPlan,
+    checked: Checked,
     store: Store,
-    runs: list[schedule.Run],
     control: CpuControl,
     backend: LoadBackend,
     *,
     resume: bool,
     quiet: bool,
 ) -> Outcome:
+    exp, runs = checked.exp, checked.runs
     with LocalHost(control) as local:
         exp_id = open_experiment(exp, store, runs, control.method, local, resume)
         done = store.done(exp_id) if resume else set()
@@ -287,7 +287,7 @@ def _visit_all(
         xr.out.wall_s = time.monotonic() - started
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 

@@ -240,8 +240,9 @@ class Capacity(BaseModel):
     objective: str
     arrivals: str
     precision: float
-    rate_rps: float | None  # the highest rate whose steps met the objective (by majority, confirmed)
-    bracket: tuple[float | None, float | None]  # (lo, hi): the limit lies between
+    # The highest rate whose steps met the objective (by majority, confirmed).
+    rate_rps: float | None = None
+    bracket: tuple[float | None, float | None] = (None, None)  # (lo, hi): the limit lies between
     outcome: str  # "found", "above-max", "none", "unfinished", "dead"
     steps: list[Step]
     probe_rps: float | None = None

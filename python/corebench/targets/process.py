@@ -5,6 +5,7 @@ stopped with its own signal, and its output kept for error messages."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -17,7 +18,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def free_port() -> int:
         return port
 
 
-@dataclass
+@dataclasses.dataclass
 class Started:
     proc: subprocess.Popen[bytes]
     base_url: str
@@ -232,22 +232,16 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
         except (OSError, subprocess.SubprocessError) as e:
             raise TargetError(f"cannot start {argv[0]}: {e}") from None
     try:
-        return _wait_ready(proc, t, ready_url, base_url, started, log_path, argv)
+        return _wait_ready(Started(proc, base_url, 0.0, log_path, argv), t, ready_url, started)
     except BaseException:
         # Not ready, or Ctrl-C while waiting: nothing of it may outlive us.
         stop(proc, t)
         raise
 
 
-def _wait_ready(
-    proc: subprocess.Popen[bytes],
-    t: Target,
-    ready_url: str,
-    base_url: str,
-    started: float,
-    log_path: Path,
-    argv: list[str],
-) -> Started:
+def _wait_ready(pending: Started, t: Target, ready_url: str, started: float) -> Started:
+    """`pending` once it answers `ready_url`, with the time that took."""
+    proc, log_path = pending.proc, pending.log_path
     deadline = started + t.ready_timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -256,7 +250,7 @@ def _wait_ready(
                 f"{tail(log_path)}"
             )
         if _answers(ready_url):
-            return Started(proc, base_url, time.monotonic() - started, log_path, argv)
+            return dataclasses.replace(pending, ready_s=time.monotonic() - started)
         time.sleep(0.05)
     raise TargetError(
         f"the target did not answer {ready_url} within {t.ready_timeout_s:g} s; its output ends:\n{tail(log_path)}"

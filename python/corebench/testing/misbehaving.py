@@ -29,26 +29,26 @@ def _response(status: bytes, body: bytes, close: bool, extra: bytes = b"") -> by
     return head + (b"Connection: close\r\n" if close else b"") + b"\r\n" + body
 
 
-def _mode_ok(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_ok(_srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Well-behaved baseline: 200, 5-byte body, keep-alive honoured."""
     sock.sendall(_response(b"200 OK", b"hello", close))
     return not close
 
 
-def _mode_garbage(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_garbage(_srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """Not HTTP at all: the client must report a parse error, not hang or crash."""
     sock.sendall(b"\x00\x01garbage not http\r\n\r\n")
     return False
 
 
-def _mode_short_body_close(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_short_body_close(_srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """Body shorter than Content-Length, then EOF: a truncated response is an
     error, never a success with 50 bytes."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 50)
     return False
 
 
-def _mode_short_body_hold(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_short_body_hold(srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """Body shorter than Content-Length and then silence: only a read timeout
     can end this request; the connection must not be reused."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 50)
@@ -56,19 +56,19 @@ def _mode_short_body_hold(srv: MisbehavingServer, sock: socket.socket, close: bo
     return False
 
 
-def _mode_close_mid_headers(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_close_mid_headers(_srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """EOF in the middle of the head: the incomplete head must be an error."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Le")
     return False
 
 
-def _mode_close_mid_body(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_close_mid_body(_srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """Full head announcing 1000 bytes, 10 delivered, then EOF."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"0123456789")
     return False
 
 
-def _mode_chunked_valid(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_chunked_valid(_srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Valid chunked body ("hello world") with a chunk extension and a trailer,
     written in small pieces so the parser must cope with arbitrary splits."""
     pieces = [
@@ -87,20 +87,20 @@ def _mode_chunked_valid(srv: MisbehavingServer, sock: socket.socket, close: bool
     return not close
 
 
-def _mode_chunked_broken(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_chunked_broken(_srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """Invalid chunk-size line: must be a parse error, not a hang."""
     sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n")
     return False
 
 
-def _mode_never_answers(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_never_answers(srv: MisbehavingServer, _sock: socket.socket, _close: bool) -> bool:
     """Request read, nothing ever sent: exercises timeouts and in-flight
     accounting at shutdown of the load generator."""
     srv._stop.wait()
     return False
 
 
-def _mode_reset(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_reset(_srv: MisbehavingServer, sock: socket.socket, _close: bool) -> bool:
     """Request read, then RST (SO_LINGER 0): ECONNRESET must be counted as an
     error and the connection replaced."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -108,7 +108,7 @@ def _mode_reset(srv: MisbehavingServer, sock: socket.socket, close: bool) -> boo
     return False
 
 
-def _mode_status_500(srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
+def _mode_status_500(_srv: MisbehavingServer, sock: socket.socket, close: bool) -> bool:
     """Valid 500 response: a well-formed response that is still a failure by
     status; keep-alive honoured."""
     sock.sendall(_response(b"500 Internal Server Error", b"error", close))

@@ -32,7 +32,7 @@ def _text(size: int) -> bytes:
 
 
 class Nginx:
-    def __init__(
+    def __init__(  # noqa: PLR0913 (each an nginx setting with its default, named by the caller)
         self,
         page_bytes: int = 44,
         workers: int = 1,
