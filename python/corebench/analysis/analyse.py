@@ -198,7 +198,7 @@ def factor_anova(points: list[PointStats], factors: Mapping[str, list[Level]]) -
                 rows.append({**p.levels, "log_goodput": math.log(rps), "demand_ms": d, "log_p99": math.log(r.p99_us)})
     out = []
     for response in RESPONSES:
-        usable = [r for r in rows if not math.isnan(r[response])]
+        usable = [r for r in rows if not math.isnan(float(r[response]))]
         a = anova(usable, [f for f in factors if all(f in r for r in usable)], response) if usable else None
         if a is not None:
             out.append(a)

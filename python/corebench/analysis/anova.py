@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -109,7 +110,7 @@ def _dummies(values: list[Any]) -> np.ndarray:
     return out
 
 
-def _design(rows: list[dict[str, Any]], terms: list[tuple[str, ...]]) -> np.ndarray:
+def _design(rows: Sequence[Mapping[str, object]], terms: list[tuple[str, ...]]) -> np.ndarray:
     blocks = [np.ones((len(rows), 1))]
     for term in terms:
         parts = [_dummies([r[f] for r in rows]) for f in term]
@@ -127,7 +128,7 @@ def _rss(x: np.ndarray, y: np.ndarray) -> tuple[float, int]:
 
 
 def anova(
-    rows: list[dict[str, Any]],
+    rows: Sequence[Mapping[str, object]],
     factors: list[str],
     response: str,
     method: Literal["auto", "f", "permutation"] = "auto",

@@ -94,9 +94,8 @@ def _one(g: list[PointCapacity], r: float, factor: str, where: str) -> str:
     at = f" ({where})" if where else ""
     head = f"To serve {r:,.0f} req/s within {objective}{at}"
 
-    def level(c: PointCapacity) -> int | float:
-        v: int | float = c.point.levels[factor]
-        return v
+    def level(c: PointCapacity) -> float:
+        return float(c.point.levels[factor])
 
     enough = [c for c in g if c.floor_rps >= r]
     # As the report's scaling fits: levels whose generator shared the

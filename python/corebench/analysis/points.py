@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
 from corebench.result import LoadResult
-from corebench.store import MonitorSummary, StoredRun
+from corebench.store import Level, MonitorSummary, StoredRun
 
 
 @dataclass
 class PointStats:
-    levels: dict[str, Any]
+    levels: dict[str, Level]
     runs: list[StoredRun]  # every run of the point, warm-ups and failures included
     measured: list[StoredRun]
     goodput_rps: Summary  # successful responses per second, over the measured runs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,7 @@ def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None
 LOAD_FACTORS = ("concurrency", "rate", "users")
 
 
-def load_factors(factors: dict[str, list[Any]], load: dict[str, Any] | None = None) -> set[str]:
+def load_factors(factors: Mapping[str, Sequence[object]], load: Mapping[str, object] | None = None) -> set[str]:
     """The plan's load factors: those named as one, and any factor whose
     placeholder sets a [load] concurrency, rate or users."""
     names = {f for f in factors if f in LOAD_FACTORS}
