@@ -60,3 +60,26 @@ def test_a_layout_keeps_keys_it_does_not_declare():
     assert layout.controlled and layout.target_cores == 1.0
     assert layout.model_dump()["numa_node"] == 1
     assert RunLayout().target_cores is None, "a target corebench did not place has no cores of its own"
+
+
+def test_a_nan_or_an_infinity_reads_back_as_stored(tmp_path):
+    from corebench.store import MonitorSummary, Store
+    from tests.support.records import stored_run
+
+    s = Store(tmp_path / "s.sqlite")
+    try:
+        monitor = MonitorSummary(samples=1, target_cpu=float("nan"), target_system_share=float("inf"))
+        s.add_run(stored_run({}, monitor=monitor).model_copy(update={"id": None}))
+        (back,) = s.runs(1)
+    finally:
+        s.close()
+    assert back.monitor is not None and back.monitor.target_system_share == float("inf")
+    assert back.monitor.target_cpu != back.monitor.target_cpu, "NaN"
+
+
+def test_the_first_searches_failures_are_read():
+    found = Capacity.model_validate(
+        {"objective": "p99<=20ms", "arrivals": "poisson", "precision": 0.02, "outcome": "dead", "steps": []}
+        | {"rate_rps": None, "bracket": [None, None], "probe_failures": "100 sent; connect: 100"}
+    )
+    assert found.failures == "100 sent; connect: 100"

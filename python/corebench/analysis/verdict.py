@@ -152,7 +152,7 @@ def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats,
 
 
 def _best_values(p: PointStats, higher: bool) -> list[float]:
-    return list(p.run_goodput_rps) if higher else [float(r.p99_us or 0) for r in p.measured]
+    return list(p.run_goodput_rps) if higher else [float(r.p99_us) for r in p.measured if r.p99_us is not None]
 
 
 def untested(points: list[PointStats]) -> list[PointStats]:

@@ -76,7 +76,7 @@ def _rows(label: str, a: PointStats, b: PointStats) -> list[Row]:
 
 
 def _p99_ms(p: PointStats) -> list[float]:
-    return [(r.p99_us or 0) / 1000 for r in p.measured]
+    return [r.p99_us / 1000 for r in p.measured if r.p99_us is not None]
 
 
 def _adjust(rows: list[Row]) -> list[Row]:

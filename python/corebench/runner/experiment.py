@@ -63,6 +63,7 @@ class Measured:
     monitor that watched it, and the capacity search it was."""
 
     began_unix: float
+    ended_unix: float
     result: LoadResult | None = None
     error: str | None = None
     monitor: Monitor | None = None
@@ -133,7 +134,7 @@ class ExperimentRun:
         self.show.begin(run.label(e.repetitions))
         began = time.time()
         if t.error is not None:
-            return Measured(began, error=t.error)
+            return Measured(began, time.time(), error=t.error)
         assert t.base_url is not None  # started, or a server already running
         cfg = run_config(self.exp.plan, run.point.load, t.base_url, self.exp.path.parent, warmup=run.warmup)
         if t.layout.method != "none":
@@ -157,7 +158,8 @@ class ExperimentRun:
         if result is not None and result.successes == 0:
             # Measured and kept, but not a healthy run: nothing succeeded.
             error = f"no request succeeded: {result.requests:,} sent; {result.failures()}"
-        return Measured(began, result, t.exited() or error, monitor, found)
+        error = t.exited() or error
+        return Measured(began, time.time(), result, error, monitor, found)
 
     def _store(self, run: schedule.Run, m: Measured) -> None:
         """The run committed to the store, and its line on the display."""
@@ -182,7 +184,7 @@ class ExperimentRun:
             status="failed" if error else "ok",
             error=error,
             started_unix=m.began_unix,
-            ended_unix=time.time(),
+            ended_unix=m.ended_unix,
             layout=layout,
             target=t.info,
             monitor=summary,
@@ -279,6 +281,7 @@ def _visit_all(
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             xr.close()
+            xr.host.close()
             os.sched_setaffinity(0, affinity)
             xr.show.close()
         finally:

@@ -23,11 +23,20 @@ Level = bool | int | float | str
 Status = Literal["ok", "failed"]
 
 
+# A NaN or an infinity is stored as JSON's NaN and Infinity, as json.dumps
+# wrote them (pydantic's default, null, would not read back as a float).
+_STORED = ConfigDict(ser_json_inf_nan="constants")
+
+
+class _Record(BaseModel):
+    model_config = _STORED
+
+
 class _Part(BaseModel):
     """A part of a stored record: open to the keys older or newer versions
     wrote, so nothing stored is dropped on the way to a report."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
 
 class HostFacts(_Part):
@@ -60,7 +69,7 @@ class PlanRecord(_Part):
     overrides: dict[str, JsonValue] = {}
 
 
-class Ceiling(BaseModel):
+class Ceiling(_Record):
     """The load generator's own ceiling on one CPU layout, measured before
     the first run (`runner.calibrate`)."""
 
@@ -98,7 +107,7 @@ class Baseline(_Part):
     levels: list[BaselineLevel] = []
 
 
-class StoredExperiment(BaseModel):
+class StoredExperiment(_Record):
     """One experiment: its plan, the host it ran on, and what was measured
     once before its runs."""
 
@@ -214,7 +223,7 @@ class TargetInfo(_Part):
     services: dict[str, dict[str, JsonValue]] = {}
 
 
-class Step(BaseModel):
+class Step(_Record):
     """One rate of a capacity search, judged against the objective."""
 
     rate_rps: float
@@ -233,7 +242,7 @@ class Step(BaseModel):
     few_samples: bool = False
 
 
-class Capacity(BaseModel):
+class Capacity(_Record):
     """A capacity search's answer: the highest rate whose steps met the
     objective, the bracket it was found in, and every step."""
 
@@ -247,8 +256,9 @@ class Capacity(BaseModel):
     steps: list[Step]
     probe_rps: float | None = None
     elapsed_s: float = 0.0
-    # Why the search ended "dead": the failures of the probe or step that got no answer.
-    failures: str = ""
+    # Why the search ended "dead": the failures of the probe or step that got
+    # no answer (stored as probe_failures by the first stores with searches).
+    failures: str = Field("", validation_alias=AliasChoices("failures", "probe_failures"))
     # Each step's whole measurement, in step order: not stored with the
     # search (the store keeps the sustained rate's result as the run's).
     results: list[LoadResult] = Field(default_factory=list, exclude=True, repr=False)
@@ -280,7 +290,7 @@ class Capacity(BaseModel):
         return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
 
 
-class StoredRun(BaseModel):
+class StoredRun(_Record):
     """One run of an experiment as stored: where it sat in the schedule,
     how it ended, and everything measured."""
 

@@ -116,6 +116,10 @@ class TargetHost(Protocol):
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None: ...
 
+    def close(self) -> None:
+        """Removes what the host holds; leaving it does too, once."""
+        ...
+
     def server_version(self, target: Target) -> str | None:
         """What the target reports itself to be (its version command's first line)."""
         ...
@@ -133,17 +137,29 @@ class LocalHost:
 
     def __init__(self, control: CpuControl) -> None:
         self.control = control
-        self.work_dir = Path()
+        self._work_dir: Path | None = None
         self.starts = 0
 
+    @property
+    def work_dir(self) -> Path:
+        """The work folder, made on entering the host."""
+        assert self._work_dir is not None, "enter the host first"
+        return self._work_dir
+
     def __enter__(self) -> LocalHost:
-        self.work_dir = Path(tempfile.mkdtemp(prefix=filesystem.WORK_PREFIX))
-        os.chmod(self.work_dir, 0o755)  # servers that drop privileges read their folders in it
-        filesystem.claim(self.work_dir)  # its images are not a killed run's leftovers
+        self._work_dir = Path(tempfile.mkdtemp(prefix=filesystem.WORK_PREFIX))
+        os.chmod(self._work_dir, 0o755)  # servers that drop privileges read their folders in it
+        filesystem.claim(self._work_dir)  # its images are not a killed run's leftovers
         return self
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        self.close()
+
+    def close(self) -> None:
+        """Removes the work folder (once; the sessions are stopped first)."""
+        if self._work_dir is not None:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+            self._work_dir = None
 
     def server_version(self, target: Target) -> str | None:
         t = recipes.expand(target)
