@@ -118,6 +118,21 @@ def test_basic_auth_and_cookies(recorder):
     one_line_error(run_cli("load", "-C", "a=1", "-H", "Cookie: b=2", recorder.url), "-C/--cookie")
 
 
+def test_control_bytes_in_a_header_or_the_content_type_are_refused_before_any_request(recorder, tmp_path):
+    # CR LF would end the header and put a second request on the wire; other
+    # control bytes are no field value either (RFC 9110 §5.5).
+    body = tmp_path / "body.txt"
+    body.write_text("x")
+    recorder.clear()
+    smuggled = "text/plain\r\nContent-Length: 0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x"
+    one_line_error(run_cli("load", "-p", str(body), "-T", smuggled, recorder.url), "-T")
+    one_line_error(run_cli("load", "-H", "X-A: a\x01b", recorder.url), "-H")
+    one_line_error(run_cli("load", "-H", "X-A: a\x7fb", recorder.url), "-H")
+    assert recorder.requests == [], "refused before a byte was sent"
+    p = run_cli("load", "-n", "1", "-H", "X-A: tab\there, obs-text \u00e9", recorder.url)
+    assert p.returncode == 0, p.stderr
+
+
 def test_a_proxy_on_loopback_gets_every_request_with_the_absolute_url(recorder):
     recorder.clear()
     with MisbehavingServer("ok") as target:

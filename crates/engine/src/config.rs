@@ -378,10 +378,25 @@ impl LoadConfig {
         if !token(&self.method) {
             return Err(bad("method", format!("{:?} is not an HTTP method token", self.method)));
         }
+        // RFC 9110 §5.5: a field value is visible characters, spaces, tabs
+        // and obs-text; any other control byte (CR and LF above all, which
+        // would end the header and smuggle another) is refused.
+        let field_value = |s: &str| s.bytes().all(|b| b == b'\t' || b == b' ' || (b > 0x20 && b != 0x7f));
         for (name, value) in &self.headers {
-            if !token(name) || value.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return Err(bad("headers", format!("{name:?}: {value:?} is not a valid header")));
+            if !token(name) || !field_value(value) {
+                return Err(bad(
+                    "headers",
+                    format!(
+                        "{name:?}: {value:?} is not a valid header: a value holds visible characters, spaces and tabs"
+                    ),
+                ));
             }
+        }
+        if let Some(ct) = self.content_type.as_deref().filter(|ct| !field_value(ct)) {
+            return Err(bad(
+                "content_type",
+                format!("{ct:?} is not a valid Content-Type: it holds visible characters, spaces and tabs"),
+            ));
         }
         Ok(())
     }
