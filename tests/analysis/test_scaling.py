@@ -77,6 +77,10 @@ def test_fit_command(tmp_path):
     bad.write_text("n,x\n1,10\n2,abc\n")
     p = run_cli("fit", str(bad))
     assert p.returncode == 2 and "bad.csv:3:" in p.stderr
+    for word in ("nan", "inf", "-inf"):  # no measurement: refused where it stands, not fitted
+        bad.write_text(f"n,x\n1,10\n2,{word}\n3,30\n")
+        p = run_cli("fit", str(bad))
+        assert p.returncode == 2 and "bad.csv:3:" in p.stderr and "give numbers" in p.stderr, p.stderr
 
 
 FIELD_REPORT = (

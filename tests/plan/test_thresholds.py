@@ -2,8 +2,9 @@
 
 import pytest
 
-from corebench.plan.thresholds import parse
+from corebench.plan.thresholds import judge, parse
 from tests.conftest import run_cli
+from tests.support.records import load_result
 
 
 def test_parse():
@@ -15,6 +16,19 @@ def test_parse():
     for bad in ("p99<20", "p97<1ms", "speed>3", "rps>5ms", "p99 = 2ms"):
         with pytest.raises(ValueError):
             parse(bad)
+    with pytest.raises(ValueError, match="a latency bound must be above 0"):
+        parse("p99<=0ms")  # an objective no response can meet
+
+
+def test_a_latency_bound_is_not_met_without_a_response():
+    # A refused port: every request an error, no latency at all (the p99
+    # reads 0): "p99<20ms" said ok; it is not met.
+    dead = load_result(status_counts={}, failed=50, p50_us=0, p99_us=0)
+    assert dead.latency_us.total.count == 0
+    ((t, value, ok),) = judge([parse("p99<20ms")], dead)
+    assert not ok and t.shown(value) == "no response measured"
+    ((_, _, ok),) = judge([parse("p99<20ms")], load_result(ok=10, p99_us=5000))
+    assert ok
 
 
 def test_thresholds_pass_fail_and_bad_input(nginx):

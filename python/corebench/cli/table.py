@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,10 +96,12 @@ def _cell(v: Any) -> str:
 
 
 def _number(text: str) -> float | None:
+    """A finite number, or None: "nan" and "inf" are no measurement."""
     try:
-        return float(text)
+        x = float(text)
     except ValueError:
         return None
+    return x if math.isfinite(x) else None
 
 
 def _pick(names: list[str], asked: str | None, known: tuple[str, ...], what: str, flag: str, path: Path) -> str:

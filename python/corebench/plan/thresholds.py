@@ -6,6 +6,7 @@ responses per second) and errors are every failed request: transport errors,
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -40,6 +41,8 @@ class Threshold:
         if self.metric == "errors":
             failed = r.requests - r.successes
             return failed / r.requests if self.share and r.requests else float(failed)
+        if not r.latency_us.total.count:
+            return math.nan  # no response: no latency, met by no bound
         if self.metric == "mean":
             return r.latency_us.total.mean_us
         return float(r.latency_us.total.at(float(self.metric[1:])))
@@ -48,6 +51,8 @@ class Threshold:
         return _OPS[self.op](value, self.limit)
 
     def shown(self, value: float) -> str:
+        if math.isnan(value):
+            return "no response measured"
         if self.metric == "rps":
             return f"{value:,.0f} req/s"
         if self.metric == "errors":
@@ -72,6 +77,10 @@ def parse(text: str) -> Threshold:
     if metric == "mean" or (metric.startswith("p") and _percentile(metric) in PERCENTILES):
         if unit not in _TIME_US:
             raise ValueError(f"{text!r}: a latency needs a unit (us, ms or s), like {metric}<20ms")
+        if number <= 0:
+            raise ValueError(
+                f"{text!r}: a latency bound must be above 0 (no response takes no time), like {metric}<20ms"
+            )
         return Threshold(text, metric if metric == "mean" else f"p{_percentile(metric):g}", op, number * _TIME_US[unit])
     known = ", ".join(f"p{p:g}" for p in PERCENTILES)
     raise ValueError(f"{text!r}: unknown metric {metric!r}; use {known}, mean, errors or rps")
