@@ -30,10 +30,14 @@ def parse_span_s(text: str) -> tuple[float, float]:
 def parse_rate(text: str) -> tuple[float, float | None]:
     """`5000` (requests per second) or a ramp's `100..5000`."""
     start, sep, end = str(text).partition("..")
+    bad = ValueError(f"{text!r} is not a rate: use requests per second, like 5000, or START..END")
     try:
-        return float(start), (float(end) if sep else None)
+        rates = float(start), (float(end) if sep else None)
     except ValueError:
-        raise ValueError(f"{text!r} is not a rate: use requests per second, like 5000, or START..END") from None
+        raise bad from None
+    if not all(math.isfinite(r) for r in rates if r is not None):
+        raise bad  # nan or inf: no schedule
+    return rates
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)

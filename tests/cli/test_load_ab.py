@@ -133,6 +133,24 @@ def test_control_bytes_in_a_header_or_the_content_type_are_refused_before_any_re
     assert p.returncode == 0, p.stderr
 
 
+def test_bytes_that_are_not_utf8_are_one_line_naming_their_flag(recorder):
+    # A command line's byte 0xff reaches Python as a lone surrogate; it was a
+    # traceback from the JSON encoder (issue 41, item 8).
+    recorder.clear()
+    one_line_error(
+        run_cli("load", "-n", "1", "-H", "X-A: \udcff", recorder.url),
+        "-H/--header: '\\xff' holds bytes that are not UTF-8 text",
+    )
+    one_line_error(run_cli("load", "-n", "1", recorder.url + "\udcff"), "holds bytes that are not UTF-8 text")
+    assert recorder.requests == []
+
+
+def test_a_rate_that_is_no_number_is_said_to_be_none(recorder):
+    # It said "should be less than or equal to 10000000" (issue 41, item 10).
+    one_line_error(run_cli("load", "--rate", "nan", "-t", "1s", recorder.url), "'nan' is not a rate")
+    one_line_error(run_cli("load", "--rate", "10..inf", "--ramp", "1s", "-t", "1s", recorder.url), "is not a rate")
+
+
 def test_a_proxy_on_loopback_gets_every_request_with_the_absolute_url(recorder):
     recorder.clear()
     with MisbehavingServer("ok") as target:

@@ -222,6 +222,8 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
     out["concurrency"] = s.concurrency if s.concurrency is not None else (OPEN_LOOP_CONNECTIONS if s.open_loop else 1)
     out.update(_pacing(s))
     out.update(_workload(s, base_dir))
+    for key, value in out.items():
+        _utf8(key, value)
     listed = s.urls is not None or s.log is not None
     if s.variable_length or listed:
         out["variable_length"] = True
@@ -231,6 +233,24 @@ def engine_config(s: LoadSettings, *, base_dir: Path = Path(".")) -> LoadConfig:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
         raise SettingError(setting_of(field), err["msg"].removeprefix("Value error, ")) from None
+
+
+def _utf8(key: str, value: object) -> None:
+    """Text that goes onto the wire or into a file name is UTF-8: a command
+    line's bytes that are not arrive as lone surrogates, refused here with
+    the setting they came in."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            shown = value.encode(errors="surrogateescape").decode(errors="backslashreplace")
+            raise SettingError(setting_of(key), f"'{shown}' holds bytes that are not UTF-8 text") from None
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _utf8(key, v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _utf8(key, v)
 
 
 def _pacing(s: LoadSettings) -> dict[str, Any]:
