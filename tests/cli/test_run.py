@@ -147,6 +147,12 @@ def test_sweep_against_a_running_server(nginx, tmp_path):
 def test_sweep_bad_levels():
     p = run_cli("sweep", "http://127.0.0.1:9/", "-c", "1,x")
     assert p.returncode == 2 and "-c '1,x'" in p.stderr
+    # An empty level was skipped silently; a level given twice was refused
+    # naming sweep's internal plan file (issue 41, item 10).
+    p = run_cli("sweep", "http://127.0.0.1:9/", "-c", "1,,", "--dry-run")
+    assert p.returncode == 2 and "-c '1,,': give concurrency levels as numbers" in p.stderr, p.stderr
+    p = run_cli("sweep", "http://127.0.0.1:9/", "-c", "5,1,5", "--dry-run")
+    assert p.returncode == 2 and "-c '5,1,5': level 5 is given twice" in p.stderr and "sweep.toml" not in p.stderr
 
 
 def test_a_plans_thresholds_gate_the_experiment(tmp_path):

@@ -156,12 +156,17 @@ def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any]) -> d
 
 
 def _levels(text: str) -> list[int]:
+    """-c's levels, each a number once: the plan sweep builds is internal,
+    so its errors would name a file the user never wrote."""
     try:
-        levels = [int(x) for x in text.split(",") if x.strip()]
+        levels = [int(x) for x in text.split(",")]
     except ValueError:
         raise UsageError(f"-c {text!r}: give concurrency levels as numbers, like 1,5,10,20,50") from None
-    if not levels or min(levels) < 1:
+    if min(levels) < 1:
         raise UsageError(f"-c {text!r}: give concurrency levels of at least 1, like 1,5,10,20,50")
+    twice = sorted({n for n in levels if levels.count(n) > 1})
+    if twice:
+        raise UsageError(f"-c {text!r}: level {twice[0]} is given twice (more runs of each: raise -r)")
     return levels
 
 
