@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,7 @@ class Store:
                 self.db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
                 self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                 return
+            _writable(Path(path))
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -257,6 +259,18 @@ _PLAN = TypeAdapter(PlanRecord)
 _HOST = TypeAdapter(HostFacts)
 _CEILINGS = TypeAdapter(list[Ceiling])
 _BASELINE = TypeAdapter(Baseline)
+
+
+def _writable(path: Path) -> None:
+    """Why a store cannot be written there, said as that (SQLite says
+    "unable to open database file" for all of them)."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise StoreError(f"{path}: no such folder {folder}; create it or give the store another path")
+    if path.exists() and not path.is_file():
+        raise StoreError(f"{path}: not a file; give the store a file's path")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise StoreError(f"{path}: not writable by this user; give the store a writable path")
 
 
 def _json(value: BaseModel | None) -> str | None:

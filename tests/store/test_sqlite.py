@@ -1,0 +1,26 @@
+"""The store says why it cannot be opened where it cannot: SQLite says
+"unable to open database file" for a missing folder and a folder alike,
+and corebench said "not a corebench store" for both (issue 41, item 10)."""
+
+import pytest
+
+from corebench.store import Store, StoreError
+from tests.conftest import run_cli
+
+
+def test_a_missing_folder_or_a_folder_is_named_as_such(tmp_path):
+    with pytest.raises(StoreError, match=r"no such folder .*missing; create it"):
+        Store(tmp_path / "missing" / "s.sqlite")
+    with pytest.raises(StoreError, match="not a file"):
+        Store(tmp_path)
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not sqlite")
+    with pytest.raises(StoreError, match="not a corebench store"):
+        Store(garbage)
+
+
+def test_the_run_command_says_it_in_one_line(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[experiment]\nrequests = 1\n[target]\nurl = "http://127.0.0.1:9/"\n')
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "missing" / "s.sqlite"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no such folder" in p.stderr, p.stderr
