@@ -1,6 +1,6 @@
 """What the analysis found, as records the reports render and the gates
-read: each finding a sentence with its kind, what it is about, and the
-method that produced it; `Findings` holds them in one declared order with
+read: each finding a sentence with its kind (and its method where the
+sentence does not name it); `Findings` holds them in one declared order with
 the tables they were drawn from."""
 
 from __future__ import annotations
@@ -37,9 +37,7 @@ KINDS = (
 class Finding:
     kind: str  # one of KINDS
     text: str  # the sentence, as every report prints it
-    subject: str = ""  # the point, factor or comparison it is about
-    method: str = ""  # how it was found, with its source, where one applies
-    caveats: tuple[str, ...] = ()
+    method: str = ""  # how it was found, with its source, where the sentence does not say it
 
 
 @dataclass

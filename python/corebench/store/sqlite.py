@@ -194,27 +194,20 @@ class Store:
 
     def _run(self, row: Mapping[str, object]) -> StoredRun:
         where = f"run {row['id']}"
-        return StoredRun(
-            id=_int(row["id"]),
-            experiment_id=_int(row["experiment_id"]),
-            seq=_int(row["seq"]),
-            point=json.loads(str(row["point_json"])),
-            point_key=str(row["point_key"]),
-            repetition=_int(row["repetition"]),
-            warmup=bool(row["warmup"]),
-            status="ok" if row["status"] == "ok" else "failed",
-            error=_str(row["error"]),
-            started_unix=float(str(row["started_unix"])),
-            ended_unix=float(str(row["ended_unix"])),
-            layout=self._part(row, "layout_json", _LAYOUT, where),
-            target=self._part(row, "target_json", _TARGET, where),
-            monitor=self._part(row, "monitor_json", _MONITOR, where),
-            result=self._part(row, "result_json", _RESULT, where),
-            search=self._part(row, "search_json", _SEARCH, where),
-            round=_int_or_none(row.get("round")),
-            position=_int_or_none(row.get("position")),
-            lower_bound=_str(row.get("lower_bound")),
-            stored_throughput_rps=None if row["throughput_rps"] is None else float(str(row["throughput_rps"])),
+        # The plain columns as they are (pydantic reads 0/1 as a bool); the
+        # rounds and lower bound are absent from a schema-2 store read as it is.
+        plain = {k: row.get(k) for k in _PLAIN_RUN_COLUMNS}
+        return StoredRun.model_validate(
+            plain
+            | {
+                "point": json.loads(str(row["point_json"])),
+                "layout": self._part(row, "layout_json", _LAYOUT, where),
+                "target": self._part(row, "target_json", _TARGET, where),
+                "monitor": self._part(row, "monitor_json", _MONITOR, where),
+                "result": self._part(row, "result_json", _RESULT, where),
+                "search": self._part(row, "search_json", _SEARCH, where),
+                "stored_throughput_rps": row["throughput_rps"],
+            }
         )
 
     def _experiment(self, row: sqlite3.Row) -> StoredExperiment:
@@ -250,6 +243,21 @@ class Store:
             ) from None
 
 
+_PLAIN_RUN_COLUMNS = (
+    "id",
+    "experiment_id",
+    "seq",
+    "point_key",
+    "repetition",
+    "warmup",
+    "status",
+    "error",
+    "started_unix",
+    "ended_unix",
+    "round",
+    "position",
+    "lower_bound",
+)
 _LAYOUT = TypeAdapter(RunLayout)
 _TARGET = TypeAdapter(TargetInfo)
 _MONITOR = TypeAdapter(MonitorSummary)
@@ -275,16 +283,3 @@ def _writable(path: Path) -> None:
 
 def _json(value: BaseModel | None) -> str | None:
     return None if value is None else value.model_dump_json()
-
-
-def _int(value: object) -> int:
-    assert isinstance(value, int)  # an INTEGER NOT NULL column
-    return value
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) else None
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
