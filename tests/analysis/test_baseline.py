@@ -34,7 +34,7 @@ def test_the_server_is_put_beside_it():
     line = sentence(FOUND, scaling)
     assert line == (
         "CPU baseline (hackbench -g 10 -l 1000, median of 3 run(s) per level, speedup over cpus=1): "
-        "1.92x at cpus=2 (ideal 2.00x), the server 1.60x at its best points' means (83% of the baseline's); "
+        "1.92x at cpus=2 (ideal 2.00x), the server 1.60x (means; 83% of the baseline's); "
         "cpus=4: not measured (hackbench exited with status 1: x)."
     )
 

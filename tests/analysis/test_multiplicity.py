@@ -179,7 +179,12 @@ def test_one_configuration_and_untested_ones():
     assert best is only and tied == [lone]
     assert mcb([[1.0], [2.0, 2.1]]).tested == [False, True]
     (line, _) = best_at_matched_load([only, lone, poor], set())
-    assert "not tested, fewer than 2 measured runs, so kept in the set: mpm=worker" in line, line
+    assert line.startswith("At the plan's one load, best throughput: mpm=event at 1,000 req/s"), line
+    assert "cannot be told from it" not in line, "an untested configuration is not worded as a result"
+    assert "not ranked, fewer than 2 measured runs: mpm=worker" in line, line
+    # Only one configuration with 2 runs or more: the means, not a ranking.
+    (line,) = best_at_matched_load([lone, point({"mpm": "event"}, [1000])], set())
+    assert "not ranked" in line and "best" not in line, line
 
 
 def test_runs_without_spread_tie_only_when_equal():
@@ -232,13 +237,18 @@ def test_the_cores_verdict_uses_service_demand():
     a = point({"cpus": 1}, [900, 905, 895])
     b = point({"cpus": 2}, [1700, 1710, 1690])
     a.demand_ms, b.demand_ms = [1.0, 1.01, 0.99], [1.0, 0.99, 1.01]
-    b.shared = True
+    b.shared, b.generator_cpu = True, 0.2
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
-    assert "CPU per request 1.000 → 1.000 ms" in line and "no significant difference in service demand" in line
-    assert "the CPU ceiling of 2 CPUs is 2.00× that of 1; measured 1.89×, because the load generator shared" in line
+    assert "CPU per request 1.000 → 1.000 ms" in line and "service demand equivalent within ±5%" in line
+    assert "projected CPU ceiling of 2 CPUs is 2.00× that of 1 (95% CI 1.9" in line
+    # 2 CPUs at 1 ms could serve 2,000 req/s: 300 are missing, and the
+    # generator's 0.2 cores on the target's cores would have served 200.
+    assert "measured 1.89×, below the projection: the generator's 0.20 cores" in line
+    assert "about 200 req/s at this demand, of the 300 req/s missing: that accounts for 67% of it" in line
+    assert "Caveat, a lower bound of the server: cpus=2: generator on the target's cores." in line
     b.shared = False
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
-    assert line.endswith("something other than the CPU limited the target (I/O, locks, too few clients).")
+    assert line.endswith("the CPU figures do not explain it (consistent with I/O, locks, or too few clients)."), line
 
 
 def test_factor_effects_say_when_no_difference_matters():
@@ -249,7 +259,8 @@ def test_factor_effects_say_when_no_difference_matters():
         for m, x in (("prefork", base), ("worker", base * 1.005))
     ]
     (line,) = [v for v in verdicts(ps, factors={"cpus": [1, 2], "mpm": ["prefork", "worker"]}) if v.startswith("mpm=")]
-    assert "no significant difference in 2 of 2 configurations, and equivalent within ±5% in 2 (Schuirmann" in line
+    assert line.startswith("mpm=worker against mpm=prefork: throughput equivalent in 2 of 2 matched comparisons"), line
+    assert "Schuirmann's TOST within ±5%" in line and "no significant difference" not in line
 
 
 def test_superlinear_steps_and_implausible_demand_are_flagged():
@@ -263,8 +274,8 @@ def test_superlinear_steps_and_implausible_demand_are_flagged():
         ps.append(p)
     out = verdicts(ps, factors={"cpus": [2, 4, 8]})
     step = next(v for v in out if v.startswith("From 2 to 4 CPUs"))
-    assert "superlinear" in step
+    assert "Superlinear from 2 to 4 CPUs: 3.14× for an ideal 2× (beyond its interval)" in step
     assert any(v.startswith("Implausible: at 4 CPUs the target spent less CPU per request (0.690 ms)") for v in out), (
         out
     )
-    assert not any("superlinear" in v for v in out if v.startswith("From 4 to 8 CPUs"))
+    assert not any("Superlinear" in v for v in out if v.startswith("From 4 to 8 CPUs"))

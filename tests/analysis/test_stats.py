@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from corebench.analysis.effect import effect
 from corebench.analysis.knee import kneedle, little_ratio, saturation
 from corebench.analysis.stats import compare, summarize
 from corebench.analysis.verdict import parse_slo
@@ -14,8 +15,15 @@ def test_summary_with_t_interval_and_outliers():
     assert s.n == 7 and s.median == 100 and s.outliers == (6,)
     assert s.ci_low < s.mean < s.ci_high
     t = summarize([10.0, 12.0, 14.0])
-    # mean 12, s = 2, t(0.975, 2) = 4.303: 12 ± 4.303 * 2 / sqrt(3)
-    assert t.ci_high == pytest.approx(12 + 4.302653 * 2 / math.sqrt(3), rel=1e-5)
+    # mean 12, s = 2, t(0.975, 2) = 4.303: on the log scale, 12 · exp(±4.303 · 2 / (sqrt(3) · 12))
+    half = 4.302653 * 2 / math.sqrt(3)
+    assert t.ci_high == pytest.approx(12 * math.exp(half / 12), rel=1e-5)
+    assert t.ci_low == pytest.approx(12 / math.exp(half / 12), rel=1e-5)
+    # Symmetric where a value is 0 or below; never below 0 where all are positive.
+    z = summarize([0.0, 2.0, 4.0])
+    assert z.ci_low == pytest.approx(2 - half, rel=1e-5)
+    wide = summarize([17.0, 1062.0])
+    assert 0 < wide.ci_low < wide.mean < wide.ci_high
     assert t.cv == pytest.approx(2 / 12) and t.warning is None
     assert summarize([5.0]).warning and summarize([]).n == 0
     # Iglewicz & Hoaglin's rule is not applied below 5 runs: at n = 3 it would flag
@@ -23,12 +31,12 @@ def test_summary_with_t_interval_and_outliers():
     assert summarize([100.0, 101.0, 130.0]).outliers == () and summarize([100, 100, 101, 99, 140]).outliers == (4,)
 
 
-def test_comparison_says_when_there_is_no_difference():
+def test_comparison_tests_and_bounds_the_difference():
     same = compare([100, 101, 99, 100], [100, 99, 101, 100])
-    assert not same.significant and "no significant difference" in same.words()
+    assert not same.significant
     faster = compare([100, 101, 99, 100], [150, 151, 149, 150])
     assert faster.significant and faster.relative == pytest.approx(0.5)
-    assert faster.rel_low < 0.5 < faster.rel_high and "Welch" in faster.words()
+    assert faster.rel_low < 0.5 < faster.rel_high and faster.test == "Welch's t-test"
 
 
 def test_knee_saturation_little():
@@ -54,7 +62,9 @@ def test_degenerate_inputs_do_not_crash():
     assert math.isnan(one.sd) and math.isnan(one.cv)
     assert summarize([100, 100, 100, 100, 5]).outliers == (4,), "MAD = 0 falls back to the mean absolute deviation"
     none = compare([0.0, 0.0], [1.0, 2.0])
-    assert not none.significant and "not tested" in none.words()
+    assert not none.significant and math.isnan(none.p_value)
+    dead = effect([0.0, 0.0], [1.0, 2.0])
+    assert dead.verdict == "not tested" and "not compared (a mean of 0)" in dead.words()
     flat = fit([1, 2, 3, 4], [10.0, 10.0, 10.0, 10.0])
     assert math.isnan(flat.r2)
 

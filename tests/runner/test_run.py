@@ -316,7 +316,7 @@ keep_alive = true
     assert by["shedding"].failing and not by["correct"].failing
     assert by["shedding"].error_share > 0.5
     best = next(v for v in d.verdicts if "best throughput" in v)
-    assert best.startswith("Over all points, best throughput: server=correct"), d.verdicts
+    assert best.startswith("At the plan's one load, best throughput: server=correct"), d.verdicts
     assert any(v.startswith("Failing: 1 point(s) (server=shedding)") for v in d.verdicts), d.verdicts
     assert d.diagnoses[[p.levels["server"] for p in d.points].index("shedding")].kind == "failing"
 

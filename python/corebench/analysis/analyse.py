@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -21,11 +22,12 @@ from corebench.analysis.gates import judge
 from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
 from corebench.analysis.lines import generator_lines, replay_lines, schedule_lines
+from corebench.analysis.load import load_factors
 from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.processes import processes
 from corebench.analysis.scaling import ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
-from corebench.analysis.verdict import Slo, load_factors, verdicts
+from corebench.analysis.verdict import Slo, verdicts
 from corebench.errors import UsageError
 from corebench.plan.thresholds import parse as parse_threshold
 from corebench.store import HostFacts, Level, Store, StoredExperiment, StoredRun, StoreError
@@ -149,23 +151,27 @@ def clock(plan: Mapping[str, object], host: HostFacts) -> tuple[float | None, st
 
 
 def cores_table(points: list[PointStats], factors: Mapping[str, list[Level]], ghz: float | None) -> list[ScalingRow]:
-    """The first field report's table: each CPU level's best point, its
-    speedup and efficiency over the fewest CPUs, and req/s per core-GHz."""
+    """The first field report's table, at matched load and configuration:
+    for each combination of the other factors, each CPU level's point, its
+    speedup and efficiency over that combination's fewest CPUs (Jain 1991),
+    and req/s per core-GHz. Never a CPU level's best point over the others,
+    which would pick load levels (analysis.load)."""
     levels = factors.get("cpus", [])
     if len(levels) < 2 or not all(isinstance(v, (int, float)) for v in levels):
         return []
-    best: dict[float, PointStats] = {}
+    groups: dict[str, dict[float, PointStats]] = {}
     for p in points:
         if p.measured and not p.failing and "cpus" in p.levels:
-            c = float(p.levels["cpus"])
-            if c not in best or p.goodput_rps.mean > best[c].goodput_rps.mean:
-                best[c] = p
-    if not best:
-        return []
-    low = min(best)
-    base = best[low].goodput_rps.mean / low  # per CPU at the lowest level
-    rows = [(best[c].label(), c, best[c].goodput_rps.mean, ghz) for c in sorted(best)]
-    return scaling_table(rows, base)
+            at = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != "cpus")
+            groups.setdefault(at, {})[float(p.levels["cpus"])] = p
+    rows = []
+    for at, by_cpus in groups.items():
+        low = min(by_cpus)
+        base = by_cpus[low].goodput_rps.mean / low  # per CPU at the lowest level
+        table = [(by_cpus[c].label(), c, by_cpus[c].goodput_rps.mean, ghz) for c in sorted(by_cpus)]
+        # Speedup over the lowest level, not over one CPU.
+        rows += [replace(r, speedup=r.speedup / low, at=at) for r in scaling_table(table, base)]
+    return rows
 
 
 def knees(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[Knee]:

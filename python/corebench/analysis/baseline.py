@@ -45,11 +45,13 @@ def rows(found: Baseline | None) -> list[BaselineRow]:
 
 
 def server_speedup(scaling: list[ScalingRow], cpus: float) -> float | None:
-    """The server's best point at `cpus` over its best at the fewest CPUs."""
+    """The server's point at `cpus` over its point at the fewest CPUs, at
+    the first combination of the other factors (matched load)."""
     if not scaling:
         return None
-    at = next((r for r in scaling if r.cores == cpus), None)
-    return at.throughput / scaling[0].throughput if at and scaling[0].throughput > 0 else None
+    first = [r for r in scaling if r.at == scaling[0].at]
+    at = next((r for r in first if r.cores == cpus), None)
+    return at.throughput / first[0].throughput if at and first[0].throughput > 0 else None
 
 
 def sentence(found: Baseline | None, scaling: list[ScalingRow]) -> str | None:
@@ -66,8 +68,9 @@ def sentence(found: Baseline | None, scaling: list[ScalingRow]) -> str | None:
         said = f"{r.speedup:.2f}x at cpus={r.cpus:g} (ideal {r.ideal:.2f}x)"
         server = server_speedup(scaling, r.cpus)
         if server is not None:
-            # Means of the best points: the comparison between cpus levels says how sure they are.
-            said += f", the server {server:.2f}x at its best points' means ({server / r.speedup:.0%} of the baseline's)"
+            # Means at matched load: the comparison between cpus levels says how sure they are.
+            at = f" at {scaling[0].at}" if scaling[0].at else ""
+            said += f", the server {server:.2f}x{at} (means; {server / r.speedup:.0%} of the baseline's)"
         parts.append(said)
     runs = min((r.runs for r in table if r.runs), default=0)
     return (

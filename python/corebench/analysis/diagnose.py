@@ -10,18 +10,23 @@ from corebench.analysis.points import FAILING_SHARE, PointStats, little_fails
 
 # A target using this share of the CPUs it was given was CPU-bound.
 CPU_BOUND_SHARE = 0.85
+# The machine's cores this busy (target, generator and others together) left
+# nothing to grow into: CPU-bound, whichever process had the CPU.
+MACHINE_FULL = 0.95
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    kind: str  # failing, generator-limited, CPU-bound, load-limited, waiting, capacity search, unknown
+    kind: str  # failing, generator-limited, interference, CPU-bound, load-limited, waiting, capacity search, unknown
     evidence: str
 
 
 def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) -> Diagnosis:
     """The class of limit, in order: failing (errors), generator-limited
-    (its CPU near its ceiling, or time lost outside the requests), CPU-bound
-    (the target's allowed cores busy), load-limited (a closed loop with too
+    (its CPU near its ceiling, or time lost outside the requests),
+    interference (others took the target's cores, which were full),
+    CPU-bound (the target's allowed cores busy, or every core of the machine
+    busy with the target, the generator and others), load-limited (a closed loop with too
     few clients to keep the CPUs busy: by Little's law N clients at R s each
     carry at most N/R requests per second), or waiting on something other
     than the CPU (I/O, locks, sleeps)."""
@@ -52,16 +57,10 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     if not cpus:
         return Diagnosis("unknown", f"target used {p.target_cpu:.2f} cores; how many it could use is unknown")
     share = p.target_cpu / cpus
-    if p.shared:
-        gen += (
-            "; the generator shared the target's cores, so the target had less than its CPUs "
-            "(this machine has no core to spare)"
-        )
     used = f"target used {p.target_cpu:.2f} of the {allowed} ({share * 100:.0f}%)"
-    if share >= CPU_BOUND_SHARE or (
-        p.shared and p.generator_cpu is not None and share + p.generator_cpu / cpus >= 0.95
-    ):
-        return Diagnosis("CPU-bound", f"{used}; {gen}")
+    full = _cpu_full(p, cpus, used, gen)
+    if full is not None:
+        return full
     cpu_time_s = _cpu_response_s(p, share)
     if p.clients is not None and p.response_s and cpu_time_s is not None and p.response_s > 1.5 * cpu_time_s:
         return Diagnosis(
@@ -77,7 +76,37 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
             f"{p.clients / p.response_s:,.0f} req/s (Little's law), and its CPUs could serve about "
             f"{cpus / (statistics.fmean(p.demand_ms) / 1000):,.0f}: about {needed:.0f} clients would keep them busy",
         )
-    return Diagnosis("waiting", f"{used}: the limit is elsewhere (I/O, locks, the network, sleeps)")
+    return Diagnosis("waiting", f"{used}: consistent with a limit other than the CPU (I/O, locks, the network, sleeps)")
+
+
+def _cpu_full(p: PointStats, cpus: float, used: str, gen: str) -> Diagnosis | None:
+    """Interference or CPU-bound: the target's cores, or the machine's,
+    were full, whoever used them."""
+    share = (p.target_cpu or 0.0) / cpus
+    if p.shared:
+        gen += (
+            "; the generator shared the target's cores, so the target had less than its CPUs "
+            "(this machine has no core to spare)"
+        )
+    if p.interference_runs:
+        others = (
+            f"{used}; in {p.interference_runs} of {len(p.measured)} runs others (neither the target nor the "
+            f"generator) took up to {p.interference_max:.0%} of its cores"
+        )
+        if share + p.interference_max >= CPU_BOUND_SHARE:
+            return Diagnosis("interference", f"{others}, which were full: the target had less than it was given")
+        gen += f"; others took up to {p.interference_max:.0%} of the target's cores"
+    if share >= CPU_BOUND_SHARE or (
+        p.shared and p.generator_cpu is not None and share + p.generator_cpu / cpus >= MACHINE_FULL
+    ):
+        return Diagnosis("CPU-bound", f"{used}; {gen}")
+    if p.machine_busy is not None and p.machine_busy >= MACHINE_FULL:
+        return Diagnosis(
+            "CPU-bound",
+            f"{used}; {gen}; every core of the machine was busy ({p.machine_busy:.0%} on average: the target, the "
+            "generator and others together), so the machine's CPU was the limit",
+        )
+    return None
 
 
 def _cpu_response_s(p: PointStats, utilization: float) -> float | None:

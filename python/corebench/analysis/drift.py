@@ -20,7 +20,13 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from corebench.analysis.effect import POWER, detectable_shift
+
 ALPHA = 0.05
+# Fewer rounds leave the slope's test one degree of freedom or none: with 3
+# rounds its interval spans some ±70% per round at a 2% run-to-run spread,
+# so a "no drift" from it would say nothing.
+MIN_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -31,12 +37,16 @@ class Drift:
     p_value: float
     rounds: int
     runs: int
+    # The smallest drift per round the test detects with POWER (NaN: untested).
+    detectable: float = math.nan
 
     @property
     def notable(self) -> bool:
-        return self.p_value < ALPHA
+        return self.rounds >= MIN_ROUNDS and self.p_value < ALPHA
 
     def sentence(self) -> str:
+        if self.rounds < MIN_ROUNDS:
+            return too_few(self.rounds)
         span = f"{self.slope:+.2%} per round (95% CI {self.ci_low:+.2%} to {self.ci_high:+.2%}"
         how = f"p = {self.p_value:.3g}; round means of {self.runs} runs over {self.rounds} rounds)"
         if self.notable:
@@ -46,7 +56,17 @@ class Drift:
                 "fair, but every interval is wider; look for thermal throttling, background work or a data set "
                 "that grows with each run."
             )
-        return f"No drift across rounds: {span}, {how}."
+        return (
+            f"Drift across rounds: none detected, {span}, {how}; this design could detect a drift of "
+            f"about ±{self.detectable:.1%} per round with {POWER:.0%} power at the observed spread of the round means."
+        )
+
+
+def too_few(rounds: int) -> str:
+    return (
+        f"Drift across rounds: not tested, {rounds} round{'s' if rounds != 1 else ''} (the test needs "
+        f"{MIN_ROUNDS} or more)."
+    )
 
 
 def drift(by_point: Mapping[str, Sequence[tuple[int, float]]]) -> Drift | None:
@@ -74,4 +94,5 @@ def drift(by_point: Mapping[str, Sequence[tuple[int, float]]]) -> Drift | None:
     se = math.sqrt(rss / df / sxx)
     t = float(stats.t.ppf(1 - ALPHA / 2, df))
     p = 2 * float(stats.t.sf(abs(slope / se), df)) if se > 0 else (0.0 if slope else 1.0)
-    return Drift(slope, slope - t * se, slope + t * se, p, len(rounds), runs)
+    shift = detectable_shift(se, df) if se > 0 else 0.0
+    return Drift(slope, slope - t * se, slope + t * se, p, len(rounds), runs, shift)

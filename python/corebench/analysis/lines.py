@@ -9,7 +9,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 
-from corebench.analysis.drift import drift
+from corebench.analysis.drift import drift, too_few
 from corebench.analysis.points import PointStats
 from corebench.analysis.precision import goodput_by_point, precision
 from corebench.plan.model import DEFAULT_PRECISION
@@ -46,8 +46,12 @@ def schedule_lines(experiment: Mapping[str, object], runs: list[StoredRun], poin
         if r.measured and r.round and r.result is not None:
             pairs.setdefault(r.point_key, []).append((r.round, r.result.goodput_rps))
     found = drift(pairs)
-    if found is not None and found.rounds >= 3:
+    if found is not None:
         out.append(found.sentence())
+    else:
+        rounds = len({r for pairs_ in pairs.values() for r, _ in pairs_})
+        if rounds >= 2:
+            out.append(too_few(rounds))
     return out
 
 
@@ -77,6 +81,7 @@ def io_said(ios: Counter[str]) -> str:
 def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
     """The generator's calibrated ceiling, and the points that came near it."""
     out = ["Generator " + c.sentence().removeprefix("generator ") + "." for c in exp.calibration or []]
+    out += _above_ceiling(exp, points)
     near = [p.label() for p in points if any("generator's ceiling" in (r.lower_bound or "") for r in p.measured)]
     if near:
         out.append(
@@ -93,6 +98,40 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
         said = " and ".join(f"{p} in {n:,}" for p, n in sorted(protocols.items()))
         out.append(f"Protocol: the measured runs spoke {said} (HTTP/2 runs on epoll; docs/http2.md).")
     return out
+
+
+def _above_ceiling(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
+    """Runs faster than the generator's calibrated ceiling: a ceiling holds
+    for the load it was measured with (HTTP/1.1 with keep-alive, the built-in
+    server's page), so a run above it says the calibration did not fit this
+    load, not that the server beat the generator."""
+    above = []
+    for p in points:
+        for r in p.measured:
+            c = next(
+                (
+                    c
+                    for c in exp.calibration or []
+                    if r.layout is not None
+                    and c.target_cpus == r.layout.target_cpus
+                    and c.generator_cpus == r.layout.generator_cpus
+                    and not c.error
+                    and c.ceiling_rps > 0
+                ),
+                None,
+            )
+            if c is not None and r.result is not None and r.result.goodput_rps > c.ceiling_rps:
+                above.append(r.result.goodput_rps / c.ceiling_rps)
+    if not above:
+        return []
+    protocols = sorted({_protocol(x) for p in points for x in p.results()})
+    return [
+        f"Calibration error: {len(above)} measured run(s) went faster than the generator's calibrated ceiling (up "
+        f"to {max(above):.0%} of it). The ceiling was measured with HTTP/1.1 keep-alive requests for the built-in "
+        f"server's page; these runs' load ({', '.join(protocols)}, their pages and load model) costs the generator "
+        "less per request, so the ceiling does not hold for them, and their marks against it (lower bounds, the "
+        "points near it) are unreliable either way."
+    ]
 
 
 def _protocol(result: LoadResult) -> str:

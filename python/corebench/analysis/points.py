@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from corebench.analysis.interference import NOTABLE_SHARE, share
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
-from corebench.result import LoadResult
+from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Level, MonitorSummary, StoredRun
 
 
@@ -43,6 +44,14 @@ class PointStats:
     # runnable but not run), and the most CPU-seconds stolen in one.
     steal_runs: int = 0
     steal_max_s: float = 0.0
+    # A measured run reached the generator's calibrated ceiling (or passed it).
+    near_ceiling: bool = False
+    # Measured runs whose target cores lost a notable share to neither the
+    # target nor the generator (analysis.interference), and the largest share.
+    interference_runs: int = 0
+    interference_max: float = 0.0
+    # The share of every core of the machine busy (iowait idle), mean over runs.
+    machine_busy: float | None = None
 
     @property
     def failing(self) -> bool:
@@ -50,6 +59,20 @@ class PointStats:
 
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.levels.items()) or "(one point)"
+
+    def limits(self) -> list[str]:
+        """Why this point measured the generator or the machine at least in
+        part, in words; empty where its figures are the server's (ANSWERS.md §3)."""
+        why = []
+        if self.client_bound:
+            why.append("generator CPU-bound")
+        if self.near_ceiling:
+            why.append(f"at {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling")
+        if self.shared:
+            why.append("generator on the target's cores")
+        if self.interference_runs:
+            why.append(f"others took up to {self.interference_max:.0%} of the target's cores")
+        return why
 
     def results(self) -> list[LoadResult]:
         """The measured runs' results, in run order."""
@@ -92,6 +115,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
                 for x in closed
             ]
         )
+    others = [x for x in (share(r) for r in measured) if x is not None]
     return PointStats(
         levels=dict(rs[0].point),
         runs=rs,
@@ -113,6 +137,10 @@ def _point(rs: list[StoredRun]) -> PointStats:
         searched=searched,
         steal_runs=sum(m.steal_notable for m in all_monitors),
         steal_max_s=max((m.steal_s for m in all_monitors), default=0.0),
+        near_ceiling=any("generator's ceiling" in (r.lower_bound or "") for r in measured),
+        interference_runs=sum(x >= NOTABLE_SHARE for x in others),
+        interference_max=max(others, default=0.0),
+        machine_busy=_mean([sum(c.busy for c in m.cores) / len(m.cores) for m in all_monitors if m.cores]),
     )
 
 

@@ -164,6 +164,9 @@ class ScalingRow:
     speedup: float
     efficiency: float
     per_core_ghz: float | None
+    # The other factors' levels the row's CPU steps hold equal (matched load
+    # and configuration); "" where cpus is the only factor.
+    at: str = ""
 
 
 def scaling_table(rows: list[tuple[str, float, float, float | None]], baseline: float) -> list[ScalingRow]:

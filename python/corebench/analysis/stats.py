@@ -52,8 +52,14 @@ def modified_z(values: list[float]) -> list[float]:
 
 def summarize(values: list[float]) -> Summary:
     """Mean, sample standard deviation, coefficient of variation, median, and
-    the 95% confidence interval of the mean from Student's t distribution
-    (mean ± t(0.975, n−1) · s/√n; e.g. NIST/SEMATECH e-Handbook §7.2.2.1)."""
+    the 95% confidence interval of the mean from Student's t distribution:
+    mean ± t(0.975, n−1) · s/√n (e.g. NIST/SEMATECH e-Handbook §7.2.2.1)
+    where any value is 0 or below; where all are positive (throughput,
+    latency), the same interval on the log scale, mean · exp(±t · s/(√n ·
+    mean)) (the delta method's log-transformed interval for a positive
+    quantity, e.g. Hirschberg & Lye 2010, Am. Stat. 64(3)): it never
+    reaches 0, which a throughput or a latency cannot, and it agrees with
+    the symmetric one while s/√n is small beside the mean."""
     n = len(values)
     if n == 0:
         nan = math.nan
@@ -63,6 +69,10 @@ def summarize(values: list[float]) -> Summary:
     # One run says nothing of the spread: NaN, not 0.
     sd = float(x.std(ddof=1)) if n > 1 else math.nan
     half = float(st.t.ppf(1 - ALPHA / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.nan
+    low, high = mean - half, mean + half
+    if n > 1 and float(x.min()) > 0:
+        spread = math.exp(half / mean)
+        low, high = mean / spread, mean * spread
     outliers = (
         tuple(i for i, z in enumerate(modified_z(values)) if abs(z) > OUTLIER_Z) if n >= MIN_RUNS_FOR_OUTLIERS else ()
     )
@@ -73,8 +83,8 @@ def summarize(values: list[float]) -> Summary:
         sd,
         sd / mean if mean and not math.isnan(sd) else math.nan,
         median,
-        mean - half,
-        mean + half,
+        low,
+        high,
         outliers,
         warning,
     )
@@ -91,17 +101,6 @@ class Comparison:
     test: str
     p_value: float
     significant: bool
-
-    def words(self, what: str = "throughput") -> str:
-        if math.isnan(self.p_value):
-            return f"{what} not tested (fewer than 2 measured runs a side, or a mean of 0)"
-        if not self.significant:
-            return f"no significant difference in {what} ({self.test}, p = {self.p_value:.2g})"
-        way = "higher" if self.relative > 0 else "lower"
-        return (
-            f"{what} {abs(self.relative) * 100:.1f}% {way} (95% CI {self.rel_low * 100:+.1f}% to "
-            f"{self.rel_high * 100:+.1f}%; {self.test}, p = {self.p_value:.2g})"
-        )
 
 
 def compare(a: list[float], b: list[float]) -> Comparison:

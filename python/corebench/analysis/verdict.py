@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corebench.analysis.anova import MARGIN, tost
+from corebench.analysis.anova import MARGIN
+from corebench.analysis.effect import POWER, VERDICTS, Effect, effect
+from corebench.analysis.load import at_matched_load, load_factors, split, where
 from corebench.analysis.points import FAILING_SHARE, PointStats
-from corebench.analysis.stats import ALPHA, Comparison, Summary, compare, dispersion_differs, holm, mcb
+from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm, mcb
+from corebench.analysis.steps import caveat, core_steps
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
@@ -55,22 +58,6 @@ def price_of(p: PointStats, prices: dict[str, dict[str, float]]) -> float | None
     return None
 
 
-# Factors that set how much load is offered, not what is measured: their
-# levels give curves (throughput and latency against load, the knee), and
-# configurations are compared at matched load, never across it.
-LOAD_FACTORS = ("concurrency", "rate", "users")
-
-
-def load_factors(factors: Mapping[str, Sequence[object]], load: Mapping[str, object] | None = None) -> set[str]:
-    """The plan's load factors: those named as one, and any factor whose
-    placeholder sets a [load] concurrency, rate or users."""
-    names = {f for f in factors if f in LOAD_FACTORS}
-    for key in LOAD_FACTORS:
-        value = str((load or {}).get(key, ""))
-        names |= {f for f in factors if "{" + f + "}" in value}
-    return names
-
-
 def verdicts(
     points: list[PointStats],
     prices: dict[str, dict[str, float]] | None = None,
@@ -97,21 +84,63 @@ def verdicts(
     if not ok:
         return [*out, "No point has a successful measured run without failures: nothing to conclude."]
     load = load if load is not None else load_factors(factors or {})
+    out += _limited(ok)
     if not searched:
-        out += _core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load, failing)
+        out += core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load, failing)
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
-        out += _costs(ok, prices or {}, slo)
-    out += _steal(measured)
-    shared = sorted({p.label() for p in ok if p.shared})
-    if shared:
-        out.append(
-            f"Not shown here: at {len(shared)} point(s) ({', '.join(shared[:3])}{', ...' if len(shared) > 3 else ''}) "
-            "the generator had no core of its own and shared the target's: those figures understate the server. "
-            "Measure them on a machine with cores to spare, or with the load from other machines "
-            "(a [cluster] of load agents in the plan)."
-        )
-    return out
+        out += _costs(ok, prices or {}, slo, load)
+    return out + _steal(measured) + _interference(measured) + _covers(ok)
+
+
+def _limited(points: list[PointStats]) -> list[str]:
+    """First, which points measured the generator or the machine at least
+    in part; every point so: the experiment measured the generator."""
+    limited = [p for p in points if p.limits()]
+    if not limited:
+        return []
+    reasons = sorted({why.split(" up to ")[0] for p in limited for why in p.limits()})
+    fix = (
+        "To measure the server, give the generator cores of its own (a machine with more cores than the "
+        "target's, or fewer target CPUs), or send the load from other machines (a [cluster] of load agents in "
+        "the plan)."
+    )
+    if len(limited) == len(points):
+        return [
+            f"Measured the generator, not only the server: at every point ({len(points)}) the figures are partly "
+            f"the generator's or the machine's ({'; '.join(reasons)}). Every verdict below is a lower bound of the "
+            f"server under this generator, not its capacity. {fix}"
+        ]
+    names = ", ".join(p.label() for p in limited[:3]) + (", ..." if len(limited) > 3 else "")
+    return [
+        f"Caveat: at {len(limited)} of {len(points)} points ({names}) the figures are partly the generator's or the "
+        f"machine's ({'; '.join(reasons)}): verdicts naming them say so, and are lower bounds of the server. {fix}"
+    ]
+
+
+def _covers(points: list[PointStats]) -> list[str]:
+    """What the intervals cover (ANSWERS.md §5)."""
+    if not any(len(p.measured) >= 2 for p in points):
+        return []
+    return [
+        "What the intervals cover: the run-to-run noise of this session only, whose runs share its machine, its "
+        "day and its builds. Another session may differ by more: to see whether an effect replicates, run the "
+        "plan again into another store, on another occasion, and compare the two (corebench compare A B)."
+    ]
+
+
+def _interference(points: list[PointStats]) -> list[str]:
+    runs = sum(p.interference_runs for p in points)
+    if not runs:
+        return []
+    total = sum(len(p.measured) for p in points)
+    worst = max(p.interference_max for p in points)
+    return [
+        f"Interference: in {runs} of {total} measured runs, processes other than the target and the generator "
+        f"used a notable share of the target's cores (up to {worst:.0%} of their time): those runs had less CPU "
+        "than they were given, and their comparisons are void. Find what else ran (top, pidstat), stop it, and "
+        "repeat them."
+    ]
 
 
 def _steal(points: list[PointStats]) -> list[str]:
@@ -125,13 +154,6 @@ def _steal(points: list[PointStats]) -> list[str]:
         "CPU-seconds in one run): this VM's vCPUs were ready but not run, so those figures are below what the machine "
         "gives unshared. Repeat them, or measure on dedicated hosts."
     ]
-
-
-def _split(p: PointStats, load: set[str]) -> tuple[str, str]:
-    """(the point's load levels, its configuration), as labels."""
-    at = " ".join(f"{k}={v}" for k, v in p.levels.items() if k in load)
-    config = " ".join(f"{k}={v}" for k, v in p.levels.items() if k not in load)
-    return at, config
 
 
 def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats, list[PointStats]]:
@@ -171,35 +193,53 @@ def best_at_matched_load(
             "No configuration to compare: the factors set the load only; its effect is in the throughput and "
             "latency curves and the knee below."
         ]
-    groups: dict[str, list[PointStats]] = {}
-    for p in points:
-        groups.setdefault(_split(p, load)[0], []).append(p)
     out = []
-    for at, ps in sorted(groups.items(), key=lambda kv: _level_order(kv[1][0], load)):
-        where = f"At {at}" if at else "Over all points"
-        lost = [p for p in failing or [] if _split(p, load)[0] == at]
+    for at, ps in at_matched_load(points, load):
+        here = where(at)
+        lost = [p for p in failing or [] if split(p, load)[0] == at]
         if len(ps) == 1 and lost:
             only = ps[0]
             out.append(
-                f"{where}, best throughput: {_split(only, load)[1]} at {only.goodput_rps.mean:,.0f} req/s, the only "
-                f"configuration without failures ({', '.join(_split(p, load)[1] for p in lost)} failing)."
+                f"{here}, best throughput: {split(only, load)[1]} at {only.goodput_rps.mean:,.0f} req/s, the only "
+                f"configuration without failures ({', '.join(split(p, load)[1] for p in lost)} failing)."
+                + caveat([only])
             )
         if len(ps) < 2:
             continue
+        if len(untested(ps)) >= len(ps) - 1:
+            out.append(_unranked(here, ps, load))
+            continue
         best, tied = best_set(ps)
-        also = f"; not significantly worse: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
+        tied = [p for p in tied if p not in untested(ps)]
+        also = f"; cannot be told from it: {', '.join(split(p, load)[1] for p in tied)}" if tied else ""
         out.append(
-            f"{where}, best throughput: {_split(best, load)[1]} at {best.goodput_rps.mean:,.0f} req/s "
+            f"{here}, best throughput: {split(best, load)[1]} at {best.goodput_rps.mean:,.0f} req/s "
             f"({_ci(best.goodput_rps)}){also} "
             f"(Hsu's multiple comparisons with the best, α = {ALPHA}){_untested_note(ps, load)}."
+            + caveat([best, *tied])
         )
         low, tied = best_set(ps, higher=False)
-        also = f"; not significantly higher: {', '.join(_split(p, load)[1] for p in tied)}" if tied else ""
+        tied = [p for p in tied if p not in untested(ps)]
+        also = f"; cannot be told from it: {', '.join(split(p, load)[1] for p in tied)}" if tied else ""
         out.append(
-            f"{where}, lowest p99: {_split(low, load)[1]} at {low.p99_us.mean / 1000:.2f} ms (mean of its runs){also}."
+            f"{here}, lowest p99: {split(low, load)[1]} at {low.p99_us.mean / 1000:.2f} ms (mean of its runs' p99)"
+            f"{also} (Hsu's multiple comparisons with the best)."
         )
-        out += _steadier(best, ps, where, load)
+        out += _steadier(best, ps, here, load)
     return out
+
+
+def _unranked(here: str, ps: list[PointStats], load: set[str]) -> str:
+    """Too few runs to rank: the means, said as means, with no pick."""
+    means = ", ".join(f"{split(p, load)[1]} {p.goodput_rps.mean:,.0f}" for p in sorted(ps, key=_goodput, reverse=True))
+    return (
+        f"{here}, throughput (req/s, mean of each configuration's runs): {means}; not ranked: a comparison needs 2 "
+        f"or more measured runs a side, and at most one configuration here has them." + caveat(ps)
+    )
+
+
+def _goodput(p: PointStats) -> float:
+    return p.goodput_rps.mean
 
 
 def _ci(s: Summary) -> str:
@@ -212,32 +252,20 @@ def _untested_note(ps: list[PointStats], load: set[str]) -> str:
     few = untested(ps)
     if not few:
         return ""
-    return f"; not tested, fewer than 2 measured runs, so kept in the set: {', '.join(_split(p, load)[1] for p in few)}"
-
-
-def _level_order(p: PointStats, load: set[str]) -> tuple[tuple[int, float, str], ...]:
-    """Load levels in ascending order: numbers by value, the rest by name."""
-    key = []
-    for k, v in p.levels.items():
-        if k in load:
-            key.append((0, float(v), "") if isinstance(v, (int, float)) else (1, 0.0, str(v)))
-    return tuple(key)
+    return f"; not ranked, fewer than 2 measured runs: {', '.join(split(p, load)[1] for p in few)}"
 
 
 def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str]:
     """At each load level, which configurations meet the latency objective
     (the median over runs of the percentile it names) and by what margin;
     prices are not needed."""
-    groups: dict[str, list[PointStats]] = {}
-    for p in points:
-        groups.setdefault(_split(p, load)[0], []).append(p)
     out = []
-    for at, ps in sorted(groups.items(), key=lambda kv: _level_order(kv[1][0], load)):
+    for at, ps in at_matched_load(points, load):
         met: list[str] = []
         missed: list[str] = []
         for p in sorted(ps, key=lambda p: _tail(p, slo.percentile)):
             value = _tail(p, slo.percentile)
-            name = _split(p, load)[1] or "the target"
+            name = split(p, load)[1] or "the target"
             margin = (1 - value / slo.limit_us) * 100
             (met if slo.met(value) else missed).append(
                 f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'under' if margin >= 0 else 'over'})"
@@ -261,100 +289,21 @@ def _steadier(fast: PointStats, ps: list[PointStats], where: str, load: set[str]
     for p, q in zip(rest, adjusted, strict=True):
         if not math.isnan(q) and q < ALPHA and p.goodput_rps.cv < fast.goodput_rps.cv:
             out.append(
-                f"{where}, {_split(p, load)[1]} is steadier than {_split(fast, load)[1]} (coefficient of variation "
+                f"{where}, {split(p, load)[1]} is steadier than {split(fast, load)[1]} (coefficient of variation "
                 f"{p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, Holm-adjusted p = {q:.2g})."
             )
     return out
 
 
-def _core_steps(points: list[PointStats]) -> list[str]:
-    """The gain of each step in CPUs, at each CPU level's best point, and
-    what the target's CPU service demand says it could have gained: with D
-    the CPU-seconds per request, C CPUs sustain at most C / D requests per
-    second (the utilization law, Denning & Buzen 1978), so the ratio of the
-    ceilings is what the server itself would do if nothing else limited it."""
-    if not all("cpus" in p.levels for p in points):
-        return []
-    best: dict[float, PointStats] = {}
-    for p in points:
-        c = float(p.levels["cpus"])
-        if c not in best or p.goodput_rps.mean > best[c].goodput_rps.mean:
-            best[c] = p
-    levels = sorted(best)
-    out = []
-    for lo, hi in zip(levels, levels[1:], strict=False):
-        a, b = best[lo], best[hi]
-        cmp = compare(a.run_goodput_rps, b.run_goodput_rps)
-        ideal = hi / lo
-        line = (
-            f"From {lo:g} to {hi:g} CPUs: {cmp.words()}; ideal scaling would give {(ideal - 1) * 100:.0f}% more "
-            f"({a.goodput_rps.mean:,.0f} → {b.goodput_rps.mean:,.0f} req/s at their best points)."
-        )
-        if cmp.rel_low > ideal - 1:
-            line += (
-                f" More than ideal beyond the interval (superlinear): look twice before trusting it (caches that "
-                f"now fit, clock rates, or a setup that differs between the {lo:g}- and {hi:g}-CPU runs)."
-            )
-        out.append(line + _demand_step(lo, hi, a, b))
-    out += _odd_demand([best[c] for c in levels], levels)
-    return out
-
-
-def _odd_demand(points: list[PointStats], levels: list[float]) -> list[str]:
-    """A CPU level whose service demand is significantly below (or above)
-    both its neighbours': the work per request does not change that way with
-    cores, so that level's runs are suspect (a different server state, a
-    warmer or colder start)."""
-    out = []
-    for i in range(1, len(points) - 1):
-        mid = points[i]
-        sides = [compare(points[j].demand_ms, mid.demand_ms) for j in (i - 1, i + 1)]
-        if any(len(points[j].demand_ms) < 2 for j in (i - 1, i, i + 1)):
-            continue
-        if all(c.significant and c.relative < 0 for c in sides) or all(c.significant and c.relative > 0 for c in sides):
-            way = "less" if sides[0].relative < 0 else "more"
-            out.append(
-                f"Implausible: at {levels[i]:g} CPUs the target spent {way} CPU per request "
-                f"({statistics.fmean(mid.demand_ms):.3f} ms) than at both {levels[i - 1]:g} and {levels[i + 1]:g} "
-                f"CPUs, beyond their intervals; its figures (and any efficiency above 100%) need a second look."
-            )
-    return out
-
-
-def _demand_step(lo: float, hi: float, a: PointStats, b: PointStats) -> str:
-    if len(a.demand_ms) < 2 or len(b.demand_ms) < 2:
-        return ""
-    da, db = statistics.fmean(a.demand_ms), statistics.fmean(b.demand_ms)
-    change = compare(a.demand_ms, b.demand_ms)
-    ceiling = (hi / db) / (lo / da)
-    measured = b.goodput_rps.mean / a.goodput_rps.mean
-    text = (
-        f" CPU per request {da:.3f} → {db:.3f} ms ({change.words('service demand')}), so the CPU ceiling of "
-        f"{hi:g} CPUs is {ceiling:.2f}× that of {lo:g}; measured {measured:.2f}×"
-    )
-    if measured >= ceiling * 0.97:
-        return text + ": the target used the CPUs it was given."
-    if b.shared or a.shared:
-        return text + ", because the load generator shared the target's cores."
-    if b.client_bound or a.client_bound:
-        return text + ", because the load generator reached its own limit."
-    return text + ": something other than the CPU limited the target (I/O, locks, too few clients)."
-
-
-def _change(rel: float) -> str:
-    return f"{1 + rel:.1f}×" if rel > 1 else f"{rel * 100:+.1f}%"
-
-
 def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], load: set[str]) -> list[str]:
     """Each level of each configuration factor (cpus and load factors aside)
-    against the factor's first level, configuration by configuration (the
-    other factors held equal): in how many is it significantly higher,
-    lower, or no different. Holm's adjustment runs over every comparison
-    made here, so the chance of any false "significant" stays at α."""
-    import json
-
+    against the factor's first level, at each combination of the other
+    factors (load included, so always at matched load): each comparison an
+    `Effect`, counted by its class. Holm's adjustment runs over every
+    comparison made here, so the chance of any false "higher" or "lower"
+    stays at α."""
     names = [n for n in points[0].levels if n != "cpus" and n not in load]
-    rows: list[tuple[str, list[tuple[Comparison, bool]]]] = []
+    rows: list[tuple[str, list[tuple[PointStats, PointStats]]]] = []
     for name in names:
         seen = list(dict.fromkeys(p.levels[name] for p in points))
         levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
@@ -368,52 +317,70 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], loa
         base = by_level[levels[0]]
         for lv in levels[1:]:
             pairs = [(base[k], b) for k, b in by_level[lv].items() if k in base]
-            pairs = [(a, b) for a, b in pairs if len(a.measured) >= 2 and len(b.measured) >= 2]
             if pairs:
-                rows.append((f"{name}={lv} against {name}={levels[0]}", [_pair(a, b) for a, b in pairs]))
-    adjusted = iter(holm([c.p_value for _, cs in rows for c, _ in cs]))
-    total_tests = sum(len(cs) for _, cs in rows)
+                rows.append((f"{name}={lv} against {name}={levels[0]}", pairs))
+    effects = [_pair(a, b) for _, pairs in rows for a, b in pairs]
+    adjusted = iter(holm([e.p_value for e in effects]))
+    found = iter([e.adjusted(next(adjusted)) if e.tested else e for e in effects])
+    total_tests = sum(e.tested for e in effects)
+    return [_effect_row(label, [(a, b, next(found)) for a, b in pairs], total_tests) for label, pairs in rows]
+
+
+def _pair(a: PointStats, b: PointStats) -> Effect:
+    return effect(a.run_goodput_rps, b.run_goodput_rps)
+
+
+def _effect_row(label: str, compared: list[tuple[PointStats, PointStats, Effect]], total_tests: int) -> str:
+    es = [e for _, _, e in compared]
+    counts = {v: sum(e.verdict == v for e in es) for v in VERDICTS}
+    said = ", ".join(f"{v} in {n}" for v, n in counts.items() if n)
+    ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
+    median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
+    detect = [e.detectable for e in es if e.verdict == "inconclusive"]
+    could = (
+        f" Where inconclusive, this design could detect changes of about ±{statistics.median(detect):.0%} "
+        f"(median over those comparisons; {POWER:.0%} power at the observed run-to-run variance): a smaller "
+        "effect may be there unseen."
+        if detect
+        else ""
+    )
+    limited = sum(bool(a.limits() or b.limits()) for a, b, _ in compared)
+    caveat_ = (
+        f" Caveat: {'all' if limited == len(es) else limited} of these comparisons involve a point whose figures "
+        "are partly the generator's or the machine's (above): a lower bound of the server, and an effect of the "
+        "load generator as much as of the server."
+        if limited
+        else ""
+    )
+    return (
+        f"{label}: throughput {said} of {len(es)} matched comparison{'s' if len(es) != 1 else ''} ({median}ratio "
+        f"of means, 95% CI on the log scale, Welch's t, Holm-adjusted over {total_tests}, α = {ALPHA}; "
+        f"equivalent: Schuirmann's TOST within ±{MARGIN:.0%}).{could}{caveat_}"
+    )
+
+
+def _costs(points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None, load: set[str]) -> list[str]:
+    """The cheapest configuration per request at each load level: a pick
+    among configurations serving the same load, never among loads."""
     out = []
-    for label, cs in rows:
-        higher = lower = same = equivalent = 0
-        for c, equal in cs:
-            q = next(adjusted)
-            equivalent += equal
-            if math.isnan(q) or q >= ALPHA:
-                same += 1
-            elif c.relative > 0:
-                higher += 1
-            else:
-                lower += 1
-        median = _change(statistics.median(c.relative for c, _ in cs))
+    for at, ps in at_matched_load(points, load):
+        priced = [(p, c) for p in ps if (c := price_of(p, prices)) is not None and p.goodput_rps.mean > 0]
+        if len(priced) < 2:
+            continue
+        here = where(at)
+        p, c = min(priced, key=lambda pc: cost_per_million(*pc))
         out.append(
-            f"{label}: throughput significantly higher in {higher}, lower in {lower}, no significant difference "
-            f"in {same} of {len(cs)} configurations, and equivalent within ±{MARGIN:.0%} in {equivalent} "
-            f"(Schuirmann's TOST) (median change {median}; "
-            f"Welch's t-test, Holm-adjusted over {total_tests} comparisons, α = {ALPHA})."
+            f"{here}, cheapest per request: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per million "
+            f"requests (mean throughput; price per hour from the plan)." + caveat([p])
         )
-    return out
-
-
-def _pair(a: PointStats, b: PointStats) -> tuple[Comparison, bool]:
-    """Welch's test of B against A, and whether Schuirmann's TOST shows them
-    equivalent within the margin."""
-    eq = tost(a.run_goodput_rps, b.run_goodput_rps)
-    return compare(a.run_goodput_rps, b.run_goodput_rps), eq is not None and eq.equivalent
-
-
-def _costs(points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None) -> list[str]:
-    all_priced = [(p, price_of(p, prices)) for p in points]
-    priced = [(p, c) for p, c in all_priced if c is not None and p.goodput_rps.mean > 0]
-    if not priced:
-        return []
-    cheapest = min(priced, key=lambda pc: cost_per_million(*pc))
-    out = [f"Cheapest per request: {cheapest[0].label()} at ${cost_per_million(*cheapest):.4g} per million requests."]
-    if slo is not None:
-        meeting = [(p, c) for p, c in priced if slo.met(_tail(p, slo.percentile))]
-        if meeting:
-            p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
-            out.append(f"Cheapest meeting {slo}: {p.label()} at ${cost_per_million(p, c):.4g} per million requests.")
-        else:
-            out.append(f"No configuration meets {slo}.")
+        if slo is not None:
+            meeting = [(p, c) for p, c in priced if slo.met(_tail(p, slo.percentile))]
+            if meeting:
+                p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
+                out.append(
+                    f"{here}, cheapest meeting {slo}: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per "
+                    "million requests."
+                )
+            else:
+                out.append(f"{here}, no configuration meets {slo}.")
     return out

@@ -286,7 +286,7 @@ def heatmap(d: ReportData) -> str | None:
     for r in d.runs:
         cores = r.monitor.cores if r.monitor is not None else []
         if cores:
-            rows.append([1 - c.idle for c in cores])
+            rows.append([c.busy for c in cores])
             labels.append(f"{r.seq}")
     if not rows:
         return None

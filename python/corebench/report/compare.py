@@ -1,19 +1,21 @@
 """B against A, point by point: benchstat's layout (old, new, delta with
-the test's p-value, "~" where the difference is not significant). The
-p-values are Holm-adjusted over every test in the table (Holm 1979), so a
-long table does not find a difference by chance; a regression gate asks for
-both a significant and a large enough slowdown. `Table.svg` overlays the
+the test's p-value). Each delta is an `analysis.effect.Effect`: a change
+(significant), "≈" (equivalent within the margin, Schuirmann's TOST), or
+"~" with the smallest change the runs could have detected (inconclusive).
+The p-values are Holm-adjusted over every test in the table (Holm 1979), so
+a long table does not find a difference by chance; a regression gate asks
+for both a significant and a large enough slowdown. `Table.svg` overlays the
 compared points' latency distributions, A against B, in one chart."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corebench.analysis.effect import Effect, effect
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import ALPHA, Comparison, compare, holm
+from corebench.analysis.stats import holm
 from corebench.errors import UsageError
 
 
@@ -24,12 +26,24 @@ class Row:
     fmt: str
     xa: list[float]
     xb: list[float]
-    c: Comparison | None = None
-    adjusted_p: float = math.nan
+    c: Effect | None = None
 
     @property
     def significant(self) -> bool:
-        return not math.isnan(self.adjusted_p) and self.adjusted_p < ALPHA
+        return self.c is not None and self.c.significant
+
+    def delta(self) -> str:
+        c = self.c
+        assert c is not None
+        n = f"n={len(self.xa)}+{len(self.xb)}"
+        if not c.tested:
+            return f"– (not tested, {n})"
+        p = f"p={c.p:.3f} {n}"
+        if c.significant:
+            return f"{c.relative * 100:+.1f}% ({p})"
+        if c.equivalent:
+            return f"≈ within ±{c.margin:.0%} ({p})"
+        return f"~ could detect ±{c.detectable:.0%} ({p})"
 
 
 @dataclass
@@ -53,11 +67,8 @@ class Table:
             if r.c is None:
                 out.append(f"{r.label:<40} {r.what:<7} {'(no measured runs)':>30}")
                 continue
-            n = f"n={len(r.xa)}+{len(r.xb)}"
-            p = "–" if math.isnan(r.adjusted_p) else f"{r.adjusted_p:.3f}"
-            delta = f"{r.c.relative * 100:+.1f}% (p={p} {n})" if r.significant else f"~ (p={p} {n})"
             ma, mb = sum(r.xa) / len(r.xa), sum(r.xb) / len(r.xb)
-            out.append(f"{r.label:<40} {r.what:<7} {r.fmt.format(ma):>12} {r.fmt.format(mb):>12}  {delta}")
+            out.append(f"{r.label:<40} {r.what:<7} {r.fmt.format(ma):>12} {r.fmt.format(mb):>12}  {r.delta()}")
         return out
 
     def slower(self, margin: float) -> list[Row]:
@@ -71,7 +82,7 @@ def _rows(label: str, a: PointStats, b: PointStats) -> list[Row]:
         ("req/s", "{:,.0f}", a.run_goodput_rps, b.run_goodput_rps),
         ("p99 ms", "{:.3f}", _p99_ms(a), _p99_ms(b)),
     ):
-        out.append(Row(label, what, fmt, xa, xb, compare(xa, xb) if xa and xb else None))
+        out.append(Row(label, what, fmt, xa, xb, effect(xa, xb) if xa and xb else None))
     return out
 
 
@@ -80,14 +91,16 @@ def _p99_ms(p: PointStats) -> list[float]:
 
 
 def _adjust(rows: list[Row]) -> list[Row]:
-    tested = [r for r in rows if r.c is not None]
+    tested = [r for r in rows if r.c is not None and r.c.tested]
     for r, q in zip(tested, holm([r.c.p_value for r in tested if r.c is not None]), strict=True):
-        r.adjusted_p = q
+        assert r.c is not None
+        r.c = r.c.adjusted(q)
     return rows
 
 
 _HEAD = (
-    f"{'point':<40} {'':<7} {'A':>12} {'B':>12}  delta (Welch's t-test, Holm-adjusted p; ~ = no significant difference)"
+    f"{'point':<40} {'':<7} {'A':>12} {'B':>12}  delta (ratio of means, Welch's t on the log scale, Holm-adjusted p; "
+    "≈ = equivalent, TOST; ~ = inconclusive, with the change 80% power would see)"
 )
 
 

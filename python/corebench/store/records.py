@@ -163,6 +163,11 @@ class CoreTimes(_Part):
     idle: float = 1.0
     steal: float = 0.0
 
+    @property
+    def busy(self) -> float:
+        """The share not idle: iowait is idle time with a disk request out."""
+        return max(0.0, 1.0 - self.idle - self.iowait)
+
 
 class ServiceSummary(_Part):
     """One service's process tree over a run (a monitor's means)."""
@@ -361,8 +366,11 @@ class StoredRun(_Record):
 
     @property
     def shared(self) -> bool:
-        """The generator ran on the target's cores: the target's figures are understated."""
-        return self.layout is not None and self.layout.shared and self.layout.controlled
+        """The generator ran on the target's cores: the target's figures are
+        understated. Told from the CPU sets, whether or not corebench placed
+        the target (unplaced, both run on every core)."""
+        layout = self.layout
+        return layout is not None and layout.shared and bool(set(layout.target_cpus) & set(layout.generator_cpus))
 
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.point.items())

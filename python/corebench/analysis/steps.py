@@ -1,0 +1,207 @@
+"""Steps in CPUs: what each added CPU gave, at matched load and
+configuration, against what ideal scaling and the target's own CPU demand
+say it could have given."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+
+from corebench.analysis.effect import VERDICTS, Effect, effect
+from corebench.analysis.points import PointStats
+from corebench.analysis.stats import holm
+
+# Beyond this many matched groups a step is summarised in one line.
+DETAIL_GROUPS = 4
+
+
+@dataclass(frozen=True)
+class Step:
+    lo: float
+    hi: float
+    a: PointStats
+    b: PointStats
+    at: str  # the other factors' levels (load and configuration), "" for none
+    gain: Effect
+
+    @property
+    def ideal(self) -> float:
+        return self.hi / self.lo
+
+
+def core_steps(points: list[PointStats]) -> list[str]:
+    """Each step from one CPU level to the next, for each combination of the
+    other factors: never a CPU level's best point against another's, which
+    would compare load levels. Holm's adjustment runs over every step tested
+    here (Holm 1979)."""
+    if not points or not all("cpus" in p.levels for p in points):
+        return []
+    groups: dict[str, dict[float, PointStats]] = {}
+    for p in points:
+        rest = {k: v for k, v in p.levels.items() if k != "cpus"}
+        groups.setdefault(json.dumps(rest), {})[float(p.levels["cpus"])] = p
+    steps = []
+    for key, by_cpus in groups.items():
+        at = " ".join(f"{k}={v}" for k, v in json.loads(key).items())
+        levels = sorted(by_cpus)
+        for lo, hi in zip(levels, levels[1:], strict=False):
+            a, b = by_cpus[lo], by_cpus[hi]
+            steps.append(Step(lo, hi, a, b, at, effect(a.run_goodput_rps, b.run_goodput_rps)))
+    adjusted = iter(holm([s.gain.p_value for s in steps]))
+    steps = [Step(s.lo, s.hi, s.a, s.b, s.at, s.gain.adjusted(next(adjusted))) for s in steps]
+    out = []
+    pairs = list(dict.fromkeys((s.lo, s.hi) for s in steps))
+    for lo, hi in pairs:
+        these = [s for s in steps if (s.lo, s.hi) == (lo, hi)]
+        if len(these) <= DETAIL_GROUPS:
+            out += [_detail(s) for s in these]
+        else:
+            out.append(_summary(these))
+            out += [_superlinear(s).strip() for s in these]
+    for by_cpus in groups.values():
+        levels = sorted(by_cpus)
+        out += _odd_demand([by_cpus[c] for c in levels], levels)
+    return [line for line in out if line]
+
+
+def _mean_ratio(s: Step) -> float:
+    a, b = s.a.goodput_rps.mean, s.b.goodput_rps.mean
+    return b / a if a > 0 else math.nan
+
+
+def _detail(s: Step) -> str:
+    at = f" at {s.at}" if s.at else ""
+    line = (
+        f"From {s.lo:g} to {s.hi:g} CPUs{at}: {s.gain.words()}; ideal scaling would give "
+        f"{(s.ideal - 1) * 100:.0f}% more ({s.a.goodput_rps.mean:,.0f} → {s.b.goodput_rps.mean:,.0f} req/s, "
+        f"means of {len(s.a.measured)} and {len(s.b.measured)} runs)."
+    )
+    return line + _superlinear(s) + _demand_step(s) + caveat([s.a, s.b])
+
+
+def _summary(steps: list[Step]) -> str:
+    lo, hi = steps[0].lo, steps[0].hi
+    counts: dict[str, int] = {}
+    for s in steps:
+        counts[s.gain.verdict] = counts.get(s.gain.verdict, 0) + 1
+    said = ", ".join(f"{v} in {counts[v]}" for v in VERDICTS if v in counts)
+    ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
+    median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
+    detect = [s.gain.detectable for s in steps if s.gain.verdict == "inconclusive"]
+    could = (
+        f"; where inconclusive, this design could detect changes of about ±{statistics.median(detect):.0%} "
+        "(median, 80% power at the observed variance)"
+        if detect
+        else ""
+    )
+    limited = sum(bool(s.a.limits() or s.b.limits()) for s in steps)
+    caveat_ = (
+        f" {limited} of these comparisons involve a point whose figures are partly the generator's or the "
+        "machine's (see the caveat above)."
+        if limited
+        else ""
+    )
+    return (
+        f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
+        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%; ratio of means, 95% CI on the log scale, "
+        f"Welch's t, Holm-adjusted){could}.{caveat_}"
+    )
+
+
+def _superlinear(s: Step) -> str:
+    """More than ideal is flagged whether or not a test could show it."""
+    ratio = _mean_ratio(s)
+    if not ratio > s.ideal:
+        return ""
+    at = f" at {s.at}" if s.at else ""
+    if s.gain.tested and s.gain.low > s.ideal:
+        how = "beyond its interval"
+    elif s.gain.tested:
+        how = "though within its interval"
+    else:
+        how = f"from {len(s.a.measured)} and {len(s.b.measured)} run(s), untested"
+    return (
+        f" Superlinear from {s.lo:g} to {s.hi:g} CPUs{at}: {ratio:.2f}× for an ideal {s.ideal:g}× ({how}): look twice "
+        "before trusting it (caches that now fit, clock rates, a setup that differs between the runs, or a "
+        "lower point held back by its generator)."
+    )
+
+
+def _demand_step(s: Step) -> str:
+    """With D the CPU-seconds per request, C CPUs sustain at most C / D
+    requests per second (the utilization law, Denning & Buzen 1978), so
+    the ratio of the ceilings is what the server itself could do if nothing
+    else limited it: a projection, with its interval from the demands'."""
+    a, b, lo, hi = s.a, s.b, s.lo, s.hi
+    if len(a.demand_ms) < 2 or len(b.demand_ms) < 2:
+        return ""
+    da, db = statistics.fmean(a.demand_ms), statistics.fmean(b.demand_ms)
+    change = effect(a.demand_ms, b.demand_ms)
+    if not change.tested:
+        return ""
+    ceiling = (hi / lo) / change.ratio
+    low, high = (hi / lo) / change.high, (hi / lo) / change.low
+    measured = _mean_ratio(s)
+    text = (
+        f" CPU per request {da:.3f} → {db:.3f} ms ({change.words('service demand')}), so the projected CPU "
+        f"ceiling of {hi:g} CPUs is {ceiling:.2f}× that of {lo:g} (95% CI {low:.2f}–{high:.2f}×); measured "
+        f"{measured:.2f}×"
+    )
+    if measured >= low:
+        return text + ", within the projection: the target used the CPUs it was given."
+    return text + ", below the projection: " + _why_short(b, hi, db) + "."
+
+
+def _why_short(b: PointStats, cpus: float, demand_ms: float) -> str:
+    """What measured figures say of the missing throughput at the larger
+    point; "consistent with" where nothing measured accounts for it."""
+    missing = cpus / (demand_ms / 1000) - b.goodput_rps.mean
+    if b.shared and b.generator_cpu is not None and missing > 0:
+        served = b.generator_cpu / (demand_ms / 1000)
+        part = "accounts for all of it" if served >= missing else f"accounts for {served / missing:.0%} of it"
+        return (
+            f"the generator's {b.generator_cpu:.2f} cores of CPU on the target's cores would have served about "
+            f"{served:,.0f} req/s at this demand, of the {missing:,.0f} req/s missing: that {part}"
+        )
+    if b.interference_runs:
+        return f"consistent with others taking up to {b.interference_max:.0%} of the target's cores"
+    if b.client_bound:
+        return "consistent with the generator reaching its own limit (it was CPU-bound)"
+    return "the CPU figures do not explain it (consistent with I/O, locks, or too few clients)"
+
+
+def _odd_demand(points: list[PointStats], levels: list[float]) -> list[str]:
+    """A CPU level whose service demand is significantly below (or above)
+    both its neighbours': the work per request does not change that way with
+    cores, so that level's runs are suspect (a different server state, a
+    warmer or colder start)."""
+    out = []
+    for i in range(1, len(points) - 1):
+        mid = points[i]
+        if any(len(points[j].demand_ms) < 2 for j in (i - 1, i, i + 1)):
+            continue
+        sides = [effect(points[j].demand_ms, mid.demand_ms) for j in (i - 1, i + 1)]
+        if all(c.verdict == "lower" for c in sides) or all(c.verdict == "higher" for c in sides):
+            way = "less" if sides[0].ratio < 1 else "more"
+            out.append(
+                f"Implausible: at {levels[i]:g} CPUs{_at(mid)} the target spent {way} CPU per request "
+                f"({statistics.fmean(mid.demand_ms):.3f} ms) than at both {levels[i - 1]:g} and {levels[i + 1]:g} "
+                f"CPUs, beyond their intervals; its figures (and any efficiency above 100%) need a second look."
+            )
+    return out
+
+
+def _at(p: PointStats) -> str:
+    rest = " ".join(f"{k}={v}" for k, v in p.levels.items() if k != "cpus")
+    return f" ({rest})" if rest else ""
+
+
+def caveat(points: list[PointStats]) -> str:
+    """The caveat a verdict carries when a point it names measured the
+    generator or the machine at least in part (ANSWERS.md §3)."""
+    said = [f"{p.label()}: {', '.join(p.limits())}" for p in points if p.limits()]
+    if not said:
+        return ""
+    return f" Caveat, a lower bound of the server: {'; '.join(said)}."

@@ -1,0 +1,124 @@
+"""The verdicts' answers on synthetic data of known truth (ANSWERS.md):
+think time is load, a design without power says so, points that measured
+the generator say so first, interference is measured and named, and
+intervals never reach 0."""
+
+import numpy as np
+
+from corebench.analysis.diagnose import diagnose
+from corebench.analysis.drift import drift
+from corebench.analysis.load import load_factors
+from corebench.analysis.points import point_stats
+from corebench.analysis.verdict import verdicts
+from corebench.store import CoreTimes, MonitorSummary, RunLayout
+from tests.support.records import load_result, stored_run
+
+REALISTIC = {"think": ["0", "0..2s"], "size": [2048, 204800], "model": ["prefork", "threads"]}
+REALISTIC_LOAD = {"model": "users", "think": "{think}", "path": "/static/{size}", "concurrency": 25}
+
+
+def _runs(levels, rps, **kw):
+    """Measured runs of one point, one per throughput, 1 s long; 10
+    clients, so that Little's law holds (R = 10 / X)."""
+    return [
+        stored_run(levels, load_result(ok=round(x), mean_us=1e7 / x), repetition=i + 1, round=i + 1, seq=i + 1, **kw)
+        for i, x in enumerate(rps)
+    ]
+
+
+def test_think_time_and_what_is_requested_are_load():
+    assert load_factors(REALISTIC, REALISTIC_LOAD) == {"think", "size"}
+    assert load_factors({"users": [1, 5], "mpm": ["a", "b"]}) == {"users"}
+    assert load_factors({"http": ["1.1", "2"]}, {"http": "{http}"}) == set(), "the protocol is configuration"
+
+
+def test_load_levels_are_never_ranked_or_compared_as_configurations():
+    rng = np.random.default_rng(1)
+    runs = []
+    for think, scale in (("0", 1.0), ("0..2s", 0.01)):
+        for size in (2048, 204800):
+            for model in ("prefork", "threads"):
+                levels = {"think": think, "size": size, "model": model}
+                runs += _runs(levels, list(rng.normal(5000 * scale, 50 * scale, 3)))
+    points = point_stats(runs)
+    out = verdicts(points, factors=REALISTIC, load=load_factors(REALISTIC, REALISTIC_LOAD))
+    assert not any(v.startswith("think=") or "Over all points" in v for v in out), out
+    best = [v for v in out if "best throughput" in v]
+    assert len(best) == 4 and all(v.startswith("At think=") for v in best), best
+    assert all(": model=" in v for v in best), "only the configuration is picked"
+    (effects,) = [v for v in out if v.startswith("model=threads against model=prefork")]
+    assert "of 4 matched comparisons" in effects
+
+
+def test_an_underpowered_comparison_says_what_it_could_have_seen():
+    # 1 -> 2 CPUs at +78% from 2 runs a side, 25% apart: not shown, and the
+    # design could not have shown it.
+    runs = _runs({"cpus": 1}, [4000.0, 6000.0]) + _runs({"cpus": 2}, [8500.0, 9300.0])
+    out = verdicts(point_stats(runs), factors={"cpus": [1, 2]})
+    (step,) = [v for v in out if v.startswith("From 1 to 2 CPUs")]
+    assert "throughput inconclusive: +78.0%" in step
+    assert "this design (2 and 2 runs) could detect a change of about ±" in step
+    assert not any("no significant difference" in v for v in out)
+    assert any(v.startswith("What the intervals cover: the run-to-run noise of this session only") for v in out)
+
+
+def test_drift_says_what_it_could_detect_and_when_rounds_are_too_few():
+    three = drift({"a": [(1, 100.0), (2, 101.0), (3, 99.0)], "b": [(1, 50.0), (2, 50.5), (3, 49.0)]})
+    assert three is not None and not three.notable
+    assert three.sentence() == "Drift across rounds: not tested, 3 rounds (the test needs 4 or more)."
+    rng = np.random.default_rng(2)
+    flat = drift({"a": [(r, 100 * (1 + rng.normal(0, 0.02))) for r in range(1, 9)]})
+    assert flat is not None and not flat.notable
+    said = flat.sentence()
+    assert said.startswith("Drift across rounds: none detected, ") and "could detect a drift of about ±" in said
+    assert 0 < flat.detectable < 0.05
+
+
+def test_an_experiment_whose_every_point_measured_the_generator_says_so_first():
+    busy = MonitorSummary(target_cpu=0.5, generator_cpu=1.0, client_bound=True)
+    runs = _runs({"mpm": "prefork"}, [1000.0, 1010.0, 990.0], monitor=busy)
+    runs += _runs({"mpm": "worker"}, [1500.0, 1510.0, 1490.0], monitor=busy)
+    out = verdicts(point_stats(runs), factors={"mpm": ["prefork", "worker"]})
+    assert out[0].startswith("Measured the generator, not only the server: at every point (2)"), out[0]
+    assert "generator CPU-bound" in out[0] and "[cluster]" in out[0]
+    (best,) = [v for v in out if "best throughput" in v]
+    assert "Caveat, a lower bound of the server: mpm=worker: generator CPU-bound" in best
+
+
+def test_sharing_is_told_from_the_cpu_sets_without_a_cpus_factor():
+    unplaced = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True)
+    (p,) = point_stats(_runs({"mpm": "prefork"}, [1000.0, 1010.0], layout=unplaced))
+    assert p.shared and p.limits() == ["generator on the target's cores"]
+    apart = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1])
+    (q,) = point_stats(_runs({"mpm": "prefork"}, [1000.0, 1010.0], layout=apart))
+    assert not q.shared and q.limits() == []
+
+
+def _core(busy: float) -> CoreTimes:
+    return CoreTimes(user=busy * 0.8, system=busy * 0.2, idle=1 - busy)
+
+
+def test_interference_on_the_target_core_is_measured_and_named():
+    # The field case: the target's pinned core full, the target on 0.69 of it,
+    # the generator on the other core: neighbours took 0.31.
+    layout = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1])
+    crowded = MonitorSummary(cores=[_core(1.0), _core(0.3)], target_cpu=0.69, generator_cpu=0.3)
+    (p,) = point_stats(_runs({"cpus": 1}, [1000.0, 1010.0, 990.0], layout=layout, monitor=crowded))
+    assert p.interference_runs == 3 and abs(p.interference_max - 0.31) < 1e-9
+    d = diagnose(p, 1.0, 2)
+    assert d.kind == "interference" and "others (neither the target nor the generator) took up to 31%" in d.evidence
+    assert any(v.startswith("Interference: in 3 of 3 measured runs") for v in verdicts([p]))
+    # iowait is idle time: a core waiting on the disk is not a neighbour.
+    waiting = MonitorSummary(cores=[CoreTimes(user=0.5, iowait=0.5, idle=0.0), _core(0.3)], target_cpu=0.5)
+    (q,) = point_stats(_runs({"cpus": 1}, [1000.0, 1010.0], layout=layout, monitor=waiting))
+    assert q.interference_runs == 0
+
+
+def test_a_machine_whose_cores_are_full_is_cpu_bound():
+    # Unplaced on 2 cores: the target on 1.1 of them, the generator on 0.6,
+    # others on the rest: the machine, not a wait, was the limit.
+    layout = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True)
+    full = MonitorSummary(cores=[_core(0.98), _core(0.97)], target_cpu=1.1, generator_cpu=0.6)
+    (p,) = point_stats(_runs({"model": "prefork"}, [1000.0, 1010.0], layout=layout, monitor=full))
+    d = diagnose(p, None, 2)
+    assert d.kind == "CPU-bound" and "every core of the machine was busy" in d.evidence, d

@@ -1,0 +1,66 @@
+"""Effects classified by what their interval excludes, against known truth:
+statsmodels' power analysis, coverage on synthetic data of known ratio, and
+designs whose power is known to be too low to see a real effect."""
+
+import math
+
+import numpy as np
+import pytest
+from statsmodels.stats.power import TTestIndPower
+
+from corebench.analysis.effect import detectable_shift, effect, power
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+def test_detectable_shift_equals_statsmodels_power_analysis(n):
+    # Two groups of n with σ = 1: the difference's standard error is √(2/n)
+    # on 2n − 2 degrees of freedom, and statsmodels solves for Cohen's d.
+    d = TTestIndPower().solve_power(effect_size=None, nobs1=n, alpha=0.05, power=0.8, ratio=1.0)
+    assert detectable_shift(math.sqrt(2 / n), 2 * n - 2) == pytest.approx(d, rel=1e-6)
+    assert power(d, math.sqrt(2 / n), 2 * n - 2) == pytest.approx(0.8, abs=1e-6)
+
+
+def test_interval_covers_the_true_ratio_and_never_reaches_zero():
+    rng = np.random.default_rng(7)
+    covered, trials = 0, 1000
+    for _ in range(trials):
+        a, b = rng.normal(1000, 60, 5), rng.normal(1200, 60, 5)
+        e = effect(list(a), list(b))
+        covered += e.low <= 1.2 <= e.high
+    # 95% nominal over 1,000 trials: the binomial standard error is 0.7 points.
+    assert 0.93 <= covered / trials <= 0.97, covered / trials
+    wide = effect([17.0, 1062.0], [500.0, 900.0])
+    assert 0 < wide.low < 1 < wide.high, "a throughput ratio's interval stays above 0"
+
+
+def test_a_real_difference_without_power_is_inconclusive_with_what_could_be_seen():
+    # The field case: +78% from 2 runs a side, runs 25% apart.
+    e = effect([4000.0, 6000.0], [8500.0, 9300.0])
+    assert e.verdict == "inconclusive" and e.p_value > 0.05
+    assert e.detectable > e.relative, "the design could not have seen the effect it measured"
+    words = e.words()
+    assert words.startswith("throughput inconclusive: +78.0% (95% CI ")
+    assert "this design (2 and 2 runs) could detect a change of about ±" in words and "80% power" in words
+    assert "no significant difference" not in words
+
+
+def test_higher_lower_and_equivalent():
+    rng = np.random.default_rng(3)
+    a = list(rng.normal(1000, 10, 6))
+    assert effect(a, list(rng.normal(1300, 10, 6))).verdict == "higher"
+    assert effect(a, list(rng.normal(700, 10, 6))).verdict == "lower"
+    same = effect(a, list(rng.normal(1000, 10, 6)))
+    assert same.verdict == "equivalent" and "equivalent within ±5%" in same.words()
+    assert same.eq_low > 1 / 1.05 and same.eq_high < 1.05
+    # A Holm adjustment can take "higher" back to "inconclusive".
+    close = effect([100.0, 101.0, 99.0], [104.0, 105.0, 103.0])
+    assert close.verdict == "higher" and close.adjusted(0.2).verdict in ("inconclusive", "equivalent")
+
+
+def test_too_few_runs_are_not_tested_and_not_worded_as_a_result():
+    one = effect([5424.0], [13255.0])
+    assert one.verdict == "not tested"
+    assert one.words() == ("throughput +144.4%, not tested (1 and 1 measured runs: a test needs 2 or more a side)")
+    assert effect([], [1.0, 2.0]).verdict == "not tested"
+    exact = effect([5.0, 5.0], [6.0, 6.0])
+    assert exact.verdict == "higher" and exact.low == exact.high == pytest.approx(1.2)
