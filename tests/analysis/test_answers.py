@@ -43,7 +43,7 @@ def test_load_levels_are_never_ranked_or_compared_as_configurations():
     points = point_stats(runs)
     out = verdicts(points, factors=REALISTIC, load=load_factors(REALISTIC, REALISTIC_LOAD))
     assert not any(v.startswith("think=") or "Over all points" in v for v in out), out
-    best = [v for v in out if "best throughput" in v]
+    best = [v for v in out if "best throughput:" in v]
     assert len(best) == 4 and all(v.startswith("At think=") for v in best), best
     assert all(": model=" in v for v in best), "only the configuration is picked"
     (effects,) = [v for v in out if v.startswith("model=threads against model=prefork")]
@@ -81,7 +81,7 @@ def test_an_experiment_whose_every_point_measured_the_generator_says_so_first():
     out = verdicts(point_stats(runs), factors={"mpm": ["prefork", "worker"]})
     assert out[0].startswith("Measured the generator, not only the server: at every point (2)"), out[0]
     assert "generator CPU-bound" in out[0] and "[cluster]" in out[0]
-    (best,) = [v for v in out if "best throughput" in v]
+    (best,) = [v for v in out if "best throughput:" in v]
     assert "Caveat, a lower bound of the server: mpm=worker: generator CPU-bound" in best
 
 
@@ -122,3 +122,39 @@ def test_a_machine_whose_cores_are_full_is_cpu_bound():
     (p,) = point_stats(_runs({"model": "prefork"}, [1000.0, 1010.0], layout=layout, monitor=full))
     d = diagnose(p, None, 2)
     assert d.kind == "CPU-bound" and "every core of the machine was busy" in d.evidence, d
+
+
+def _spread(levels, rps, mean_ms, sd_ms):
+    runs = _runs(levels, rps)
+    for r in runs:
+        assert r.result is not None
+        total = r.result.latency_us.total.model_copy(update={"mean_us": mean_ms * 1000, "stdev_us": sd_ms * 1000})
+        lat = r.result.latency_us.model_copy(update={"total": total})
+        r.result = r.result.model_copy(update={"latency_us": lat})
+    return runs
+
+
+def test_the_fastest_is_weighed_against_the_least_variable_per_request():
+    # The fourth field report: the faster size's requests vary more.
+    runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, 8.0)
+    runs += _spread({"cpus": 8}, [1000.0, 1005.0, 995.0], 11.0, 4.4)
+    out = verdicts(point_stats(runs), factors={"cpus": [4, 8]})
+    (line,) = [v for v in out if "speed against steadiness" in v]
+    assert line.startswith("At the plan's one load, speed against steadiness (per request): cpus=4 has the best")
+    assert "+10% over cpus=8, whose requests vary least (latency 11.00 ± 4.40 ms against 10.00 ± 8.00 ms" in line
+    assert "coefficient of variation 50% lower" in line and "run-to-run variation of throughput" in line
+    # The fastest is also the steadiest: no trade-off to state.
+    runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, 2.0) + _spread({"cpus": 8}, [1000.0, 1005.0], 11.0, 4.4)
+    assert not any("speed against steadiness" in v for v in verdicts(point_stats(runs), factors={"cpus": [4, 8]}))
+
+
+def test_runs_too_short_for_their_think_time_are_warned_about():
+    from corebench.analysis.lines import short_lines
+
+    runs = _runs({"think": "0..2s"}, [10.0, 11.0])
+    for r in runs:
+        assert r.result is not None
+        r.result = r.result.model_copy(update={"think_s": (0.0, 2.0), "duration_s": 2.0})
+    (line,) = short_lines(point_stats(runs))
+    assert "the users' mean think time (1 s) is 50% of a 2 s run" in line and "(10 s)" in line
+    assert short_lines(point_stats(_runs({"think": "0"}, [10.0, 11.0]))) == []

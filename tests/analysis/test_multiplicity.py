@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 
+from corebench.analysis.load import load_factors
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import (
     benjamini_hochberg,
@@ -20,7 +21,7 @@ from corebench.analysis.stats import (
     mcb,
     summarize,
 )
-from corebench.analysis.verdict import best_at_matched_load, best_set, load_factors, verdicts
+from corebench.analysis.verdict import best_at_matched_load, verdicts
 from tests.support.records import load_result, stored_run
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2, math.nan, 0.049]
@@ -69,12 +70,15 @@ def point(levels, rps, p99_ms=10.0):
     return PointStats(levels, runs, runs, s, lat, lat, 0, 0.0, None, None, False, None, False, list(rps))
 
 
-def test_the_best_is_a_set_of_configurations_not_shown_worse():
+def test_the_best_and_what_the_family_says_of_each_other():
     a = point({"mpm": "event"}, [1000, 1010, 990, 1005])
     b = point({"mpm": "worker"}, [995, 1012, 985, 1000])
     c = point({"mpm": "prefork"}, [800, 805, 795, 802])
-    best, tied = best_set([a, b, c])
-    assert best is a and tied == [b]
+    (line, _) = best_at_matched_load([a, b, c], set())
+    assert line.startswith("At the plan's one load, best throughput: mpm=event at 1,001 req/s"), line
+    assert "mpm=worker cannot be told from it, equivalent: the best's throughput +0.3% (95% CI" in line
+    assert "mpm=prefork lower: the best's throughput +25.1% (95% CI +23.5% to +26.7%" in line
+    assert "Holm-adjusted over all 3 comparisons of configurations at matched load" in line
 
 
 def runs(levels, rps, p99_ms):
@@ -144,39 +148,23 @@ def test_the_true_best_stays_in_the_set_at_exactly_one_minus_alpha_with_unequal_
     assert kept / trials == pytest.approx([0.95] * len(sizes), abs=0.008)
 
 
-def test_one_clearly_best_configuration_is_the_set_alone():
-    rng = np.random.default_rng(5)
-    ps = [point({"mpm": m}, list(rng.normal(x, 20, 5))) for m, x in (("event", 1300), ("worker", 1000), ("p", 980))]
-    best, tied = best_set(ps)
-    assert best is ps[0] and tied == []
-
-
-def test_equal_means_leave_everyone_in_the_set():
-    rng = np.random.default_rng(3)
-    ps = [point({"mpm": m}, list(rng.normal(1000, 20, 5))) for m in ("event", "worker", "prefork", "simple")]
-    best, tied = best_set(ps)
-    assert best is max(ps, key=lambda p: p.goodput_rps.mean)
-    assert {id(p) for p in [best, *tied]} == {id(p) for p in ps}
-
-
 def test_lower_is_better_for_p99():
     rng = np.random.default_rng(9)
     fast, slow, slower = (
         runs({"mpm": m}, [1000.0] * 5, list(rng.normal(ms, 0.5, 5)))
         for m, ms in (("event", 10.0), ("worker", 14.0), ("prefork", 10.3))
     )
-    low, tied = best_set([slow, fast, slower], higher=False)
-    assert low is fast and tied == [slower], "10.3 ms cannot be told from 10; 14 ms can"
+    (_, line) = best_at_matched_load([slow, fast, slower], set())
+    assert line.startswith("At the plan's one load, lowest p99: mpm=event at 10."), line
+    assert "mpm=prefork cannot be told from it" in line, "10.3 ms cannot be told from 10"
+    assert "mpm=worker higher: the best's p99 (ratio of the runs' means) −2" in line, "14 ms can"
     assert mcb([[1.0, 2.0], [5.0, 6.0]], higher=False).in_set == [True, False]
 
 
 def test_one_configuration_and_untested_ones():
     only = point({"mpm": "event"}, [1000, 1010, 990])
-    assert best_set([only]) == (only, [])
-    lone = point({"mpm": "worker"}, [700])  # one run: cannot be tested, stays in the set
+    lone = point({"mpm": "worker"}, [700])  # one run: cannot be tested, not ranked
     poor = point({"mpm": "prefork"}, [500, 505, 495])
-    best, tied = best_set([only, lone, poor])
-    assert best is only and tied == [lone]
     assert mcb([[1.0], [2.0, 2.1]]).tested == [False, True]
     (line, _) = best_at_matched_load([only, lone, poor], set())
     assert line.startswith("At the plan's one load, best throughput: mpm=event at 1,000 req/s"), line
@@ -185,12 +173,6 @@ def test_one_configuration_and_untested_ones():
     # Only one configuration with 2 runs or more: the means, not a ranking.
     (line,) = best_at_matched_load([lone, point({"mpm": "event"}, [1000])], set())
     assert "not ranked" in line and "best" not in line, line
-
-
-def test_runs_without_spread_tie_only_when_equal():
-    a, b, c = point({"m": "a"}, [5, 5, 5]), point({"m": "b"}, [5, 5, 5]), point({"m": "c"}, [4, 4, 4])
-    best, tied = best_set([a, b, c])
-    assert best is a and tied == [b]
 
 
 def test_load_levels_are_never_offered_as_the_best_configuration():

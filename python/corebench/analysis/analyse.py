@@ -21,7 +21,7 @@ from corebench.analysis.findings import Findings, Knee, ScalingFit
 from corebench.analysis.gates import judge
 from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
-from corebench.analysis.lines import generator_lines, replay_lines, schedule_lines
+from corebench.analysis.lines import generator_lines, replay_lines, schedule_lines, short_lines
 from corebench.analysis.load import load_factors
 from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.processes import processes
@@ -76,7 +76,7 @@ def analyse(
     found.thresholds = judge([parse_threshold(f"{k}{v}") for k, v in thresholds.items()], points)
     found.add("threshold", *gate_lines(found.thresholds))
     _capacity(found, traffic_rps)
-    found.add("schedule", *schedule_lines(_table(settings.get("experiment")), runs, points))
+    found.add("schedule", *schedule_lines(_table(settings.get("experiment")), runs, points), *short_lines(points))
     found.add("generator", *generator_lines(experiment, points))
     found.add("replay", *replay_lines(runs))
     found.baseline = baseline_rows(experiment.baseline)
@@ -122,10 +122,15 @@ def _capacity(found: Findings, traffic_rps: float | None) -> None:
     caps = capacities(found.points)
     found.capacity = capacity_table(caps)
     if caps:
-        rates = "; ".join(f"{r.point}: {r.sustained_rps:,.0f} req/s" for r in found.capacity)
+        rates = "; ".join(r.sentence() for r in found.capacity)
         found.add(
             "capacity",
-            f"Capacity within {caps[0].objective} ({caps[0].arrivals} arrivals), by capacity search: {rates}.",
+            f"Capacity within {caps[0].objective} ({caps[0].arrivals} arrivals), by capacity search, the mean "
+            f"sustained rate over each configuration's searches: {rates}.",
+            "A closed loop (a fixed number of clients) can show more throughput at the same latency than this "
+            "open-loop capacity: its clients wait for each response, so its queue never grows past them, while "
+            "open-loop arrivals keep coming whatever the latency (Schroeder, Wierman & Harchol-Balter 2006, "
+            "'Open versus closed: a cautionary tale', NSDI).",
         )
         if traffic_rps is not None:
             found.add("capacity", *cores_needed(caps, traffic_rps))

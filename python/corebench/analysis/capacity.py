@@ -173,6 +173,19 @@ class CapacityRow:
     searches: int
     bracket: tuple[float | None, float | None]  # the widest over the searches
     outcomes: str
+    # Steps over all the searches that met the objective, and that missed it.
+    steps_met: int = 0
+    steps_missed: int = 0
+
+    def sentence(self) -> str:
+        """The row as the verdict says it: the same figures as the table."""
+        ci = f"95% CI {self.ci[0]:,.0f}–{self.ci[1]:,.0f}, " if self.ci else ""
+        lo, hi = self.bracket
+        bracket = f"; bracket {lo:,.0f}–{hi:,.0f}" if lo is not None and hi is not None else ""
+        return (
+            f"{self.point}: {self.sustained_rps:,.0f} req/s ({ci}{self.searches} search"
+            f"{'es' if self.searches != 1 else ''}{bracket}; steps met {self.steps_met}, missed {self.steps_missed})"
+        )
 
 
 def table(caps: list[PointCapacity]) -> list[CapacityRow]:
@@ -181,6 +194,7 @@ def table(caps: list[PointCapacity]) -> list[CapacityRow]:
     for c in caps:
         los = [b[0] for b in c.brackets if b[0] is not None]
         his = [b[1] for b in c.brackets if b[1] is not None]
+        steps = [s for r in c.point.measured if r.search is not None for s in r.search.steps]
         rows.append(
             CapacityRow(
                 point=c.point.label(),
@@ -189,6 +203,8 @@ def table(caps: list[PointCapacity]) -> list[CapacityRow]:
                 searches=c.sustained.n,
                 bracket=(min(los) if los else None, max(his) if his else None),
                 outcomes=", ".join(sorted(set(c.outcomes))),
+                steps_met=sum(s.meets for s in steps),
+                steps_missed=sum(not s.meets for s in steps),
             )
         )
     return rows

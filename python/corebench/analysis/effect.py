@@ -74,9 +74,15 @@ class Effect:
         return self.tested and self.p < ALPHA
 
     @property
-    def equivalent(self) -> bool:
+    def within_margin(self) -> bool:
+        """TOST rejects a change of the margin or more: a significant change
+        can be this too, real but too small to matter."""
         bound = 1 + self.margin
-        return self.tested and not self.significant and 1 / bound < self.eq_low and self.eq_high < bound
+        return self.tested and 1 / bound < self.eq_low and self.eq_high < bound
+
+    @property
+    def equivalent(self) -> bool:
+        return self.within_margin and not self.significant
 
     @property
     def relative(self) -> float:
@@ -117,7 +123,8 @@ class Effect:
         change = f"{_pct(self.relative)} ({self.interval()}; {self.test()})"
         v = self.verdict
         if v in ("higher", "lower"):
-            return f"{what} {v}: {change}"
+            small = f", a change within ±{self.margin:.0%} (equivalent by TOST too)" if self.within_margin else ""
+            return f"{what} {v}: {change}{small}"
         if v == "equivalent":
             return (
                 f"{what} equivalent within ±{self.margin:.0%}: {_pct(self.relative)} "
@@ -129,6 +136,23 @@ class Effect:
         if self.n_a < 2 or self.n_b < 2:
             return f"{self.n_a} and {self.n_b} measured runs: a test needs 2 or more a side"
         return "a mean of 0"
+
+
+def counted(effects: list[Effect]) -> str:
+    """Effects counted by class, "higher in 2, lower in 6 (all 6 within
+    ±5%), inconclusive in 1", in the order of VERDICTS."""
+    out = []
+    for v in VERDICTS:
+        these = [e for e in effects if e.verdict == v]
+        if not these:
+            continue
+        small = sum(e.within_margin for e in these) if v in ("higher", "lower") else 0
+        note = ""
+        if small:
+            margin = f"±{these[0].margin:.0%}"
+            note = f" (all {small} within {margin})" if small == len(these) else f" ({small} of them within {margin})"
+        out.append(f"{v} in {len(these)}{note}")
+    return ", ".join(out)
 
 
 def _pct(share: float) -> str:

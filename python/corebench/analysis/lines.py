@@ -55,6 +55,33 @@ def schedule_lines(experiment: Mapping[str, object], runs: list[StoredRun], poin
     return out
 
 
+# A think time (or start-up) this share of a run or more makes the run too
+# short for its load model: each user completes few requests, and the start,
+# every user's first request at once, weighs on the figures.
+SHORT_SHARE = 0.1
+
+
+def short_lines(points: list[PointStats]) -> list[str]:
+    """Runs too short for their users' think time (ANSWERS.md §7)."""
+    short: dict[str, tuple[float, float]] = {}
+    for p in points:
+        for x in p.results():
+            if x.think_s is not None and x.duration_s > 0:
+                think = sum(x.think_s) / 2
+                if think >= SHORT_SHARE * x.duration_s:
+                    short[p.label()] = (think, x.duration_s)
+    if not short:
+        return []
+    think, duration = max(short.values())
+    names = ", ".join(list(short)[:3]) + (", ..." if len(short) > 3 else "")
+    return [
+        f"Too short for the load model: at {len(short)} point(s) ({names}) the users' mean think time "
+        f"({think:g} s) is {think / duration:.0%} of a {duration:g} s run, so each user made only a few requests and "
+        f"the start, every user's first request at once, weighs on the figures. Run for {1 / SHORT_SHARE:g}× the "
+        f"mean think time or more ({think / SHORT_SHARE:g} s)."
+    ]
+
+
 def replay_lines(runs: list[StoredRun]) -> list[str]:
     """Say it when a replay's unsuccessful responses were the log's own."""
     same = sum(r.result.as_logged for r in runs if r.result is not None and not r.warmup)

@@ -71,7 +71,7 @@ class PointStats:
         if self.shared:
             why.append("generator on the target's cores")
         if self.interference_runs:
-            why.append(f"others took up to {self.interference_max:.0%} of the target's cores")
+            why.append(f"others on the target's cores (up to {self.interference_max:.0%} of their time)")
         return why
 
     def results(self) -> list[LoadResult]:

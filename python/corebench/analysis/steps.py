@@ -9,9 +9,9 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.effect import VERDICTS, Effect, effect
+from corebench.analysis.effect import Effect, counted, effect
+from corebench.analysis.family import Family
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import holm
 
 # Beyond this many matched groups a step is summarised in one line.
 DETAIL_GROUPS = 4
@@ -31,11 +31,11 @@ class Step:
         return self.hi / self.lo
 
 
-def core_steps(points: list[PointStats]) -> list[str]:
+def core_steps(points: list[PointStats], family: Family) -> list[str]:
     """Each step from one CPU level to the next, for each combination of the
     other factors: never a CPU level's best point against another's, which
-    would compare load levels. Holm's adjustment runs over every step tested
-    here (Holm 1979)."""
+    would compare load levels. Each step is the family's comparison of its
+    two points (`analysis.family`), Holm-adjusted with every other."""
     if not points or not all("cpus" in p.levels for p in points):
         return []
     groups: dict[str, dict[float, PointStats]] = {}
@@ -48,9 +48,7 @@ def core_steps(points: list[PointStats]) -> list[str]:
         levels = sorted(by_cpus)
         for lo, hi in zip(levels, levels[1:], strict=False):
             a, b = by_cpus[lo], by_cpus[hi]
-            steps.append(Step(lo, hi, a, b, at, effect(a.run_goodput_rps, b.run_goodput_rps)))
-    adjusted = iter(holm([s.gain.p_value for s in steps]))
-    steps = [Step(s.lo, s.hi, s.a, s.b, s.at, s.gain.adjusted(next(adjusted))) for s in steps]
+            steps.append(Step(lo, hi, a, b, at, family.get(a, b)))
     out = []
     pairs = list(dict.fromkeys((s.lo, s.hi) for s in steps))
     for lo, hi in pairs:
@@ -58,7 +56,7 @@ def core_steps(points: list[PointStats]) -> list[str]:
         if len(these) <= DETAIL_GROUPS:
             out += [_detail(s) for s in these]
         else:
-            out.append(_summary(these))
+            out.append(_summary(these, family))
             out += [_superlinear(s).strip() for s in these]
     for by_cpus in groups.values():
         levels = sorted(by_cpus)
@@ -81,12 +79,9 @@ def _detail(s: Step) -> str:
     return line + _superlinear(s) + _demand_step(s) + caveat([s.a, s.b])
 
 
-def _summary(steps: list[Step]) -> str:
+def _summary(steps: list[Step], family: Family) -> str:
     lo, hi = steps[0].lo, steps[0].hi
-    counts: dict[str, int] = {}
-    for s in steps:
-        counts[s.gain.verdict] = counts.get(s.gain.verdict, 0) + 1
-    said = ", ".join(f"{v} in {counts[v]}" for v in VERDICTS if v in counts)
+    said = counted([s.gain for s in steps])
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
     detect = [s.gain.detectable for s in steps if s.gain.verdict == "inconclusive"]
@@ -105,8 +100,7 @@ def _summary(steps: list[Step]) -> str:
     )
     return (
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
-        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%; ratio of means, 95% CI on the log scale, "
-        f"Welch's t, Holm-adjusted){could}.{caveat_}"
+        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%; {family.method()}){could}.{caveat_}"
     )
 
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from corebench.analysis.anova import MARGIN
-from corebench.analysis.effect import POWER, VERDICTS, Effect, effect
+from corebench.analysis.effect import POWER, Effect, counted
+from corebench.analysis.family import Family, p99_ms
 from corebench.analysis.load import at_matched_load, load_factors, split, where
 from corebench.analysis.points import FAILING_SHARE, PointStats
-from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm, mcb
+from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm
 from corebench.analysis.steps import caveat, core_steps
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
@@ -86,7 +87,9 @@ def verdicts(
     load = load if load is not None else load_factors(factors or {})
     out += _limited(ok)
     if not searched:
-        out += core_steps(ok) + _factor_effects(ok, factors or {}, load) + best_at_matched_load(ok, load, failing)
+        family = Family(ok, load)
+        out += core_steps(ok, family) + _factor_effects(ok, factors or {}, load, family)
+        out += best_at_matched_load(ok, load, failing, family)
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
         out += _costs(ok, prices or {}, slo, load)
@@ -99,7 +102,7 @@ def _limited(points: list[PointStats]) -> list[str]:
     limited = [p for p in points if p.limits()]
     if not limited:
         return []
-    reasons = sorted({why.split(" up to ")[0] for p in limited for why in p.limits()})
+    reasons = sorted({why.split(" (")[0] for p in limited for why in p.limits()})
     fix = (
         "To measure the server, give the generator cores of its own (a machine with more cores than the "
         "target's, or fewer target CPUs), or send the load from other machines (a [cluster] of load agents in "
@@ -156,43 +159,27 @@ def _steal(points: list[PointStats]) -> list[str]:
     ]
 
 
-def best_set(points: list[PointStats], higher: bool = True) -> tuple[PointStats, list[PointStats]]:
-    """The best point by mean goodput (or by mean p99 over its runs when not
-    `higher`), and every other point not shown worse than the best of the
-    rest: Hsu's multiple comparisons with the best (Hsu 1981, Ann. Statist.
-    9(5); Hsu 1996, "Multiple Comparisons", ch. 4), simultaneous at 1 − α,
-    `corebench.analysis.stats.mcb`. Points with fewer than 2 measured runs
-    cannot be tested and stay in the set (`untested` names them)."""
-    groups = [_best_values(p, higher) for p in points]
-    found = mcb(groups, higher)
-    means = [statistics.fmean(g) if g else (-math.inf if higher else math.inf) for g in groups]
-    # The observed best by the same means the comparisons use, so the best is
-    # always in its own set.
-    at = max(range(len(points)), key=means.__getitem__) if higher else min(range(len(points)), key=means.__getitem__)
-    tied = [p for i, p in enumerate(points) if i != at and found.in_set[i]]
-    return points[at], tied
-
-
-def _best_values(p: PointStats, higher: bool) -> list[float]:
-    return list(p.run_goodput_rps) if higher else [float(r.p99_us) for r in p.measured if r.p99_us is not None]
-
-
 def untested(points: list[PointStats]) -> list[PointStats]:
-    """The points `best_set` cannot test: fewer than 2 measured runs."""
+    """The points no comparison can test: fewer than 2 measured runs."""
     return [p for p in points if len(p.measured) < 2]
 
 
 def best_at_matched_load(
-    points: list[PointStats], load: set[str], failing: list[PointStats] | None = None
+    points: list[PointStats],
+    load: set[str],
+    failing: list[PointStats] | None = None,
+    family: Family | None = None,
 ) -> list[str]:
     """Configurations compared at each load level, never load levels with
-    each other: the best by goodput and by p99, with the set not shown worse,
-    and a steadier configuration where a test of spread says so."""
+    each other: the best by goodput and by p99, each other configuration
+    shown below it or not told from it by the family's comparisons, and a
+    steadier configuration where a test of spread says so."""
     if not any(k not in load for p in points for k in p.levels):
         return [
             "No configuration to compare: the factors set the load only; its effect is in the throughput and "
             "latency curves and the knee below."
         ]
+    families = {True: family or Family(points, load), False: Family(points, load, p99_ms)}
     out = []
     for at, ps in at_matched_load(points, load):
         here = where(at)
@@ -209,24 +196,97 @@ def best_at_matched_load(
         if len(untested(ps)) >= len(ps) - 1:
             out.append(_unranked(here, ps, load))
             continue
-        best, tied = best_set(ps)
-        tied = [p for p in tied if p not in untested(ps)]
-        also = f"; cannot be told from it: {', '.join(split(p, load)[1] for p in tied)}" if tied else ""
-        out.append(
-            f"{here}, best throughput: {split(best, load)[1]} at {best.goodput_rps.mean:,.0f} req/s "
-            f"({_ci(best.goodput_rps)}){also} "
-            f"(Hsu's multiple comparisons with the best, α = {ALPHA}){_untested_note(ps, load)}."
-            + caveat([best, *tied])
-        )
-        low, tied = best_set(ps, higher=False)
-        tied = [p for p in tied if p not in untested(ps)]
-        also = f"; cannot be told from it: {', '.join(split(p, load)[1] for p in tied)}" if tied else ""
-        out.append(
-            f"{here}, lowest p99: {split(low, load)[1]} at {low.p99_us.mean / 1000:.2f} ms (mean of its runs' p99)"
-            f"{also} (Hsu's multiple comparisons with the best)."
-        )
-        out += _steadier(best, ps, here, load)
+        best, line, tied = _best(ps, load, True, families[True])
+        out.append(f"{here}, best throughput: {line}{_untested_note(ps, load)}." + caveat([best, *tied]))
+        out.append(f"{here}, lowest p99: {_best(ps, load, False, families[False])[1]}.")
+        slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
+        out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load)
     return out
+
+
+def _best(
+    ps: list[PointStats], load: set[str], higher: bool, family: Family
+) -> tuple[PointStats, str, list[PointStats]]:
+    """The best configuration by mean throughput (or by the median of its
+    runs' p99, as the tables show it), what the family's comparisons say of
+    each other one against it, and those that cannot be told from it."""
+    tested = [p for p in ps if p not in untested(ps)]
+    best = max(tested, key=_goodput) if higher else min(tested, key=lambda p: p.p99_us.median)
+    what = "throughput" if higher else "p99 (ratio of the runs' means)"
+    tied, below = [], []
+    for p in tested:
+        if p is best:
+            continue
+        e = family.get(p, best)
+        ours = f"the best's {what} {_effect_said(e)} against it"
+        if e.verdict in ("higher", "lower"):
+            below.append(f"{split(p, load)[1]} {'lower' if higher else 'higher'}: {ours}")
+        else:
+            tied.append(p)
+            below.append(f"{split(p, load)[1]} cannot be told from it, {e.verdict}: {ours}")
+    line = f"{_figure(best, load, higher)}; " + "; ".join(below) + f" ({family.method()})"
+    return best, line, tied
+
+
+def _figure(p: PointStats, load: set[str], higher: bool) -> str:
+    if higher:
+        return f"{split(p, load)[1]} at {p.goodput_rps.mean:,.0f} req/s ({_ci(p.goodput_rps)})"
+    return f"{split(p, load)[1]} at {p.p99_us.median / 1000:.2f} ms (the median of its runs' p99, as in the tables)"
+
+
+def _effect_said(e: Effect) -> str:
+    """An effect in a clause: its change, interval and test, and what an
+    inconclusive one could have detected."""
+    span = f"{e.relative * 100:+.1f}% (95% CI {(e.low - 1) * 100:+.1f}% to {(e.high - 1) * 100:+.1f}%".replace("-", "−")
+    said = f"{span}; {e.test()}"
+    if e.verdict == "inconclusive":
+        said += f"; this design could detect about ±{e.detectable:.0%}"
+    return said + ")"
+
+
+# A spread of request latency this much lower (as a coefficient of
+# variation) is worth weighing against throughput.
+TRADE_OFF = 0.1
+
+
+def _request_spread(p: PointStats) -> tuple[float, float] | None:
+    """Per-request latency over the point's runs: (mean, standard deviation)
+    in µs, pooled over the runs' responses (ab's "mean ± sd")."""
+    parts = [(x.latency_us.total.count, x.latency_us.total.mean_us, x.latency_us.total.stdev_us) for x in p.results()]
+    n = sum(c for c, _, _ in parts)
+    if n < 2:
+        return None
+    mean = sum(c * m for c, m, _ in parts) / n
+    # Within-run and between-run parts of the pooled variance.
+    var = sum(c * (sd * sd + (m - mean) ** 2) for c, m, sd in parts) / n
+    return mean, math.sqrt(var)
+
+
+def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str]) -> list[str]:
+    """The fourth field report's trade-off: the fastest configuration against
+    the one whose requests' latency varies least (its coefficient of
+    variation, ab's sd over the mean), among those shown slower than it, and
+    only where that spread is at least TRADE_OFF lower. Run-to-run
+    variation of throughput is another question, named as such."""
+    spread = {id(p): s for p in [best, *slower] if (s := _request_spread(p)) is not None and s[0] > 0}
+    if id(best) not in spread or len(spread) < 2:
+        return []
+    candidates = [p for p in slower if id(p) in spread]
+    if not candidates:
+        return []
+    steady = min(candidates, key=lambda p: spread[id(p)][1] / spread[id(p)][0])
+    (mb, sb), (ms, ss) = spread[id(best)], spread[id(steady)]
+    if ss / ms >= (1 - TRADE_OFF) * sb / mb:
+        return []
+    faster = best.goodput_rps.mean / steady.goodput_rps.mean - 1
+    calmer = 1 - (ss / ms) / (sb / mb)
+    return [
+        f"{here}, speed against steadiness (per request): {split(best, load)[1]} has the best throughput, "
+        f"{faster:+.0%} over {split(steady, load)[1]}, whose requests vary least (latency {ms / 1000:.2f} ± "
+        f"{ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms, mean ± sd of every request as ab gives "
+        f"it; coefficient of variation {calmer:.0%} lower). Which to run weighs the two; the run-to-run variation "
+        f"of throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question."
+    ]
 
 
 def _unranked(here: str, ps: list[PointStats], load: set[str]) -> str:
@@ -295,7 +355,9 @@ def _steadier(fast: PointStats, ps: list[PointStats], where: str, load: set[str]
     return out
 
 
-def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], load: set[str]) -> list[str]:
+def _factor_effects(
+    points: list[PointStats], factors: dict[str, list[Any]], load: set[str], family: Family
+) -> list[str]:
     """Each level of each configuration factor (cpus and load factors aside)
     against the factor's first level, at each combination of the other
     factors (load included, so always at matched load): each comparison an
@@ -319,21 +381,12 @@ def _factor_effects(points: list[PointStats], factors: dict[str, list[Any]], loa
             pairs = [(base[k], b) for k, b in by_level[lv].items() if k in base]
             if pairs:
                 rows.append((f"{name}={lv} against {name}={levels[0]}", pairs))
-    effects = [_pair(a, b) for _, pairs in rows for a, b in pairs]
-    adjusted = iter(holm([e.p_value for e in effects]))
-    found = iter([e.adjusted(next(adjusted)) if e.tested else e for e in effects])
-    total_tests = sum(e.tested for e in effects)
-    return [_effect_row(label, [(a, b, next(found)) for a, b in pairs], total_tests) for label, pairs in rows]
+    return [_effect_row(label, [(a, b, family.get(a, b)) for a, b in pairs], family) for label, pairs in rows]
 
 
-def _pair(a: PointStats, b: PointStats) -> Effect:
-    return effect(a.run_goodput_rps, b.run_goodput_rps)
-
-
-def _effect_row(label: str, compared: list[tuple[PointStats, PointStats, Effect]], total_tests: int) -> str:
+def _effect_row(label: str, compared: list[tuple[PointStats, PointStats, Effect]], family: Family) -> str:
     es = [e for _, _, e in compared]
-    counts = {v: sum(e.verdict == v for e in es) for v in VERDICTS}
-    said = ", ".join(f"{v} in {n}" for v, n in counts.items() if n)
+    said = counted(es)
     ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
     detect = [e.detectable for e in es if e.verdict == "inconclusive"]
@@ -353,9 +406,8 @@ def _effect_row(label: str, compared: list[tuple[PointStats, PointStats, Effect]
         else ""
     )
     return (
-        f"{label}: throughput {said} of {len(es)} matched comparison{'s' if len(es) != 1 else ''} ({median}ratio "
-        f"of means, 95% CI on the log scale, Welch's t, Holm-adjusted over {total_tests}, α = {ALPHA}; "
-        f"equivalent: Schuirmann's TOST within ±{MARGIN:.0%}).{could}{caveat_}"
+        f"{label}: throughput {said} of {len(es)} matched comparison{'s' if len(es) != 1 else ''} ({median}"
+        f"{family.method()}, α = {ALPHA}; equivalent: Schuirmann's TOST within ±{MARGIN:.0%}).{could}{caveat_}"
     )
 
 

@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -216,9 +217,17 @@ def percentile_curve(p: PointStats) -> tuple[list[float], list[float]] | None:
     return [1 / (1 - q) for q in qs], ys
 
 
+def _plain_log(axis: Any) -> None:
+    """Plain numbers on a log axis: its default labels are mathtext
+    ($\\mathdefault{10^{3}}$), which an SVG with text as text shows raw."""
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def _percentile_axis(ax: Axes, right: float) -> None:
     """The 1/(1 − q) log axis labelled in percentiles, latency from zero."""
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ticks = [q for q in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999) if 1 / (1 - q) <= right]
     ax.set_xticks([1 / (1 - q) for q in ticks], [f"p{q * 100:g}" for q in ticks])
     ax.set_xlim(1, right * 1.3)
@@ -240,14 +249,20 @@ def _at(curve: list[tuple[float, float, int]], q: float) -> float:
     return next((v for quantile, v, _ in curve if quantile >= q), curve[-1][1])
 
 
-def variability(d: ReportData) -> str:
-    ps = [p for p in d.points if p.measured]
+def variability(d: ReportData) -> str | None:
+    """Run-to-run variation of each point's throughput (not the spread of
+    its requests' latency, which the latency charts show); None where no
+    point has the 2 runs a coefficient of variation needs, as capacity
+    searches have none of their own."""
+    ps = [p for p in d.points if p.measured and not p.searched]
+    if not any(p.goodput_rps.n >= 2 and not np.isnan(p.goodput_rps.cv) for p in ps):
+        return None
     fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.22 * len(ps) + 1)))
     labels = [p.label().replace(" ", ", ") for p in ps]
     ax.barh(range(len(ps)), [np.nan_to_num(p.goodput_rps.cv) * 100 for p in ps], color="#4c72b0")
     ax.set_yticks(range(len(ps)), labels, fontsize=7)
-    ax.set_xlabel("coefficient of variation of throughput (%)")
-    ax.set_title("Variability: lower is steadier")
+    ax.set_xlabel("coefficient of variation of throughput across runs (%)")
+    ax.set_title("Run-to-run variability of throughput: lower is steadier")
     return _svg(fig)
 
 
@@ -331,6 +346,7 @@ def searches(d: ReportData) -> str | None:
         ax.plot([], [], "o", color=color, label=label)
     ax.axhline(bound.limit / 1000, color="black", linestyle="--", label=bound.text)
     ax.set_yscale("log")
+    _plain_log(ax.yaxis)
     ax.set_xlim(left=0)
     ax.set_xlabel("offered rate (req/s)")
     ax.set_ylabel(f"{bound.metric} from intended send (ms, log)")
