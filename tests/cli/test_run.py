@@ -123,6 +123,33 @@ def _servers() -> set[int]:
     return {int(line.split()[0]) for line in ps.splitlines() if "corebench serve" in line}
 
 
+def test_a_second_session_runs_everything_again_and_is_compared(tmp_path):
+    plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
+    plan.write_text(PLAN.replace("concurrency = [1, 2, 4]", "concurrency = [1, 4]"))
+    for extra in ([], ["--session"]):
+        p = run_cli("run", str(plan), "--store", str(store), "-q", "-t", "0.5s", *extra, timeout=120)
+        assert p.returncode == 0, p.stderr
+    db = sqlite3.connect(store)
+    rows = db.execute("SELECT experiment_id, session, seq, round, repetition, warmup FROM runs ORDER BY id").fetchall()
+    db.close()
+    assert {e for e, *_ in rows} == {1}, "the same experiment"
+    first = [r for r in rows if r[1] == 1]
+    second = [r for r in rows if r[1] == 2]
+    assert len(first) == len(second) == 6
+    assert min(r[2] for r in second) > max(r[2] for r in first), "seq goes on"
+    assert min(r[3] for r in second) == 3, "rounds go on"
+    assert sorted(r[4] for r in second if not r[5]) == [3, 3, 4, 4], "repetitions go on per point"
+    p = run_cli("report", str(store), "--format", "md")
+    assert p.returncode == 0, p.stderr
+    assert "Sessions: this store holds 2 sessions" in p.stdout
+    p = run_cli("run", str(plan), "--store", str(store), "--session", "--resume")
+    assert p.returncode == 2 and "--resume and --session: give one" in p.stderr
+    p = run_cli("run", str(plan), "--store", str(store), "--session", "-t", "1s")
+    assert p.returncode == 2 and "--session: experiment 1 in" in p.stderr and "-t 1s" not in p.stderr
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "new.sqlite"), "--session", "-r", "auto")
+    assert p.returncode == 2 and '--session with repetitions = "auto"' in p.stderr
+
+
 def test_resume_without_an_experiment_is_an_error(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)

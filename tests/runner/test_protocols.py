@@ -80,3 +80,45 @@ keep_alive = true
         result = as_json(r.result)
         assert result["url"].startswith("https://") and result["failed"] == 0, result["error_samples"]
         assert result["http_version"] == r.point["http"]
+
+
+def test_each_protocol_gets_its_own_generator_ceiling(tmp_path):
+    """A ceiling measured over HTTP/1.1 with keep-alive does not hold for
+    HTTP/2 nor for a connection per request: each is calibrated apart, and
+    a run is held against its own protocol's ceiling."""
+    ran = run_plan(
+        tmp_path,
+        """
+[experiment]
+repetitions = 1
+duration = "0.3s"
+
+[factors]
+http = ["1.1", "2"]
+
+[target]
+builtin = { model = "async", workers = 1 }
+
+[load]
+path = "/static/2k"
+http = "{http}"
+concurrency = 4
+keep_alive = true
+""",
+    )
+    from corebench.store import Store
+
+    store = Store(ran.store, read_only=True)
+    try:
+        exp = store.experiment(1)
+    finally:
+        store.close()
+    assert exp is not None and exp.calibration is not None
+    assert sorted((c.http, c.keep_alive) for c in exp.calibration) == [("1.1", True), ("2", True)]
+    assert all(c.error is None and c.ceiling_rps > 0 for c in exp.calibration)
+    for r in ran.runs:
+        assert r.layout is not None
+        mine = next(c for c in exp.calibration if c.http == r.point["http"])
+        assert r.layout.generator_ceiling_rps == round(mine.ceiling_rps), "held against its own protocol's ceiling"
+    said = [v for v in load(ran.store).verdicts if v.startswith("Generator ceiling for HTTP/")]
+    assert len(said) == 2 and any(v.startswith("Generator ceiling for HTTP/2, keep-alive: ") for v in said)

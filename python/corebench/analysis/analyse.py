@@ -21,7 +21,7 @@ from corebench.analysis.findings import Findings, Knee, ScalingFit
 from corebench.analysis.gates import judge
 from corebench.analysis.gates import lines as gate_lines
 from corebench.analysis.knee import kneedle, saturation
-from corebench.analysis.lines import generator_lines, replay_lines, schedule_lines, short_lines
+from corebench.analysis.lines import generator_lines, replay_lines, schedule_lines
 from corebench.analysis.load import load_factors
 from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.processes import processes
@@ -76,7 +76,7 @@ def analyse(
     found.thresholds = judge([parse_threshold(f"{k}{v}") for k, v in thresholds.items()], points)
     found.add("threshold", *gate_lines(found.thresholds))
     _capacity(found, traffic_rps)
-    found.add("schedule", *schedule_lines(_table(settings.get("experiment")), runs, points), *short_lines(points))
+    found.add("schedule", *schedule_lines(_table(settings.get("experiment")), runs, points))
     found.add("generator", *generator_lines(experiment, points))
     found.add("replay", *replay_lines(runs))
     found.baseline = baseline_rows(experiment.baseline)

@@ -50,6 +50,17 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
         return Diagnosis(
             "generator-limited", f"Little's law fails (X·R/N = {p.little:.2f}): time went outside the requests"
         )
+    if p.think_s and p.clients and p.response_s is not None:
+        # The interactive response time law (Denning & Buzen 1978): N users
+        # pausing Z s between requests offer at most N / (Z + R) per second.
+        offered = p.clients / (p.think_s + p.response_s)
+        used = f"; target used {p.target_cpu:.2f} cores" if p.target_cpu is not None else ""
+        return Diagnosis(
+            "load-limited",
+            f"{p.clients} users thinking {p.think_s:g} s on average between requests offer at most "
+            f"N/(Z+R) = {offered:,.1f} req/s in a steady state (the interactive response time law){used}: the "
+            "load, not the server, set the rate",
+        )
     if p.target_cpu is None:
         return Diagnosis("unknown", "no target CPU figures (a server corebench did not start)")
     allowed = f"{cpus:g} CPUs it was given" if cpus else f"all {host_cpus} of this machine's CPUs"

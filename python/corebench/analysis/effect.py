@@ -22,12 +22,21 @@ Lye 2010, "A geometric comparison of the delta and Fieller confidence
 intervals", Am. Stat. 64(3)): log(B̄/Ā) has squared standard error
 s_A²/(n_A·Ā²) + s_B²/(n_B·B̄²), with Welch–Satterthwaite degrees of freedom
 over those two parts (Welch 1947). The test, the interval, the equivalence
-and the power all come from that one statistic, so they cannot disagree."""
+and the power all come from that one statistic, so they cannot disagree.
+
+Where comparisons are made together (`analysis.family`), each is held to
+α divided by their number (Bonferroni; e.g. Miller 1981, "Simultaneous
+Statistical Inference"): its interval is then a simultaneous 95% one, and
+its test, its TOST and its detectable change are at that level too, so a
+printed interval that excludes no change is always called higher or
+lower. Holm's step-down test rejects a little more, but gives no interval
+to print beside its verdict."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 from scipy import optimize
@@ -44,34 +53,89 @@ VERDICTS = ("higher", "lower", "equivalent", "inconclusive", "not tested")
 
 @dataclass(frozen=True)
 class Effect:
-    """B against A."""
+    """B against A: the ratio of the means on the log scale, its standard
+    error and degrees of freedom; everything else derives from them at the
+    level the comparison is held to (α over the family's size)."""
 
     n_a: int
     n_b: int
     mean_a: float
     mean_b: float
-    ratio: float  # mean B / mean A; NaN when not tested
-    low: float  # 95% interval of the ratio (NaN when not tested)
-    high: float
-    p_value: float  # two-sided, of no change
-    detectable: float  # smallest change (a share, up) detectable at POWER and α; NaN untested
-    eq_low: float  # the (1 − 2α) interval TOST tests against the margin
-    eq_high: float
+    se: float  # of log(mean B / mean A); NaN when not tested
+    df: float
     margin: float = MARGIN
-    # Holm-adjusted p-value where this effect is one of a family of tests.
-    adjusted_p: float | None = None
+    # The comparisons made together with this one: each is held to α/family
+    # (Bonferroni), its interval, test, equivalence and power alike.
+    family: int = 1
 
     @property
     def tested(self) -> bool:
-        return not math.isnan(self.p_value)
+        return not math.isnan(self.se)
+
+    @property
+    def ratio(self) -> float:
+        return self.mean_b / self.mean_a if self.tested else math.nan
+
+    @property
+    def relative(self) -> float:
+        return self.ratio - 1
+
+    @property
+    def alpha(self) -> float:
+        return ALPHA / self.family
+
+    @property
+    def _diff(self) -> float:
+        return math.log(self.ratio)
+
+    @property
+    def p_value(self) -> float:
+        """Two-sided, of no change, before the family's adjustment."""
+        if not self.tested:
+            return math.nan
+        if self.se == 0:
+            return float(self.ratio == 1)
+        return float(2 * st.t.sf(abs(self._diff) / self.se, self.df))
 
     @property
     def p(self) -> float:
-        return self.p_value if self.adjusted_p is None else self.adjusted_p
+        """Bonferroni-adjusted over the family."""
+        return min(1.0, self.p_value * self.family)
+
+    def _bounds(self, alpha: float) -> tuple[float, float]:
+        if not self.tested:
+            return math.nan, math.nan
+        t = float(st.t.ppf(1 - alpha, self.df)) if self.se > 0 else 0.0
+        return math.exp(self._diff - t * self.se), math.exp(self._diff + t * self.se)
+
+    @property
+    def low(self) -> float:
+        return self._bounds(self.alpha / 2)[0]
+
+    @property
+    def high(self) -> float:
+        return self._bounds(self.alpha / 2)[1]
+
+    @property
+    def eq_low(self) -> float:
+        """The (1 − 2α) interval TOST tests against the margin."""
+        return self._bounds(self.alpha)[0]
+
+    @property
+    def eq_high(self) -> float:
+        return self._bounds(self.alpha)[1]
+
+    @cached_property
+    def detectable(self) -> float:
+        """The smallest change (a share, up) detectable with POWER at the
+        family's level; NaN untested."""
+        if not self.tested:
+            return math.nan
+        return math.expm1(detectable_shift(self.se, self.df, self.alpha)) if self.se > 0 else 0.0
 
     @property
     def significant(self) -> bool:
-        return self.tested and self.p < ALPHA
+        return self.tested and self.p_value < self.alpha
 
     @property
     def within_margin(self) -> bool:
@@ -85,10 +149,6 @@ class Effect:
         return self.within_margin and not self.significant
 
     @property
-    def relative(self) -> float:
-        return self.ratio - 1
-
-    @property
     def verdict(self) -> str:
         """higher, lower, equivalent, inconclusive, or not tested."""
         if not self.tested:
@@ -97,21 +157,23 @@ class Effect:
             return "higher" if self.ratio > 1 else "lower"
         return "equivalent" if self.equivalent else "inconclusive"
 
-    def adjusted(self, p: float) -> Effect:
-        return replace(self, adjusted_p=p)
+    def in_family(self, size: int) -> Effect:
+        """This comparison as one of `size` made together."""
+        return replace(self, family=max(1, size))
 
     def interval(self) -> str:
-        return f"95% CI {_pct(self.low - 1)} to {_pct(self.high - 1)}"
+        held = f", simultaneous over {self.family} (Bonferroni)" if self.family > 1 else ""
+        return f"95% CI{held} {bound(self.low - 1)} to {bound(self.high - 1)}"
 
     def test(self) -> str:
-        if self.adjusted_p is None:
+        if self.family == 1:
             return f"p = {self.p_value:.2g}"
-        return f"p = {self.p_value:.2g}, Holm-adjusted {self.adjusted_p:.2g}"
+        return f"p = {self.p_value:.2g}, adjusted {self.p:.2g}"
 
     def could_detect(self) -> str:
         return (
-            f"this design ({self.n_a} and {self.n_b} runs) could detect a change of about ±{self.detectable:.0%} "
-            f"with {POWER:.0%} power at the observed run-to-run variance"
+            f"this design ({self.n_a} and {self.n_b} runs) could detect a change of "
+            f"{change_size(self.detectable)} with {POWER:.0%} power at the observed run-to-run variance"
         )
 
     def words(self, what: str = "throughput") -> str:
@@ -128,7 +190,8 @@ class Effect:
         if v == "equivalent":
             return (
                 f"{what} equivalent within ±{self.margin:.0%}: {_pct(self.relative)} "
-                f"(90% CI {_pct(self.eq_low - 1)} to {_pct(self.eq_high - 1)}, inside the margin; Schuirmann's TOST)"
+                f"({(1 - 2 * self.alpha) * 100:.3g}% CI {_pct(self.eq_low - 1)} to {_pct(self.eq_high - 1)}, inside "
+                "the margin; Schuirmann's TOST)"
             )
         return f"{what} inconclusive: {change}; {self.could_detect()}"
 
@@ -136,6 +199,22 @@ class Effect:
         if self.n_a < 2 or self.n_b < 2:
             return f"{self.n_a} and {self.n_b} measured runs: a test needs 2 or more a side"
         return "a mean of 0"
+
+
+def change_size(share: float) -> str:
+    """A detectable change: "about ±12%" below a doubling, "a factor of 3.4"
+    beyond (a ratio cannot fall by more than 100%), and no finer than "more
+    than a factor of 10" past that, where the design says nothing useful."""
+    if share < 1:
+        return f"about ±{share:.0%}"
+    if share < 9:
+        return f"about a factor of {1 + share:.1f} either way"
+    return "only more than a factor of 10 either way"
+
+
+def bound(share: float) -> str:
+    """An interval's end: "+45.2%", or "×3.2" past a doubling."""
+    return _pct(share) if share < 1 else f"×{1 + share:.3g}"
 
 
 def counted(effects: list[Effect]) -> str:
@@ -167,35 +246,14 @@ def effect(a: list[float], b: list[float], margin: float = MARGIN) -> Effect:
     na, nb = len(xa), len(xb)
     ma = float(xa.mean()) if na else math.nan
     mb = float(xb.mean()) if nb else math.nan
-    nan = math.nan
     if na < 2 or nb < 2 or not (ma > 0 and mb > 0):
-        return Effect(na, nb, ma, mb, nan, nan, nan, nan, nan, nan, nan, margin)
-    diff = math.log(mb / ma)
+        return Effect(na, nb, ma, mb, math.nan, math.nan, margin)
     ga = float(xa.var(ddof=1)) / na / ma**2
     gb = float(xb.var(ddof=1)) / nb / mb**2
     se = math.sqrt(ga + gb)
-    ratio = mb / ma
-    if se == 0:
-        # Runs without spread: the ratio is known exactly.
-        return Effect(na, nb, ma, mb, ratio, ratio, ratio, float(ratio == 1), 0.0, ratio, ratio, margin)
-    df = (ga + gb) ** 2 / (ga**2 / (na - 1) + gb**2 / (nb - 1))
-    t2 = float(st.t.ppf(1 - ALPHA / 2, df))
-    t1 = float(st.t.ppf(1 - ALPHA, df))
-    p = float(2 * st.t.sf(abs(diff) / se, df))
-    return Effect(
-        na,
-        nb,
-        ma,
-        mb,
-        ratio,
-        math.exp(diff - t2 * se),
-        math.exp(diff + t2 * se),
-        p,
-        math.expm1(detectable_shift(se, df)),
-        math.exp(diff - t1 * se),
-        math.exp(diff + t1 * se),
-        margin,
-    )
+    # Runs without spread: the ratio is known exactly (df is moot).
+    df = (ga + gb) ** 2 / (ga**2 / (na - 1) + gb**2 / (nb - 1)) if se > 0 else math.inf
+    return Effect(na, nb, ma, mb, se, df, margin)
 
 
 def power(shift: float, se: float, df: float, alpha: float = ALPHA) -> float:

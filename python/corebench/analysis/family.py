@@ -5,10 +5,10 @@ The CPU steps, the factor effects and the best at each load level all ask
 about pairs of configurations at the same load. Asked with different
 methods or in different families, the same pair could be called "lower" in
 one line and "cannot be told from the best" in the next (ANSWERS.md §6).
-So each such pair is an `Effect` here, and Holm's step-down adjustment
-(Holm 1979) runs once over all of them: every line that names a pair says
-what this family says of it, and the chance of any false "higher" or
-"lower" among all the verdicts' comparisons stays at α.
+So each such pair is an `Effect` here, held to α over the number of pairs
+(Bonferroni, with simultaneous intervals: `analysis.effect`): every line
+that names a pair says what this family says of it, and the chance of any
+false "higher" or "lower" among all the verdicts' comparisons stays at α.
 
 Hsu's multiple comparisons with the best (`stats.mcb`) pools the variance
 of every configuration; runs whose generator shared the target's cores
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from corebench.analysis.effect import Effect, effect
+from corebench.analysis.anova import MARGIN
+from corebench.analysis.effect import POWER, Effect, effect
 from corebench.analysis.load import at_matched_load
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import holm
+from corebench.analysis.stats import ALPHA
 
 Values = Callable[[PointStats], list[float]]
 
@@ -44,23 +45,16 @@ class Family:
         pairs: list[tuple[PointStats, PointStats]] = []
         for _, ps in at_matched_load(points, load):
             pairs += [(a, b) for i, a in enumerate(ps) for b in ps[i + 1 :]]
-        found = [effect(values(a), values(b)) for a, b in pairs]
-        adjusted = holm([e.p_value for e in found])
-        self._p = {_key(a, b): q for (a, b), q in zip(pairs, adjusted, strict=True)}
-        self.size = sum(e.tested for e in found)
+        self.size = sum(effect(values(a), values(b)).tested for a, b in pairs)
 
     def get(self, a: PointStats, b: PointStats) -> Effect:
-        """B against A, with its adjusted p-value where tested."""
-        e = effect(self.values(a), self.values(b))
-        q = self._p.get(_key(a, b))
-        return e.adjusted(q) if e.tested and q is not None else e
+        """B against A, held to the family's level."""
+        return effect(self.values(a), self.values(b)).in_family(self.size)
 
     def method(self) -> str:
         return (
-            f"ratio of means, 95% CI on the log scale, Welch's t, Holm-adjusted over all {self.size} comparisons "
-            "of configurations at matched load"
+            f"each pair of configurations at matched load: the ratio of means with its 95% interval on the log "
+            f"scale, Welch's t; all {self.size} held to α = {ALPHA}/{self.size} (Bonferroni), so the intervals are "
+            f"simultaneous; equivalent: Schuirmann's TOST within ±{MARGIN:.0%}; inconclusive: with the smallest "
+            f"change {POWER:.0%} power would detect at that level"
         )
-
-
-def _key(a: PointStats, b: PointStats) -> frozenset[int]:
-    return frozenset((id(a), id(b)))

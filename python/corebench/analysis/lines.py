@@ -128,36 +128,38 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
 
 
 def _above_ceiling(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
-    """Runs faster than the generator's calibrated ceiling: a ceiling holds
-    for the load it was measured with (HTTP/1.1 with keep-alive, the built-in
-    server's page), so a run above it says the calibration did not fit this
-    load, not that the server beat the generator."""
+    """Runs faster than the generator's calibrated ceiling for their
+    protocol: a ceiling holds for the load it was measured with (the
+    built-in server's 64-byte page), so a run above it says the calibration
+    did not fit this load, not that the server beat the generator."""
     above = []
     for p in points:
         for r in p.measured:
+            x = r.result
             c = next(
                 (
                     c
                     for c in exp.calibration or []
                     if r.layout is not None
-                    and c.target_cpus == r.layout.target_cpus
-                    and c.generator_cpus == r.layout.generator_cpus
+                    and x is not None
+                    and (c.target_cpus, c.generator_cpus) == (r.layout.target_cpus, r.layout.generator_cpus)
+                    and (c.http, c.keep_alive) == (x.http_version, x.keep_alive)
                     and not c.error
                     and c.ceiling_rps > 0
                 ),
                 None,
             )
-            if c is not None and r.result is not None and r.result.goodput_rps > c.ceiling_rps:
-                above.append(r.result.goodput_rps / c.ceiling_rps)
+            if c is not None and x is not None and x.goodput_rps > c.ceiling_rps:
+                above.append(x.goodput_rps / c.ceiling_rps)
     if not above:
         return []
     protocols = sorted({_protocol(x) for p in points for x in p.results()})
     return [
         f"Calibration error: {len(above)} measured run(s) went faster than the generator's calibrated ceiling (up "
-        f"to {max(above):.0%} of it). The ceiling was measured with HTTP/1.1 keep-alive requests for the built-in "
-        f"server's page; these runs' load ({', '.join(protocols)}, their pages and load model) costs the generator "
-        "less per request, so the ceiling does not hold for them, and their marks against it (lower bounds, the "
-        "points near it) are unreliable either way."
+        f"to {max(above):.0%} of it). The ceiling was measured with the same protocol against the built-in "
+        f"server's 64-byte page; these runs' load ({', '.join(protocols)}, their pages and load model) costs the "
+        "generator less per request, so the ceiling does not hold for them, and their marks against it (lower "
+        "bounds, the points near it) are unreliable either way."
     ]
 
 

@@ -52,6 +52,8 @@ class PointStats:
     interference_max: float = 0.0
     # The share of every core of the machine busy (iowait idle), mean over runs.
     machine_busy: float | None = None
+    # Users' mean think time between requests (s), where the load model has it.
+    think_s: float | None = None
 
     @property
     def failing(self) -> bool:
@@ -107,6 +109,9 @@ def _point(rs: list[StoredRun]) -> PointStats:
     if searched:
         demand, monitors = [], []
     closed = [x for x in results if x.model == "closed"]
+    # Users (a closed loop with think time) have their clients too; Little's
+    # X·R/N is for a loop without pauses.
+    looped = [x for x in results if x.model in ("closed", "users")]
     little = None
     if closed:
         little = _mean(
@@ -132,8 +137,8 @@ def _point(rs: list[StoredRun]) -> PointStats:
         shared=any(r.shared for r in measured),
         run_goodput_rps=rps,
         demand_ms=demand,
-        clients=closed[0].concurrency if closed else None,
-        response_s=_mean([x.latency_us.total.mean_us / 1e6 for x in closed]),
+        clients=looped[0].concurrency if looped else None,
+        response_s=_mean([x.latency_us.total.mean_us / 1e6 for x in looped]),
         searched=searched,
         steal_runs=sum(m.steal_notable for m in all_monitors),
         steal_max_s=max((m.steal_s for m in all_monitors), default=0.0),
@@ -141,6 +146,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
         interference_runs=sum(x >= NOTABLE_SHARE for x in others),
         interference_max=max(others, default=0.0),
         machine_busy=_mean([sum(c.busy for c in m.cores) / len(m.cores) for m in all_monitors if m.cores]),
+        think_s=_mean([sum(x.think_s) / 2 for x in results if x.think_s is not None]),
     )
 
 

@@ -9,7 +9,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.effect import Effect, counted, effect
+from corebench.analysis.effect import Effect, change_size, counted, effect
+from corebench.analysis.factor_effects import combined
 from corebench.analysis.family import Family
 from corebench.analysis.points import PointStats
 
@@ -35,7 +36,7 @@ def core_steps(points: list[PointStats], family: Family) -> list[str]:
     """Each step from one CPU level to the next, for each combination of the
     other factors: never a CPU level's best point against another's, which
     would compare load levels. Each step is the family's comparison of its
-    two points (`analysis.family`), Holm-adjusted with every other."""
+    two points (`analysis.family`), held to the family's level."""
     if not points or not all("cpus" in p.levels for p in points):
         return []
     groups: dict[str, dict[float, PointStats]] = {}
@@ -56,7 +57,7 @@ def core_steps(points: list[PointStats], family: Family) -> list[str]:
         if len(these) <= DETAIL_GROUPS:
             out += [_detail(s) for s in these]
         else:
-            out.append(_summary(these, family))
+            out.append(_summary(these))
             out += [_superlinear(s).strip() for s in these]
     for by_cpus in groups.values():
         levels = sorted(by_cpus)
@@ -79,15 +80,16 @@ def _detail(s: Step) -> str:
     return line + _superlinear(s) + _demand_step(s) + caveat([s.a, s.b])
 
 
-def _summary(steps: list[Step], family: Family) -> str:
+def _summary(steps: list[Step]) -> str:
     lo, hi = steps[0].lo, steps[0].hi
     said = counted([s.gain for s in steps])
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
+    together = combined([s.gain for s in steps])
     detect = [s.gain.detectable for s in steps if s.gain.verdict == "inconclusive"]
     could = (
-        f"; where inconclusive, this design could detect changes of about ±{statistics.median(detect):.0%} "
-        "(median, 80% power at the observed variance)"
+        f"; where inconclusive, this design could detect changes of {change_size(statistics.median(detect))} "
+        "(median, 80% power at the family's level)"
         if detect
         else ""
     )
@@ -100,7 +102,7 @@ def _summary(steps: list[Step], family: Family) -> str:
     )
     return (
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
-        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%; {family.method()}){could}.{caveat_}"
+        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){together}{could}.{caveat_}"
     )
 
 
@@ -192,10 +194,12 @@ def _at(p: PointStats) -> str:
     return f" ({rest})" if rest else ""
 
 
-def caveat(points: list[PointStats]) -> str:
+def caveat(points: list[PointStats], latency: bool = False) -> str:
     """The caveat a verdict carries when a point it names measured the
-    generator or the machine at least in part (ANSWERS.md §3)."""
+    generator or the machine at least in part (ANSWERS.md §3): its
+    throughput is a lower bound of the server's, its latency an upper one."""
     said = [f"{p.label()}: {', '.join(p.limits())}" for p in points if p.limits()]
     if not said:
         return ""
-    return f" Caveat, a lower bound of the server: {'; '.join(said)}."
+    bound = "an upper bound of the server's latency" if latency else "a lower bound of the server"
+    return f" Caveat, {bound}: {'; '.join(said)}."

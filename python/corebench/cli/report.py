@@ -114,7 +114,7 @@ def compare(
         None, "--svg", help="Also write the compared points' latency distributions, A and B overlaid, to FILE (SVG)."
     ),
 ) -> None:
-    """A benchstat-like table: each point's throughput and p99, B against A, with Holm-adjusted p-values."""
+    """A benchstat-like table: each point's throughput and p99, B against A, held to α over the tests (Bonferroni)."""
     from corebench.report.compare import compare_points, compare_stores
 
     margin = _margin(fail_if_slower)
@@ -138,7 +138,7 @@ def compare(
         slower = table.slower(margin)
         for r in slower:
             change = r.c.relative * 100 if r.c else math.nan
-            print(f"slower: {r.label}: {change:+.1f}% (Holm-adjusted p = {r.c.p if r.c else math.nan:.3g})")
+            print(f"slower: {r.label}: {change:+.1f}% (Bonferroni-adjusted p = {r.c.p if r.c else math.nan:.3g})")
         verdict = f"{len(slower)} point(s) significantly slower by more than {margin:.0%}" if slower else "no point"
         print(f"gate --fail-if-slower {fail_if_slower}: {verdict}" + ("" if slower else " failed it"))
         if slower:

@@ -15,11 +15,18 @@ from corebench.errors import UsageError
 
 if TYPE_CHECKING:
     from corebench.plan import ExperimentPlan
+    from corebench.runner.experiment import Again
     from corebench.store import Store
 
 STORE = typer.Option(None, "--store", help="SQLite store (default: PLAN's name with .sqlite, in the current folder).")
 RESUME = typer.Option(
     False, "--resume", help="Continue the latest experiment of this exact plan in the store: run only what is missing."
+)
+SESSION = typer.Option(
+    False,
+    "--session",
+    help="Run every run of the plan again as a new session of its latest experiment in the store: the report "
+    "then says whether each effect replicated across sessions.",
 )
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the runs in their order and exit.")
 QUIET = typer.Option(False, "--quiet", "-q", help="No live progress line.")
@@ -34,7 +41,7 @@ def _open_store(path: Path) -> Store:
         raise UsageError(f"--store {e}") from None
 
 
-def _execute(exp: ExperimentPlan, store_path: Path, resume: bool, dry_run: bool, quiet: bool) -> None:
+def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool, quiet: bool) -> None:
     from corebench import runner
     from corebench.runner import preflight
 
@@ -57,7 +64,7 @@ def _execute(exp: ExperimentPlan, store_path: Path, resume: bool, dry_run: bool,
         return
     store = _open_store(store_path)
     try:
-        out = runner.run_experiment(checked, store, resume=resume, quiet=quiet)
+        out = runner.run_experiment(checked, store, again=again, quiet=quiet)
     finally:
         store.close()
     stored = out.ok + out.failed
@@ -69,12 +76,12 @@ def _execute(exp: ExperimentPlan, store_path: Path, resume: bool, dry_run: bool,
         f"({out.starts} target starts, {out.starts_s:.1f} s)"
     )
     if out.interrupted:
-        again = (
+        go_on = (
             f"corebench run {exp.path} --store {store_path} --resume"
             if exp.path.exists()
             else "the same command, into a new store"
         )
-        print(f"corebench: interrupted; the run in progress was discarded. Continue with: {again}")
+        print(f"corebench: interrupted; the run in progress was discarded. Continue with: {go_on}")
         raise typer.Exit(130)
     gate_failed = _gates(exp, store_path, out.experiment_id)
     if out.failed:
@@ -100,6 +107,7 @@ def run(
     plan: Path = typer.Argument(..., help="The experiment's plan (TOML)."),
     store: Path | None = STORE,
     resume: bool = RESUME,
+    session: bool = SESSION,
     dry_run: bool = DRY_RUN,
     seed: int | None = typer.Option(None, "--seed", help="Seed of the run order (overrides the plan's)."),
     duration: str | None = typer.Option(
@@ -121,15 +129,22 @@ def run(
             raise UsageError(f"-r {repetitions!r}: give a number of measured runs per point, or auto") from None
     overrides = {k: v for k, v in (("seed", seed), ("duration", duration), ("repetitions", reps)) if v is not None}
     store_path = store or Path(plan.stem + ".sqlite")
-    if resume:
-        overrides = _resumed_overrides(plan, store_path, overrides)
+    if resume and session:
+        raise UsageError("--resume and --session: give one (--resume runs what is missing, --session every run again)")
+    if resume or session:
+        overrides = _resumed_overrides(plan, store_path, overrides, "--session" if session else "--resume")
     exp = load_plan(plan, overrides)
-    _execute(exp, store_path, resume, dry_run, quiet)
+    if session and exp.plan.experiment.repetitions == "auto":
+        raise UsageError(
+            '--session with repetitions = "auto": a session repeats a fixed schedule; give -r N (or resume with '
+            "--resume)"
+        )
+    _execute(exp, store_path, "session" if session else "resume" if resume else "new", dry_run, quiet)
 
 
-def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any]) -> dict[str, Any]:
-    """--resume goes on with the overrides the experiment was started with;
-    other ones would make it another experiment."""
+def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any], flag: str) -> dict[str, Any]:
+    """--resume and --session go on with the overrides the experiment was
+    started with; other ones would make it another experiment."""
     try:
         text = plan.read_text()
     except (OSError, UnicodeDecodeError):
@@ -149,8 +164,8 @@ def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any]) -> d
     if given and given != stored:
         was = " ".join(f"--{k} {v}" for k, v in stored.items()) or "no overrides"
         raise UsageError(
-            f"--resume: experiment {exp.id} in {store_path} was started with {was}; resume it with the same "
-            "options or none (they are stored with it), or start a new experiment without --resume"
+            f"{flag}: experiment {exp.id} in {store_path} was started with {was}; give the same options or none "
+            f"(they are stored with it), or start a new experiment without {flag}"
         )
     return dict(stored)
 
@@ -197,7 +212,7 @@ def sweep(
     text = tomli_w.dumps(table)
     exp = build(Path("sweep.toml"), text, table, {})
     store_path = store or Path("sweep.sqlite")
-    _execute(exp, store_path, False, dry_run, quiet)
+    _execute(exp, store_path, "new", dry_run, quiet)
     if not dry_run:
         _table(store_path)
 

@@ -2,9 +2,10 @@
 the test's p-value). Each delta is an `analysis.effect.Effect`: a change
 (significant), "≈" (equivalent within the margin, Schuirmann's TOST), or
 "~" with the smallest change the runs could have detected (inconclusive).
-The p-values are Holm-adjusted over every test in the table (Holm 1979), so
-a long table does not find a difference by chance; a regression gate asks
-for both a significant and a large enough slowdown. `Table.svg` overlays the
+Every test in the table is held to α over their number (Bonferroni, with
+simultaneous intervals, as the report's comparisons), so a long table does
+not find a difference by chance; a regression gate asks for both a
+significant and a large enough slowdown. `Table.svg` overlays the
 compared points' latency distributions, A against B, in one chart."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 
 from corebench.analysis.effect import Effect, effect
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import holm
 from corebench.errors import UsageError
 
 
@@ -92,15 +92,15 @@ def _p99_ms(p: PointStats) -> list[float]:
 
 def _adjust(rows: list[Row]) -> list[Row]:
     tested = [r for r in rows if r.c is not None and r.c.tested]
-    for r, q in zip(tested, holm([r.c.p_value for r in tested if r.c is not None]), strict=True):
+    for r in tested:
         assert r.c is not None
-        r.c = r.c.adjusted(q)
+        r.c = r.c.in_family(len(tested))
     return rows
 
 
 _HEAD = (
-    f"{'point':<40} {'':<7} {'A':>12} {'B':>12}  delta (ratio of means, Welch's t on the log scale, Holm-adjusted p; "
-    "≈ = equivalent, TOST; ~ = inconclusive, with the change 80% power would see)"
+    f"{'point':<40} {'':<7} {'A':>12} {'B':>12}  delta (ratio of means, Welch's t on the log scale, "
+    "Bonferroni-adjusted p; ≈ = equivalent, TOST; ~ = inconclusive, with the change 80% power would see)"
 )
 
 

@@ -7,7 +7,11 @@ generator, on its own cores, loads it in a closed loop with the plan's
 largest connection count for CALIBRATION_S. The rate reached, divided by the
 share of its cores the generator used, is its ceiling there: what it would
 reach with every core busy, at that CPU cost per request (the generator's
-cost per request is what bench/generator-cost measures against wrk). A run
+cost per request is what bench/generator-cost measures against wrk). A
+ceiling holds for the load it was measured with, so each protocol and
+connection use of the plan (HTTP version, keep-alive or a connection per
+request) gets its own: a new connection per request costs the generator
+several times what a kept one does, HTTP/2's streams less. A run
 at or above NEAR_CEILING of it, on a generator that was CPU-bound, or on a
 generator sharing the target's cores, shows the generator's limit as much as
 the server's: it is stored and reported as a lower bound."""
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from corebench import engine
@@ -34,17 +39,33 @@ DEFAULT_CONNECTIONS = 64
 
 
 def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[Ceiling]:
-    """One ceiling per distinct layout of the plan's points."""
+    """One ceiling per distinct layout and protocol of the plan's points."""
     connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
     threads = max((p.load.threads or 0 for p in exp.points), default=0) or None
-    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[float | None, dict[str, float]]] = {}
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...], bool, str], tuple[float | None, dict[str, float]]] = {}
     for p in exp.points:
         cpus = p.target.cpus if p.target.url is None else None
         # Services with cores of their own leave the generator fewer.
         own = {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None}
         target, generator = _layout_cpus(control, cpus, own)
-        seen.setdefault((tuple(target), tuple(generator)), (cpus, own))
-    return [_measure(control, cpus, own, connections, threads, work_dir) for cpus, own in seen.values()]
+        seen.setdefault((tuple(target), tuple(generator), *protocol(p.load)), (cpus, own))
+    return [
+        _measure(control, cpus, own, Calibration(connections, threads, keep_alive, http), work_dir)
+        for (_, _, keep_alive, http), (cpus, own) in seen.items()
+    ]
+
+
+def protocol(load: LoadSettings) -> tuple[bool, str]:
+    """(keep-alive, HTTP version) of a load, as the calibration varies them."""
+    return load.keep_alive is not False, load.http or "1.1"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    connections: int
+    threads: int | None
+    keep_alive: bool
+    http: str
 
 
 def _layout_cpus(control: CpuControl, cpus: float | None, own: dict[str, float]) -> tuple[list[int], list[int]]:
@@ -52,14 +73,12 @@ def _layout_cpus(control: CpuControl, cpus: float | None, own: dict[str, float])
     return target, generator
 
 
-def _measure(
-    control: CpuControl, cpus: float | None, own: dict[str, float], connections: int, threads: int | None, work: Path
-) -> Ceiling:
+def _measure(control: CpuControl, cpus: float | None, own: dict[str, float], how: Calibration, work: Path) -> Ceiling:
     try:
         layout = control.layout(cpus, own)
     except (OSError, RuntimeError, ValueError) as e:
         target, generator = _layout_cpus(control, cpus, own)
-        return _failed(target, generator, generator == control.online, connections, str(e))
+        return _failed(target, generator, generator == control.online, how, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)
     started = None
@@ -70,15 +89,16 @@ def _measure(
             os.sched_setaffinity(0, layout.generator_cpus)
         settings = LoadSettings(
             url=started.base_url.rstrip("/") + PAGE,
-            concurrency=connections,
+            concurrency=how.connections,
             duration=CALIBRATION_S,
-            keep_alive=True,
-            threads=threads,
+            keep_alive=how.keep_alive,
+            http=how.http,
+            threads=how.threads,
         )
         result = engine.run(engine_config(settings))
         used = result.generator_cpu_s / max(result.duration_s, 1e-9)
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
-        return _failed(layout.target_cpus, layout.generator_cpus, shared, connections, str(e))
+        return _failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
     finally:
         os.sched_setaffinity(0, affinity)
         if started is not None:
@@ -91,19 +111,23 @@ def _measure(
         target_cpus=layout.target_cpus,
         generator_cpus=layout.generator_cpus,
         shared=shared,
-        connections=connections,
+        connections=how.connections,
         rps=rps,
         generator_cpu=used,
         ceiling_rps=max(ceiling, rps),
+        keep_alive=how.keep_alive,
+        http=how.http,
     )
 
 
-def _failed(target: list[int], generator: list[int], shared: bool, connections: int, error: str) -> Ceiling:
+def _failed(target: list[int], generator: list[int], shared: bool, how: Calibration, error: str) -> Ceiling:
     return Ceiling(
         target_cpus=target,
         generator_cpus=generator,
         shared=shared,
-        connections=connections,
+        connections=how.connections,
+        keep_alive=how.keep_alive,
+        http=how.http,
         rps=0.0,
         generator_cpu=0.0,
         ceiling_rps=0.0,
@@ -111,9 +135,12 @@ def _failed(target: list[int], generator: list[int], shared: bool, connections: 
     )
 
 
-def ceiling_for(ceilings: list[Ceiling], layout: Layout) -> Ceiling | None:
+def ceiling_for(ceilings: list[Ceiling], layout: Layout, load: LoadSettings) -> Ceiling | None:
+    """The ceiling measured on this layout with this load's protocol."""
+    keep_alive, http = protocol(load)
     for c in ceilings:
-        if c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus and not c.error:
+        same = c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus
+        if same and (c.keep_alive, c.http) == (keep_alive, http) and not c.error:
             return c
     return None
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import Literal
 
 from corebench import __version__
 from corebench.analysis import precision
@@ -33,6 +34,7 @@ from corebench.store import (
     MonitorSummary,
     PlanRecord,
     Store,
+    Stored,
     StoredExperiment,
     StoredRun,
 )
@@ -83,6 +85,10 @@ class ExperimentRun:
     ceilings: list[Ceiling] = field(default_factory=list)
     # The target as it runs for the current configuration.
     target: TargetSession | None = None
+    # The invocation's session, and where a new session's numbering goes
+    # on from (`--session`: seq, round and repetitions after the stored ones).
+    session: int = 1
+    after: Stored | None = None
 
     def visit(self, run: schedule.Run) -> None:
         target = self._target_for(run)
@@ -167,19 +173,20 @@ class ExperimentRun:
         assert t is not None  # _target_for set it
         result, error = m.result, m.error
         summary = self._summary(run, m.monitor, result)
-        ceiling = calibrate.ceiling_for(self.ceilings, t.layout)
+        ceiling = calibrate.ceiling_for(self.ceilings, t.layout, run.point.load)
         layout = self.backend.layout(t.layout.record())
         if ceiling is not None:
             layout = layout.model_copy(update={"generator_ceiling_rps": round(ceiling.ceiling_rps)})
         bound = None
         if result is not None and t.layout.method != "none":
             bound = calibrate.lower_bound(result.throughput_rps, layout, summary, ceiling)
+        after = self.after or Stored(0, 0, 0, {})
         stored = StoredRun(
             experiment_id=self.out.experiment_id,
-            seq=run.seq,
+            seq=run.seq + after.seq,
             point=run.point.levels,
             point_key=run.point.key,
-            repetition=run.repetition,
+            repetition=run.repetition + (0 if run.warmup else after.repetitions.get(run.point.key, 0)),
             warmup=run.warmup,
             status="failed" if error else "ok",
             error=error,
@@ -190,9 +197,10 @@ class ExperimentRun:
             monitor=summary,
             result=result,
             search=m.search,
-            round=run.round,
+            round=run.round + after.round,
             position=run.position,
             lower_bound=bound,
+            session=self.session,
         )
         self.store.add_run(stored, [s.to_json() for s in (m.monitor.samples if m.monitor else [])])
         if error:
@@ -211,13 +219,19 @@ class ExperimentRun:
         return self.backend.monitor(summary, result) if result is not None else summary
 
 
-def run_experiment(checked: Checked, store: Store, *, resume: bool = False, quiet: bool = False) -> Outcome:
+# A new experiment; the latest experiment of the plan, its missing runs
+# (--resume); or every run of it again, as a new session (--session).
+Again = Literal["new", "resume", "session"]
+
+
+def run_experiment(checked: Checked, store: Store, *, again: Again = "new", quiet: bool = False) -> Outcome:
     """Runs a plan that passed `preflight.check`, storing each run as it
     ends. Ctrl-C or SIGTERM discards the run in progress, stops the target
-    and keeps everything committed (`--resume` goes on from there)."""
+    and keeps everything committed (`--resume` goes on from there). A
+    session (`analysis.sessions` compares them) is each invocation."""
     control = CpuControl()
     with open_backend(checked.exp.plan.cluster) as backend:
-        return _run_all(checked, store, control, backend, resume=resume, quiet=quiet)
+        return _run_all(checked, store, control, backend, again=again, quiet=quiet)
 
 
 def _run_all(
@@ -226,19 +240,30 @@ def _run_all(
     control: CpuControl,
     backend: LoadBackend,
     *,
-    resume: bool,
+    again: Again,
     quiet: bool,
 ) -> Outcome:
     exp, runs = checked.exp, checked.runs
     with LocalHost(control) as local:
-        exp_id = open_experiment(exp, store, runs, control.method, local, resume)
-        done = store.done(exp_id) if resume else set()
+        exp_id = open_experiment(exp, store, runs, control.method, local, again != "new")
+        # Every invocation is a session of its own: a resume on another day too.
+        stored = store.sessions(exp_id)
+        done = store.done(exp_id) if again == "resume" else set()
         todo = schedule.remaining(runs, done)
         out = Outcome(exp_id, skipped=sum(not r.warmup and (r.point.key, r.repetition) in done for r in runs))
         e = exp.plan.experiment
         show = Progress(todo, exp, quiet)
         show.console.print(show.plan_line(e.rounds_max if e.repetitions == "auto" else None))
-        xr = ExperimentRun(exp, store, backend, local, show, out)
+        xr = ExperimentRun(
+            exp,
+            store,
+            backend,
+            local,
+            show,
+            out,
+            session=stored.session + 1,
+            after=stored if again == "session" else None,
+        )
         calibration = (
             (lambda: calibrate.calibrate(exp, control, local.work_dir)) if isinstance(backend, Local) else None
         )
@@ -295,15 +320,16 @@ def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
 
 
 def open_experiment(
-    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], cpu_method: str, where: TargetHost, resume: bool
+    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], cpu_method: str, where: TargetHost, again: bool
 ) -> int:
     """The experiment's id in the store: a new one, or the last of this
-    exact plan (with its overrides) when resuming."""
-    if resume:
+    exact plan (with its overrides) when resuming it or adding a session."""
+    if again:
         exp_id = store.latest_experiment(exp.digest)
         if exp_id is None:
             raise UsageError(
-                f"{store.path}: no experiment of {exp.path} (this exact plan) to resume; run it without --resume"
+                f"{store.path}: no experiment of {exp.path} (this exact plan) to go on with; run it without "
+                "--resume or --session"
             )
         return exp_id
     server = where.server_version(exp.points[0].target)

@@ -22,7 +22,7 @@ from corebench.store.records import (
     TargetInfo,
 )
 from corebench.store.schema import SCHEMA_VERSION
-from corebench.store.sqlite import Store, StoreError
+from corebench.store.sqlite import Store, Stored, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -39,6 +39,7 @@ __all__ = [
     "ServiceSummary",
     "Step",
     "Store",
+    "Stored",
     "StoreError",
     "StoredExperiment",
     "StoredRun",

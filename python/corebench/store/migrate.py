@@ -6,6 +6,8 @@
   warm-ups first), and only measured runs unique (warm-ups follow every
   start); `experiments.calibration_json`.
 - 4: `experiments.baseline_json`.
+- 5: `runs.session`, the invocation of `corebench run` that made the run
+  (NULL before: the first).
 
 A store opened for writing is migrated in place; one opened read-only (a
 report) is read as it is, and its rows renumbered in memory."""
@@ -24,6 +26,8 @@ def migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE runs ADD COLUMN search_json TEXT")
     if "round" not in columns:
         _renumber(db)
+    if "session" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
+        db.execute("ALTER TABLE runs ADD COLUMN session INTEGER")
     experiments = {row[1] for row in db.execute("PRAGMA table_info(experiments)")}
     for column in ("calibration_json", "baseline_json"):
         if column not in experiments:

@@ -81,16 +81,20 @@ class Ceiling(_Record):
     generator_cpu: float  # cores' worth the generator used meanwhile
     ceiling_rps: float  # rps at every generator core busy
     error: str | None = None
+    # The protocol it was measured with (before: always HTTP/1.1 keep-alive).
+    keep_alive: bool = True
+    http: str = "1.1"
 
     def sentence(self) -> str:
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
         if self.error:
             return f"generator calibration ({where}) failed: {self.error}"
         shared = "; they share cores" if self.shared else ""
+        how = f"HTTP/{self.http}, {'keep-alive' if self.keep_alive else 'a new connection per request'}"
         return (
-            f"generator ceiling: {self.ceiling_rps:,.0f} req/s ({self.rps:,.0f} req/s reached at "
-            f"{self.generator_cpu:.2f} of its {_cores(len(self.generator_cpus))}, {self.connections} connections; "
-            f"{where}{shared})"
+            f"generator ceiling for {how}: {self.ceiling_rps:,.0f} req/s ({self.rps:,.0f} req/s reached at "
+            f"{self.generator_cpu:.2f} of its {_cores(len(self.generator_cpus))}, {self.connections} connections to "
+            f"the built-in server's 64-byte page; {where}{shared}); it holds for that protocol only"
         )
 
 
@@ -321,6 +325,9 @@ class StoredRun(_Record):
     position: int | None = None
     # Why the run's figures understate the target, when they do.
     lower_bound: str | None = None
+    # The invocation of `corebench run` that made it (1, 2, ...); None in
+    # stores before schema 5, where every run is of the first.
+    session: int | None = None
     # ab's rate (every response per second) as stored, for a run without a result.
     stored_throughput_rps: float | None = None
 

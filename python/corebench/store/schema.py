@@ -1,7 +1,7 @@
-"""The store's tables. Schema 4; what each version added is in
+"""The store's tables. Schema 5; what each version added is in
 `migrate` (an older store gets it when opened for writing)."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 RUNS = """
 CREATE TABLE {name} (
     id INTEGER PRIMARY KEY,
@@ -32,7 +32,9 @@ CREATE TABLE {name} (
     round INTEGER,
     position INTEGER,
     -- Why the run's figures understate the target, when they do (schema 3).
-    lower_bound TEXT
+    lower_bound TEXT,
+    -- The session (each invocation of corebench run: 1, 2, ...); NULL in older stores, the first (schema 5).
+    session INTEGER
 );
 """
 # A measured run is stored once; a warm-up is made again after each start

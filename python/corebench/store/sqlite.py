@@ -10,6 +10,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -116,6 +117,23 @@ class Store:
             self.db.row_factory = None
         return self._experiment(row) if row else None
 
+    def sessions(self, experiment_id: int) -> Stored:
+        """How far the experiment's sessions got: the last session (0 with no
+        run), seq and round, and each point's last repetition, so that a new
+        session numbers its runs on from them."""
+        session, seq, rnd = self.db.execute(
+            "SELECT coalesce(max(coalesce(session, 1)), 0), coalesce(max(seq), 0), coalesce(max(round), 0)"
+            " FROM runs WHERE experiment_id = ?",
+            (experiment_id,),
+        ).fetchone()
+        reps = dict(
+            self.db.execute(
+                "SELECT point_key, max(repetition) FROM runs WHERE experiment_id = ? GROUP BY point_key",
+                (experiment_id,),
+            ).fetchall()
+        )
+        return Stored(session, seq, rnd, reps)
+
     def done(self, experiment_id: int) -> set[tuple[str, int]]:
         """(point, repetition) of the measured runs stored, ok or failed."""
         rows = self.db.execute(
@@ -133,8 +151,8 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (experiment_id, seq, point_key, point_json, repetition, warmup, status, error,"
                 " started_unix, ended_unix, duration_s, throughput_rps, p50_us, p99_us, failed_requests, client_bound,"
-                " layout_json, target_json, monitor_json, result_json, search_json, round, position, lower_bound)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " layout_json, target_json, monitor_json, result_json, search_json, round, position, lower_bound,"
+                " session) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run.experiment_id,
                     run.seq,
@@ -160,6 +178,7 @@ class Store:
                     run.round,
                     run.position,
                     run.lower_bound,
+                    run.session,
                 ),
             )
             assert cur.lastrowid is not None  # set by the INSERT
@@ -243,6 +262,16 @@ class Store:
             ) from None
 
 
+@dataclass(frozen=True)
+class Stored:
+    """Where an experiment's stored runs end (`Store.sessions`)."""
+
+    session: int
+    seq: int
+    round: int
+    repetitions: dict[str, int]
+
+
 _PLAIN_RUN_COLUMNS = (
     "id",
     "experiment_id",
@@ -257,6 +286,7 @@ _PLAIN_RUN_COLUMNS = (
     "round",
     "position",
     "lower_bound",
+    "session",
 )
 _LAYOUT = TypeAdapter(RunLayout)
 _TARGET = TypeAdapter(TargetInfo)

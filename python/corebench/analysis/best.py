@@ -1,0 +1,224 @@
+"""The best configuration at each load level, by throughput and by p99:
+what the family of comparisons (`analysis.family`) says of every other
+configuration against it, never a load level against another; and the
+fourth field report's trade-off of speed against per-request steadiness."""
+
+from __future__ import annotations
+
+import math
+
+from corebench.analysis.effect import Effect, change_size
+from corebench.analysis.family import Family, p99_ms
+from corebench.analysis.load import at_matched_load, split, where
+from corebench.analysis.points import PointStats
+from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm
+from corebench.analysis.steps import caveat
+
+# A per-request latency spread (sd) this much smaller is worth weighing
+# against throughput.
+TRADE_OFF = 0.1
+
+
+def untested(points: list[PointStats]) -> list[PointStats]:
+    """The points no comparison can test: fewer than 2 measured runs."""
+    return [p for p in points if len(p.measured) < 2]
+
+
+def best_at_matched_load(
+    points: list[PointStats],
+    load: set[str],
+    failing: list[PointStats] | None = None,
+    family: Family | None = None,
+) -> list[str]:
+    """Configurations compared at each load level, never load levels with
+    each other: the best by goodput and by p99, each other configuration
+    shown below it or not told from it by the family's comparisons, and a
+    steadier configuration where a test of spread says so. Where users'
+    think time sets the rate, throughput is not compared at all."""
+    if not any(k not in load for p in points for k in p.levels):
+        return [
+            "No configuration to compare: the factors set the load only; its effect is in the throughput and "
+            "latency curves and the knee below."
+        ]
+    families = {True: family or Family(points, load), False: Family(points, load, p99_ms)}
+    out = []
+    for at, ps in at_matched_load(points, load):
+        here = where(at)
+        lost = [p for p in failing or [] if split(p, load)[0] == at]
+        if len(ps) == 1 and lost:
+            only = ps[0]
+            out.append(
+                f"{here}, best throughput: {split(only, load)[1]} at {only.goodput_rps.mean:,.0f} req/s, the only "
+                f"configuration without failures ({', '.join(split(p, load)[1] for p in lost)} failing)."
+                + caveat([only])
+            )
+        if len(ps) < 2:
+            continue
+        if len(untested(ps)) >= len(ps) - 1:
+            out.append(_unranked(here, ps, load))
+            continue
+        thinking = [p for p in ps if p.think_s]
+        if len(thinking) == len(ps):
+            out.append(_set_by_think(here, ps))
+        else:
+            best, line, tied = _best(ps, load, True, families[True])
+            out.append(f"{here}, {line}{_untested_note(ps, load)}." + caveat([best, *tied]))
+            slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
+            out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load)
+        low, line, tied = _best(ps, load, False, families[False])
+        out.append(f"{here}, {line}." + caveat([low, *tied], latency=True))
+    return out
+
+
+def _set_by_think(here: str, ps: list[PointStats]) -> str:
+    """Users who pause Z s between requests offer at most N / (Z + R)
+    requests per second (the interactive response time law, Denning & Buzen
+    1978): their rate is the load's, whatever the configuration."""
+    p = ps[0]
+    offered = ""
+    if p.clients and p.think_s is not None and p.response_s is not None:
+        offered = f", at most N/(Z+R) = {p.clients}/({p.think_s:g} + {p.response_s:.3f}) ≈ "
+        offered += f"{p.clients / (p.think_s + p.response_s):,.0f} req/s in a steady state"
+    return (
+        f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
+        "by the configuration: it is not compared here; the configurations are compared by latency."
+    )
+
+
+def _best(
+    ps: list[PointStats], load: set[str], higher: bool, family: Family
+) -> tuple[PointStats, str, list[PointStats]]:
+    """The best configuration by mean throughput (or by the mean of its
+    runs' p99, the statistic its comparisons test), what the family's
+    comparisons say of each other one against it, and those that cannot be
+    told from it."""
+    tested = [p for p in ps if p not in untested(ps)]
+    best = max(tested, key=_goodput) if higher else min(tested, key=lambda p: p.p99_us.mean)
+    what = "throughput" if higher else "p99"
+    said, tied = [], []
+    for p in tested:
+        if p is best:
+            continue
+        e = family.get(p, best)
+        if e.verdict in ("higher", "lower"):
+            said.append(
+                f"{split(p, load)[1]} {'lower' if higher else 'higher'}: the best's {what} {effect_said(e)} against it"
+            )
+        else:
+            tied.append((p, e))
+    if tied:
+        names = ", ".join(f"{split(p, load)[1]} (the best {_pct(e.relative)}, {e.verdict})" for p, e in tied)
+        least = min((e.detectable for _, e in tied if e.verdict == "inconclusive"), default=math.nan)
+        could = f"; the smallest change this design could detect among them: {change_size(least)}"
+        said.append(
+            f"cannot be told from it: {names} (each interval holds no change{could if not math.isnan(least) else ''})"
+        )
+    head = "best throughput" if higher else "lowest p99"
+    if len(tied) == len(tested) - 1:
+        head = (
+            "no configuration shown best in throughput; the highest mean"
+            if higher
+            else "no configuration shown lowest in p99; the lowest mean"
+        )
+    return best, f"{head}: {_figure(best, load, higher)}; " + "; ".join(said), [p for p, _ in tied]
+
+
+def _figure(p: PointStats, load: set[str], higher: bool) -> str:
+    if higher:
+        return f"{split(p, load)[1]} at {p.goodput_rps.mean:,.0f} req/s ({_ci(p.goodput_rps)})"
+    return (
+        f"{split(p, load)[1]} at {p.p99_us.mean / 1000:.2f} ms (the mean of its runs' p99; the tables give the "
+        f"median, {p.p99_us.median / 1000:.2f} ms)"
+    )
+
+
+def effect_said(e: Effect) -> str:
+    """An effect in a clause: its change, interval and test, and what an
+    inconclusive one could have detected."""
+    said = f"{_pct(e.relative)} ({e.interval()}; {e.test()}"
+    if e.verdict == "inconclusive":
+        said += f"; this design could detect {change_size(e.detectable)}"
+    return said + ")"
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:+.1f}%".replace("-", "−")
+
+
+def _request_spread(p: PointStats) -> tuple[float, float] | None:
+    """Per-request latency over the point's runs: (mean, standard deviation)
+    in µs, pooled over the runs' responses (ab's "Total" row, mean and sd)."""
+    parts = [(x.latency_us.total.count, x.latency_us.total.mean_us, x.latency_us.total.stdev_us) for x in p.results()]
+    n = sum(c for c, _, _ in parts)
+    if n < 2:
+        return None
+    mean = sum(c * m for c, m, _ in parts) / n
+    # Within-run and between-run parts of the pooled variance.
+    var = sum(c * (sd * sd + (m - mean) ** 2) for c, m, sd in parts) / n
+    return mean, math.sqrt(var)
+
+
+def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str]) -> list[str]:
+    """The fourth field report's trade-off, where there is one: the fastest
+    configuration against the one, among those shown slower, whose
+    requests' latency varies least (the sd of every request, ab's ±sd), when
+    that sd is at least TRADE_OFF smaller. Run-to-run variation of
+    throughput is another question, named as such."""
+    spread = {id(p): s for p in [best, *slower] if (s := _request_spread(p)) is not None}
+    candidates = [p for p in slower if id(p) in spread]
+    if id(best) not in spread or not candidates:
+        return []
+    steady = min(candidates, key=lambda p: spread[id(p)][1])
+    (mb, sb), (ms, ss) = spread[id(best)], spread[id(steady)]
+    if ss >= (1 - TRADE_OFF) * sb:
+        return []
+    faster = best.goodput_rps.mean / steady.goodput_rps.mean - 1
+    return [
+        f"{here}, speed against steadiness: {split(best, load)[1]} serves the most ({faster:+.0%} over "
+        f"{split(steady, load)[1]}, shown above), but {split(steady, load)[1]}'s requests vary less: latency "
+        f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
+        f"request, the field report's measure; no test). Which to run weighs the two; the run-to-run variation of "
+        f"throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question."
+    ]
+
+
+def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str]) -> list[str]:
+    """A configuration steadier run to run than the fastest, only where
+    Brown–Forsythe's test of spread says their spreads differ (Holm-adjusted)."""
+    rest = [p for p in ps if p is not fast]
+    adjusted = holm([dispersion_differs(fast.run_goodput_rps, p.run_goodput_rps) for p in rest])
+    out = []
+    for p, q in zip(rest, adjusted, strict=True):
+        if not math.isnan(q) and q < ALPHA and p.goodput_rps.cv < fast.goodput_rps.cv:
+            out.append(
+                f"{here}, {split(p, load)[1]} is steadier run to run than {split(fast, load)[1]} (coefficient of "
+                f"variation {p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, Holm-adjusted "
+                f"p = {q:.2g})."
+            )
+    return out
+
+
+def _unranked(here: str, ps: list[PointStats], load: set[str]) -> str:
+    """Too few runs to rank: the means, said as means, with no pick."""
+    means = ", ".join(f"{split(p, load)[1]} {p.goodput_rps.mean:,.0f}" for p in sorted(ps, key=_goodput, reverse=True))
+    return (
+        f"{here}, throughput (req/s, mean of each configuration's runs): {means}; not ranked: a comparison needs 2 "
+        f"or more measured runs a side, and at most one configuration here has them." + caveat(ps)
+    )
+
+
+def _goodput(p: PointStats) -> float:
+    return p.goodput_rps.mean
+
+
+def _ci(s: Summary) -> str:
+    if s.n < 2 or math.isnan(s.ci_low):
+        return "one measured run: no confidence interval"
+    return f"95% CI {s.ci_low:,.0f}–{s.ci_high:,.0f}"
+
+
+def _untested_note(ps: list[PointStats], load: set[str]) -> str:
+    few = untested(ps)
+    if not few:
+        return ""
+    return f"; not ranked, fewer than 2 measured runs: {', '.join(split(p, load)[1] for p in few)}"

@@ -1,0 +1,135 @@
+"""Each configuration factor's effect, level by level, at matched load and
+configuration: the family's comparisons counted by class, and one answer
+over them where they agree.
+
+The matched comparisons of a level against the first are each tested at
+the family's level, which with 3 runs a side and dozens of comparisons
+detects only large changes. Where they agree (Cochran's Q test of
+homogeneity not rejected), their log ratios are combined, each weighted by
+its precision, as strata of one effect (DerSimonian & Laird 1986, the same
+combination `analysis.sessions` uses across sessions): one estimate with
+its interval, what an ANOVA's main effect would say, stated as an effect.
+Where they disagree, no single effect is given: the range is."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats as st
+
+from corebench.analysis.anova import MARGIN
+from corebench.analysis.effect import POWER, Effect, change_size, counted, effect
+from corebench.analysis.family import Family
+from corebench.analysis.points import PointStats
+from corebench.analysis.sessions import combine
+from corebench.analysis.stats import ALPHA
+
+
+@dataclass(frozen=True)
+class Compared:
+    a: PointStats
+    b: PointStats
+    gain: Effect
+
+
+def factor_effects(
+    points: list[PointStats], factors: dict[str, list[Any]], load: set[str], family: Family
+) -> list[str]:
+    """Each level of each configuration factor (cpus and load factors aside)
+    against the factor's first level, at each combination of the other
+    factors (load included, so always at matched load)."""
+    names = [n for n in points[0].levels if n != "cpus" and n not in load]
+    out = []
+    for name in names:
+        seen = list(dict.fromkeys(p.levels[name] for p in points))
+        levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
+        if len(levels) < 2:
+            continue
+
+        def rest(p: PointStats, name: str = name) -> str:
+            return json.dumps({k: v for k, v in p.levels.items() if k != name}, sort_keys=True)
+
+        by_level = {lv: {rest(p): p for p in points if p.levels[name] == lv} for lv in levels}
+        base = by_level[levels[0]]
+        for lv in levels[1:]:
+            pairs = [Compared(base[k], b, family.get(base[k], b)) for k, b in by_level[lv].items() if k in base]
+            if pairs:
+                out.append(row(f"{name}={lv} against {name}={levels[0]}", pairs))
+    return out
+
+
+def row(label: str, compared: list[Compared]) -> str:
+    es = [c.gain for c in compared]
+    ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
+    median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
+    detect = [e.detectable for e in es if e.verdict == "inconclusive"]
+    could = (
+        f" Where inconclusive, this design could detect changes of {change_size(statistics.median(detect))} "
+        f"(median over those comparisons; {POWER:.0%} power at the family's level): a smaller effect may be "
+        "there unseen."
+        if detect
+        else ""
+    )
+    limited = sum(bool(c.a.limits() or c.b.limits()) for c in compared)
+    caveat_ = (
+        f" Caveat: {'all' if limited == len(es) else limited} of these comparisons involve a point whose figures "
+        "are partly the generator's or the machine's (above): an effect of the load generator as much as of the "
+        "server."
+        if limited
+        else ""
+    )
+    n = len(es)
+    demand = _demand([c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2])
+    return (
+        f"{label}: throughput {counted(es)} of {n} matched comparison{'s' if n != 1 else ''}{median}"
+        f"{combined(es)}.{could}{demand}{caveat_}"
+    )
+
+
+def combined(es: list[Effect], what: str = "over them") -> str:
+    """The matched comparisons as strata of one effect, where they agree."""
+    usable = [e for e in es if e.tested and e.se > 0]
+    if len(usable) < 2:
+        return ""
+    c = combine([math.log(e.ratio) for e in usable], [e.se**2 for e in usable], [])
+    p_q = float(st.chi2.sf(c.q, len(usable) - 1))
+    if p_q < ALPHA:
+        lo, hi = min(e.ratio for e in usable), max(e.ratio for e in usable)
+        return (
+            f"; the comparisons disagree (Cochran's Q = {c.q:.1f}, p = {p_q:.2g}), from {_pct(lo - 1)} to "
+            f"{_pct(hi - 1)}: no one effect summarises them"
+        )
+    low, high = math.exp(c.low), math.exp(c.high)
+    bound = 1 + MARGIN
+    if low > 1 or high < 1:
+        kind = "higher" if low > 1 else "lower"
+    elif 1 / bound < low and high < bound:
+        kind = f"within ±{MARGIN:.0%}"
+    else:
+        kind = "inconclusive"
+    return (
+        f"; combined {what} (they agree: Cochran's Q p = {p_q:.2g}; weighted by precision, DerSimonian–Laird): "
+        f"{_pct(c.ratio - 1)} (95% CI {_pct(low - 1)} to {_pct(high - 1)}), {kind}"
+    )
+
+
+def _demand(compared: list[Compared]) -> str:
+    """The same level's effect on the target's CPU per request (service
+    demand), where the monitor measured it: what a field report meant by
+    one MPM using less CPU."""
+    if not compared:
+        return ""
+    es = [effect(c.a.demand_ms, c.b.demand_ms) for c in compared]
+    said = combined(es, "over them")
+    ratios = [e.ratio for e in es if e.tested]
+    if not ratios:
+        return ""
+    return f" CPU per request (service demand): median change {_pct(statistics.median(ratios) - 1)}{said}."
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:+.1f}%".replace("-", "−")

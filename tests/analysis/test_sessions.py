@@ -1,0 +1,54 @@
+"""Sessions as blocks: DerSimonian–Laird against statsmodels, and the
+replication verdict on synthetic sessions of known truth."""
+
+import numpy as np
+import pytest
+from statsmodels.stats.meta_analysis import combine_effects
+
+from corebench.analysis.points import point_stats
+from corebench.analysis.sessions import combine, replication
+from tests.support.records import load_result, stored_run
+
+
+def test_dersimonian_laird_equals_statsmodels():
+    y, v = [0.1, 0.5, 0.25], [0.004, 0.006, 0.005]
+    ours = combine(y, v, [])
+    ref = combine_effects(np.array(y), np.array(v), method_re="dl")
+    row = ref.summary_frame().loc["random effect"]
+    assert ours.estimate == pytest.approx(row["eff"], rel=1e-9)
+    assert (ours.low, ours.high) == pytest.approx((row["ci_low"], row["ci_upp"]), rel=1e-9)
+    assert ours.tau2 == pytest.approx(ref.tau2, rel=1e-9) and ours.q == pytest.approx(16.0135, rel=1e-4)
+    # Sessions that agree: no between-session variance, the fixed-effect answer.
+    same = combine([0.2, 0.2], [0.01, 0.01], [])
+    assert same.tau2 == 0 and same.estimate == pytest.approx(0.2)
+
+
+def _session(levels, rps, session):
+    return [
+        stored_run(levels, load_result(ok=round(x)), repetition=session * 10 + i, session=session, seq=session * 10 + i)
+        for i, x in enumerate(rps)
+    ]
+
+
+def test_an_effect_that_replicates_and_one_that_does_not():
+    rng = np.random.default_rng(4)
+    runs = []
+    # cpus=2 is +80% in one session and +75% in the other, each tight: replicated.
+    for s, gain in ((1, 1.8), (2, 1.75)):
+        runs += _session({"cpus": 1}, list(rng.normal(1000, 10, 3)), s)
+        runs += _session({"cpus": 2}, list(rng.normal(1000 * gain, 15, 3)), s)
+    (head, line) = replication(point_stats(runs), set())
+    assert head.startswith("Sessions: this store holds 2 sessions")
+    assert line.startswith("cpus=2 against cpus=1: +7") and "replicated: each session's interval" in line
+    # +20% in one session, −15% in the other: each significant, the combination not.
+    runs = []
+    for s, gain in ((1, 1.2), (2, 0.85)):
+        runs += _session({"mpm": "a"}, list(rng.normal(1000, 5, 3)), s)
+        runs += _session({"mpm": "b"}, list(rng.normal(1000 * gain, 5, 3)), s)
+    (_, line) = replication(point_stats(runs), set())
+    assert "not replicated: the combined interval holds no change" in line, line
+
+
+def test_one_session_says_nothing_of_replication():
+    runs = _session({"cpus": 1}, [1000.0, 1010.0], 1) + _session({"cpus": 2}, [1900.0, 1910.0], 1)
+    assert replication(point_stats(runs), set()) == []
