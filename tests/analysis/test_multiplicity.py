@@ -222,10 +222,15 @@ def test_the_cores_verdict_uses_service_demand():
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
     assert "CPU per request 1.000 → 1.000 ms" in line and "service demand equivalent within ±5%" in line
     assert "projected CPU ceiling of 2 CPUs is 2.00× that of 1 (95% CI 1.9" in line
-    # 2 CPUs at 1 ms could serve 2,000 req/s: 300 are missing, and the
-    # generator's 0.2 cores on the target's cores would have served 200.
+    # The projection, 2.00× the 900 req/s at 1 CPU, is 1,800: 100 are
+    # missing, and the generator's 0.2 cores on the target's cores would
+    # have served 200 at 1 ms each.
     assert "measured 1.89×, below the projection: the generator's 0.20 cores" in line
-    assert "about 200 req/s at this demand, of the 300 req/s missing: that accounts for 67% of it" in line
+    assert "about 200 req/s at this demand, of the 100 req/s missing: that accounts for all of it" in line
+    b.generator_cpu = 0.05
+    (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
+    assert "about 50 req/s at this demand, of the 100 req/s missing: that accounts for 50% of it" in line
+    b.generator_cpu = 0.2
     assert "Caveat, a lower bound of the server: cpus=2: generator on the target's cores." in line
     b.shared = False
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]

@@ -68,6 +68,8 @@ class PointStats:
         why = []
         if self.client_bound:
             why.append("generator CPU-bound")
+        if little_fails(self):
+            why.append(f"Little's law fails (X·R/N = {self.little:.2f}: the concurrency was not held)")
         if self.near_ceiling:
             why.append(f"at {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling")
         if self.shared:

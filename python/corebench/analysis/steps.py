@@ -147,13 +147,14 @@ def _demand_step(s: Step) -> str:
     )
     if measured >= low:
         return text + ", within the projection: the target used the CPUs it was given."
-    return text + ", below the projection: " + _why_short(b, hi, db) + "."
+    missing = ceiling * a.goodput_rps.mean - b.goodput_rps.mean
+    return text + ", below the projection: " + _why_short(b, missing, db) + "."
 
 
-def _why_short(b: PointStats, cpus: float, demand_ms: float) -> str:
-    """What measured figures say of the missing throughput at the larger
-    point; "consistent with" where nothing measured accounts for it."""
-    missing = cpus / (demand_ms / 1000) - b.goodput_rps.mean
+def _why_short(b: PointStats, missing: float, demand_ms: float) -> str:
+    """What measured figures say of the throughput missing at the larger
+    point (against the projection); "consistent with" where nothing
+    measured accounts for it."""
     if b.shared and b.generator_cpu is not None and missing > 0:
         served = b.generator_cpu / (demand_ms / 1000)
         part = "accounts for all of it" if served >= missing else f"accounts for {served / missing:.0%} of it"

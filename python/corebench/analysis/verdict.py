@@ -112,13 +112,15 @@ def _limited(points: list[PointStats]) -> list[str]:
     if len(limited) == len(points):
         return [
             f"Measured the generator, not only the server: at every point ({len(points)}) the figures are partly "
-            f"the generator's or the machine's ({'; '.join(reasons)}). Every verdict below is a lower bound of the "
-            f"server under this generator, not its capacity. {fix}"
+            f"the generator's or the machine's ({'; '.join(reasons)}). Every throughput below is a lower bound of the "
+            f"server's under this generator, every latency an upper bound, and an effect between them is the "
+            f"generator's as much as the server's. {fix}"
         ]
     names = ", ".join(p.label() for p in limited[:3]) + (", ..." if len(limited) > 3 else "")
     return [
         f"Caveat: at {len(limited)} of {len(points)} points ({names}) the figures are partly the generator's or the "
-        f"machine's ({'; '.join(reasons)}): verdicts naming them say so, and are lower bounds of the server. {fix}"
+        f"machine's ({'; '.join(reasons)}): verdicts naming them say so (their throughput a lower bound of the "
+        f"server's, their latency an upper bound). {fix}"
     ]
 
 
