@@ -84,6 +84,15 @@ def chromium(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+# Measures the laid-out page from inside the browser, into the DOM it dumps.
+PROBE = """<script>
+window.addEventListener("load", function () {
+  var td = document.querySelector("#points td.notes");
+  document.body.setAttribute("data-notes-px", td ? td.getBoundingClientRect().width : -1);
+});
+</script>"""
+
+
 def test_report_in_a_real_browser(store, tmp_path):
     html = tmp_path / "report.html"
     p = run_cli("report", str(store), "-o", str(html), timeout=120)
@@ -110,6 +119,19 @@ def test_report_in_a_real_browser(store, tmp_path):
     assert not any(k == "data-pwned" for k, _ in tags.body_attrs), tags.body_attrs
     assert tags.scripts == 2, "the page's own two script elements, no more"
     assert "&lt;script&gt;" in dom, "the payloads are shown, as text"
+    # Log axes are labelled in plain numbers: mathtext would show raw.
+    assert "mathdefault" not in text
+    # The run timeline has its axes, and counts whole seconds.
+    timeline = dom[dom.index('<div id="timeline">') :]
+    timeline = timeline[: timeline.index("</svg>")]
+    assert timeline.count("<line") >= 4 and "seconds into the run" in timeline and " s shown" in timeline
+    # Laid out at 1200 px, the Points table's notes column is readable (it
+    # was a few characters wide, each row a screen tall).
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", PROBE + "</body>"))
+    laid = chromium("--window-size=1200,3000", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()).stdout
+    notes = re.search(r'data-notes-px="([\d.]+)"', laid)
+    assert notes and float(notes.group(1)) >= 300, notes
     shot = tmp_path / "report.png"
     chromium("--window-size=1200,5000", f"--screenshot={shot}", html.as_uri())
     assert shot.stat().st_size > 50_000
@@ -229,3 +251,25 @@ def test_charts_a_reader_can_trust(store):
     assert [s.second for s in html._whole_seconds(load_result(duration_s=2.4, timeline=timeline))] == [0, 1]
     one = load_result(duration_s=0.3, timeline=timeline[:1])
     assert len(html._whole_seconds(one)) == 1, "a short run keeps its one"
+
+
+def test_log_axes_and_run_to_run_variability_say_what_they_show(store):
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+
+    from corebench.report import charts
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 10, 100], [1, 100, 10_000])
+    ax.set_yscale("log")
+    charts._plain_log(ax.yaxis)
+    svg = charts._svg(fig)
+    assert "mathdefault" not in svg and ">1000<" in svg.replace(" ", "")
+    d = report.load(store)
+    shown = charts.variability(d)
+    assert shown is not None and "Run-to-run variability of throughput" in shown
+    # Capacity searches have no run-to-run throughput of their own: no chart
+    # of empty bars.
+    searched = dataclasses.replace(d, points=[dataclasses.replace(p, searched=True) for p in d.points])
+    assert charts.variability(searched) is None

@@ -164,6 +164,8 @@ def cores_table(points: list[PointStats], factors: Mapping[str, list[Level]], gh
     levels = factors.get("cpus", [])
     if len(levels) < 2 or not all(isinstance(v, (int, float)) for v in levels):
         return []
+    if any(p.searched for p in points):
+        return []  # a search's stored step is no rate of the point's: the capacity table has its rates
     groups: dict[str, dict[float, PointStats]] = {}
     for p in points:
         if p.measured and not p.failing and "cpus" in p.levels:

@@ -65,6 +65,7 @@ def best_at_matched_load(
             out.append(f"{here}, {line}{_untested_note(ps, load)}." + caveat([best, *tied]))
             slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
             out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load)
+            out += _steadiest(best, tied, here, load)
         low, line, tied = _best(ps, load, False, families[False])
         out.append(f"{here}, {line}." + caveat([low, *tied], latency=True))
     return out
@@ -179,6 +180,28 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
         f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
         f"request, the field report's measure; no test). Which to run weighs the two; the run-to-run variation of "
         f"throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question."
+    ]
+
+
+def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[str]) -> list[str]:
+    """Where throughput cannot tell the best from others, there is no
+    speed to trade: which of them serves requests with the least spread
+    (the sd of every request, the fourth field report's measure; no test)."""
+    spread = {id(p): s for p in [best, *tied] if (s := _request_spread(p)) is not None}
+    if id(best) not in spread or not any(id(p) in spread for p in tied):
+        return []
+    steady = min((p for p in [best, *tied] if id(p) in spread), key=lambda p: spread[id(p)][1])
+    others = [p for p in [best, *tied] if p is not steady and id(p) in spread]
+    if not others or spread[id(steady)][1] >= (1 - TRADE_OFF) * min(spread[id(p)][1] for p in others):
+        return []
+    said = ", ".join(
+        f"{spread[id(p)][0] / 1000:.2f} ± {spread[id(p)][1] / 1000:.2f} ms for {split(p, load)[1]}" for p in others
+    )
+    m, sd = spread[id(steady)]
+    return [
+        f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, and "
+        f"its requests vary least: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of every "
+        "request, the field report's measure; no test)."
     ]
 
 

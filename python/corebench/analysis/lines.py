@@ -76,7 +76,7 @@ def short_lines(points: list[PointStats]) -> list[str]:
     names = ", ".join(list(short)[:3]) + (", ..." if len(short) > 3 else "")
     return [
         f"Too short for the load model: at {len(short)} point(s) ({names}) the users' mean think time "
-        f"({think:g} s) is {think / duration:.0%} of a {duration:g} s run, so each user made only a few requests and "
+        f"({think:g} s) is {think / duration:.0%} of a {duration:.3g} s run, so each user made only a few requests and "
         f"the start, every user's first request at once, weighs on the figures. Run for {1 / SHORT_SHARE:g}× the "
         f"mean think time or more ({think / SHORT_SHARE:g} s)."
     ]

@@ -86,10 +86,14 @@ def verdicts(
     load = load if load is not None else load_factors(factors or {})
     out += short_lines(ok) + _limited(ok)
     if not searched:
-        family = Family(ok, load)
+        # Where users' think time sets the rate, throughput says nothing of
+        # the configuration: those points are compared by latency only.
+        rated = [p for p in ok if not p.think_s]
+        family = Family(rated, load)
         if family.size:
             out.append(f"Comparisons: {family.method()}.")
-        out += core_steps(ok, family) + factor_effects(ok, factors or {}, load, family)
+        if rated:
+            out += core_steps(rated, family) + factor_effects(rated, factors or {}, load, family)
         out += best_at_matched_load(ok, load, failing, family)
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
@@ -232,10 +236,17 @@ def _dearer(p: PointStats, c: float, q: PointStats, d: float, load: set[str], fa
     e = family.get(q, p)  # p's throughput over q's
     name = split(q, load)[1]
     if not e.tested:
-        return f"{name} costs {cost_per_million(q, d) / cost_per_million(p, c) - 1:+.0%} more, untested"
+        return f"{name} costs {cost_per_million(q, d) / cost_per_million(p, c) - 1:+.0%} per request, untested"
     prices = d / c
     low, high = prices * e.low, prices * e.high
-    shown = "shown cheaper" if low > 1 else "not shown cheaper: the interval holds equal costs"
-    return (
-        f"{name} costs {prices * e.ratio - 1:+.0%} more per request (95% CI {low - 1:+.0%} to {high - 1:+.0%}): {shown}"
+    cheapest = split(p, load)[1]
+    shown = (
+        f"so {cheapest} is shown cheaper"
+        if low > 1
+        else f"so {cheapest} is not shown cheaper: the interval holds equal costs"
     )
+    said = (
+        f"{name} costs {prices * e.ratio - 1:+.0%} per request against it (95% CI {low - 1:+.0%} to "
+        f"{high - 1:+.0%}, from the throughput comparison's interval), {shown}"
+    )
+    return said.replace("-", "−")

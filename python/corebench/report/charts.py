@@ -105,6 +105,8 @@ def throughput_by(d: ReportData, factor: str) -> str:
 def efficiency(d: ReportData) -> str | None:
     if "cpus" not in d.factors or not _numeric(d.factors["cpus"]) or len(d.factors["cpus"]) < 2:
         return None
+    if any(p.searched for p in d.points):
+        return None  # capacity searches: their rates are in the capacity table, not the stored step
     ghz = d.clock_ghz
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, "cpus", d.factors.get("cpus")).items():
