@@ -18,6 +18,10 @@ def test_dersimonian_laird_equals_statsmodels():
     assert ours.estimate == pytest.approx(row["eff"], rel=1e-9)
     assert (ours.low, ours.high) == pytest.approx((row["ci_low"], row["ci_upp"]), rel=1e-9)
     assert ours.tau2 == pytest.approx(ref.tau2, rel=1e-9) and ours.q == pytest.approx(16.0135, rel=1e-4)
+    # Hartung–Knapp's interval: statsmodels' "random effect wls" with use_t.
+    hk = combine(y, v, [], knapp=True)
+    wls = combine_effects(np.array(y), np.array(v), method_re="dl", use_t=True).summary_frame().loc["random effect wls"]
+    assert (hk.low, hk.high) == pytest.approx((wls["ci_low"], wls["ci_upp"]), rel=1e-9)
     # Sessions that agree: no between-session variance, the fixed-effect answer.
     same = combine([0.2, 0.2], [0.01, 0.01], [])
     assert same.tau2 == 0 and same.estimate == pytest.approx(0.2)

@@ -216,7 +216,7 @@ def test_prices_and_latency_target(store):
     ok = [p for p in d.points if p.measured]
     best = min(ok, key=lambda p: cost_per_million(p, prices["cpus"][str(p.levels["cpus"])]))
     assert best.label() in cheapest
-    assert any(v.startswith("At the plan's one load, cheapest meeting p99 < 1000 ms") for v in lines)
+    assert any(v.startswith("At the plan's one load, lowest cost meeting p99 < 1000 ms") for v in lines)
     said = verdicts(d.points, prices, parse_slo("p99<1us"))
     assert "At the plan's one load, no configuration meets p99 < 0.001 ms." in said
 

@@ -7,8 +7,10 @@ the family's level, which with 3 runs a side and dozens of comparisons
 detects only large changes. Where they agree (Cochran's Q test of
 homogeneity not rejected), their log ratios are combined, each weighted by
 its precision, as strata of one effect (DerSimonian & Laird 1986, the same
-combination `analysis.sessions` uses across sessions): one estimate with
-its interval, what an ANOVA's main effect would say, stated as an effect.
+combination `analysis.sessions` uses across sessions), its interval by
+Hartung & Knapp (2001) on k − 1 degrees of freedom, so that a few strata
+whose variances come from 2 runs each do not claim a precision they do not
+have: one estimate with its interval, stated as an effect.
 Where they disagree, no single effect is given: the range is."""
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ def combined(es: list[Effect], what: str = "over them") -> str:
     usable = [e for e in es if e.tested and e.se > 0]
     if len(usable) < 2:
         return ""
-    c = combine([math.log(e.ratio) for e in usable], [e.se**2 for e in usable], [])
+    c = combine([math.log(e.ratio) for e in usable], [e.se**2 for e in usable], [], knapp=True)
     p_q = float(st.chi2.sf(c.q, len(usable) - 1))
     if p_q < ALPHA:
         lo, hi = min(e.ratio for e in usable), max(e.ratio for e in usable)
@@ -112,7 +114,8 @@ def combined(es: list[Effect], what: str = "over them") -> str:
     else:
         kind = "inconclusive"
     return (
-        f"; combined {what} (they agree: Cochran's Q p = {p_q:.2g}; weighted by precision, DerSimonian–Laird): "
+        f"; combined {what} (Cochran's Q does not reject their agreement, p = {p_q:.2g}; DerSimonian–Laird "
+        f"weights, Hartung–Knapp interval on {len(usable) - 1} df; one test per line, not adjusted): "
         f"{_pct(c.ratio - 1)} (95% CI {_pct(low - 1)} to {_pct(high - 1)}), {kind}"
     )
 

@@ -69,9 +69,19 @@ class Combined:
         )
 
 
-def combine(effects: list[float], variances: list[float], per_session: list[tuple[float, float, float]]) -> Combined:
+def combine(
+    effects: list[float],
+    variances: list[float],
+    per_session: list[tuple[float, float, float]],
+    knapp: bool = False,
+) -> Combined:
     """DerSimonian & Laird's random-effects combination of per-session
-    effects (log ratios) with their within-session variances."""
+    effects (log ratios) with their within-session variances. `knapp`:
+    the interval by Hartung & Knapp (2001, Stat. Med. 20(24)) and Sidik &
+    Jonkman (2002): the variance from the effects' own weighted spread, with
+    t on k − 1 degrees of freedom (statsmodels' "random effect wls" with
+    use_t), which keeps a few strata with run-to-run variances from 2 runs
+    each from claiming a precision they do not have."""
     y, v = np.asarray(effects, float), np.asarray(variances, float)
     k = len(y)
     w = 1 / v
@@ -81,8 +91,12 @@ def combine(effects: list[float], variances: list[float], per_session: list[tupl
     tau2 = max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
     wr = 1 / (v + tau2)
     mu = float(np.sum(wr * y) / np.sum(wr))
-    se = math.sqrt(1 / float(np.sum(wr)))
-    z = float(st.norm.ppf(1 - ALPHA / 2))
+    if knapp and k > 1:
+        se = math.sqrt(float(np.sum(wr * (y - mu) ** 2)) / ((k - 1) * float(np.sum(wr))))
+        z = float(st.t.ppf(1 - ALPHA / 2, k - 1))
+    else:
+        se = math.sqrt(1 / float(np.sum(wr)))
+        z = float(st.norm.ppf(1 - ALPHA / 2))
     return Combined(mu, mu - z * se, mu + z * se, tau2, q, k, tuple(per_session))
 
 

@@ -145,8 +145,8 @@ def _demand_step(s: Step) -> str:
         f"ceiling of {hi:g} CPUs is {ceiling:.2f}× that of {lo:g} (95% CI {low:.2f}–{high:.2f}×); measured "
         f"{measured:.2f}×"
     )
-    if measured >= low:
-        return text + ", within the projection: the target used the CPUs it was given."
+    if s.gain.tested and s.gain.high >= low:
+        return text + ", consistent with the projection (the intervals overlap): the target used the CPUs it was given."
     missing = ceiling * a.goodput_rps.mean - b.goodput_rps.mean
     return text + ", below the projection: " + _why_short(b, missing, db) + "."
 
@@ -157,7 +157,7 @@ def _why_short(b: PointStats, missing: float, demand_ms: float) -> str:
     measured accounts for it."""
     if b.shared and b.generator_cpu is not None and missing > 0:
         served = b.generator_cpu / (demand_ms / 1000)
-        part = "accounts for all of it" if served >= missing else f"accounts for {served / missing:.0%} of it"
+        part = f"accounts for {served / missing:.0%} of it" + (" (more than all of it)" if served > missing else "")
         return (
             f"the generator's {b.generator_cpu:.2f} cores of CPU on the target's cores would have served about "
             f"{served:,.0f} req/s at this demand, of the {missing:,.0f} req/s missing: that {part}"

@@ -222,8 +222,8 @@ def _costs(
             if meeting:
                 p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
                 out.append(
-                    f"{here}, cheapest meeting {slo}: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per "
-                    "million requests."
+                    f"{here}, lowest cost meeting {slo}: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per "
+                    "million requests (by mean throughput; the line above says whether it is shown cheaper)."
                 )
             else:
                 out.append(f"{here}, no configuration meets {slo}.")
