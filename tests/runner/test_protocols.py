@@ -8,12 +8,8 @@ from tests.support.experiments import run_plan
 from tests.support.records import as_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "http2"
-
-
-def test_http_is_a_factor_like_any_other(tmp_path):
-    ran = run_plan(
-        tmp_path,
-        """
+# HTTP/1.1 and HTTP/2 as the levels of a factor, on the built-in server.
+BOTH = """
 [experiment]
 calibrate = false
 repetitions = 1
@@ -30,7 +26,13 @@ path = "/static/2k"
 http = "{http}"
 concurrency = 4
 keep_alive = true
-""",
+"""
+
+
+def test_http_is_a_factor_like_any_other(tmp_path):
+    ran = run_plan(
+        tmp_path,
+        BOTH,
     )
     assert (ran.out.ok, ran.out.failed) == (2, 0), [r.error for r in ran.runs]
     spoke = {r.point["http"]: as_json(r.result) for r in ran.runs}
@@ -88,23 +90,7 @@ def test_each_protocol_gets_its_own_generator_ceiling(tmp_path):
     a run is held against its own protocol's ceiling."""
     ran = run_plan(
         tmp_path,
-        """
-[experiment]
-repetitions = 1
-duration = "0.3s"
-
-[factors]
-http = ["1.1", "2"]
-
-[target]
-builtin = { model = "async", workers = 1 }
-
-[load]
-path = "/static/2k"
-http = "{http}"
-concurrency = 4
-keep_alive = true
-""",
+        BOTH.replace("calibrate = false\n", ""),
     )
     from corebench.store import Store
 

@@ -68,27 +68,35 @@ def row(label: str, compared: list[Compared]) -> str:
     es = [c.gain for c in compared]
     ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
     median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
-    detect = [e.detectable for e in es if e.verdict == "inconclusive"]
-    could = (
-        f" Where inconclusive, this design could detect changes of {change_size(statistics.median(detect))} "
-        f"(median over those comparisons; {POWER:.0%} power at the family's level): a smaller effect may be "
-        "there unseen."
-        if detect
-        else ""
-    )
-    limited = sum(bool(c.a.limits() or c.b.limits()) for c in compared)
-    caveat_ = (
-        f" Caveat: {'all' if limited == len(es) else limited} of these comparisons involve a point whose figures "
-        "are partly the generator's or the machine's (above): an effect of the load generator as much as of the "
-        "server."
-        if limited
-        else ""
-    )
     n = len(es)
     demand = _demand([c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2])
     return (
         f"{label}: throughput {counted(es)} of {n} matched comparison{'s' if n != 1 else ''}{median}"
-        f"{combined(es)}.{could}{demand}{caveat_}"
+        f"{combined(es)}.{could_see(es)}{demand}{limited_note([(c.a, c.b) for c in compared])}"
+    )
+
+
+def could_see(es: list[Effect]) -> str:
+    """What the inconclusive ones among `es` could have detected (median)."""
+    detect = [e.detectable for e in es if e.verdict == "inconclusive"]
+    if not detect:
+        return ""
+    return (
+        f" Where inconclusive, this design could detect changes of {change_size(statistics.median(detect))} "
+        f"(median over those comparisons; {POWER:.0%} power at the family's level): a smaller effect may be "
+        "there unseen."
+    )
+
+
+def limited_note(pairs: list[tuple[PointStats, PointStats]]) -> str:
+    """How many of these comparisons name a point that measured the generator or the machine."""
+    limited = sum(bool(a.limits() or b.limits()) for a, b in pairs)
+    if not limited:
+        return ""
+    return (
+        f" Caveat: {'all' if limited == len(pairs) else limited} of these comparisons involve a point whose figures "
+        "are partly the generator's or the machine's (above): an effect of the load generator as much as of the "
+        "server."
     )
 
 

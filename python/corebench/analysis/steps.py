@@ -9,8 +9,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.effect import Effect, change_size, counted, effect
-from corebench.analysis.factor_effects import combined
+from corebench.analysis.effect import Effect, counted, effect
+from corebench.analysis.factor_effects import combined, could_see, limited_note
 from corebench.analysis.family import Family
 from corebench.analysis.points import PointStats
 
@@ -86,23 +86,11 @@ def _summary(steps: list[Step]) -> str:
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
     together = combined([s.gain for s in steps])
-    detect = [s.gain.detectable for s in steps if s.gain.verdict == "inconclusive"]
-    could = (
-        f"; where inconclusive, this design could detect changes of {change_size(statistics.median(detect))} "
-        "(median, 80% power at the family's level)"
-        if detect
-        else ""
-    )
-    limited = sum(bool(s.a.limits() or s.b.limits()) for s in steps)
-    caveat_ = (
-        f" {limited} of these comparisons involve a point whose figures are partly the generator's or the "
-        "machine's (see the caveat above)."
-        if limited
-        else ""
-    )
     return (
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
-        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){together}{could}.{caveat_}"
+        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){together}."
+        + could_see([s.gain for s in steps])
+        + limited_note([(s.a, s.b) for s in steps])
     )
 
 
