@@ -168,3 +168,27 @@ def test_runs_too_short_for_their_think_time_are_warned_about():
     (line,) = short_lines(point_stats(runs))
     assert "the users' mean think time (1 s) is 50% of a 2 s run" in line and "(10 s)" in line
     assert short_lines(point_stats(_runs({"think": "0"}, [10.0, 11.0]))) == []
+
+
+def test_a_point_answering_only_errors_is_named_failing_not_dropped():
+    # Nothing succeeded at server=broken: its runs are failed, not measured,
+    # and its 500s still count against it, first in the verdicts.
+    broken = [
+        stored_run(
+            {"server": "broken"},
+            load_result(status_counts={500: 1000}),
+            status="failed",
+            error="no request succeeded: 1,000 sent; status 500: 1,000",
+            repetition=i,
+            seq=10 + i,
+        )
+        for i in (1, 2)
+    ]
+    points = point_stats(_runs({"server": "good"}, [5000.0, 5100.0]) + broken)
+    out = verdicts(points, factors={"server": ["good", "broken"]})
+    assert out[0].startswith("Failing: 1 point(s) (server=broken)"), out
+    assert "100.0% of requests failed" in out[0]
+    assert "no request succeeded: 1,000 sent; status 500: 1,000" in out[0]
+    dead = next(p for p in points if p.levels["server"] == "broken")
+    assert dead.error_share == 1.0
+    assert diagnose(dead, None).evidence.startswith("no measured run succeeded (2 failed: no request succeeded")

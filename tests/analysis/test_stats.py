@@ -74,3 +74,12 @@ def test_little_with_the_edge_of_a_finite_run():
     # responses, 95/s); the 10 in flight at the end are not counted.
     assert little_ratio(10, 95, 0.1) == pytest.approx(0.95)
     assert little_ratio(10, 95, 0.1, 2.0) == pytest.approx(1.0)
+
+
+def test_a_p_value_below_its_floor_is_never_printed_as_zero():
+    from corebench.analysis.stats import p_is
+
+    assert p_is(0.0) == "< 0.0001" and p_is(3e-9) == "< 0.0001"
+    assert p_is(0.0312) == "= 0.031" and p_is(float("nan")) == "not computed"
+    identical = compare([100.0, 100.0, 100.0], [120.0, 120.0, 120.0])
+    assert identical.p_value == 0.0 and p_is(identical.p_value) == "< 0.0001"

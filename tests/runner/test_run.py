@@ -343,6 +343,11 @@ concurrency = 2
     for r in ran.runs:
         assert r.status == "failed" and r.error.startswith("no request succeeded: 50 sent; connect: 50")
         assert as_json(r.result)["errors"]["connect"] == 50, "the measurement is kept"
+    from corebench.report.data import load
+
+    d = load(ran.store)
+    assert d.verdicts[0].startswith("Failing: the plan's one point had no run that ended well"), d.verdicts
+    assert "100.0% of requests failed" in d.verdicts[0] and "connect: 50" in d.verdicts[0]
 
 
 def test_a_run_line_counts_unsuccessful_statuses_as_failures_not_rate():

@@ -11,7 +11,7 @@ from corebench.analysis.effect import Effect, change_size
 from corebench.analysis.family import Family, p99_ms
 from corebench.analysis.load import at_matched_load, split, where
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm
+from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm, p_is
 from corebench.analysis.steps import caveat
 
 # A per-request latency spread (sd) this much smaller is worth weighing
@@ -216,7 +216,7 @@ def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str])
             out.append(
                 f"{here}, {split(p, load)[1]} is steadier run to run than {split(fast, load)[1]} (coefficient of "
                 f"variation {p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, Holm-adjusted "
-                f"p = {q:.2g})."
+                f"p {p_is(q)})."
             )
     return out
 

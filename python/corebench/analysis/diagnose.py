@@ -31,7 +31,11 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     carry at most N/R requests per second), or waiting on something other
     than the CPU (I/O, locks, sleeps)."""
     if not p.measured:
-        return Diagnosis("failing", f"no measured run succeeded ({p.failed_runs} failed)")
+        why = f": {p.failure}" if p.failure else ""
+        return Diagnosis(
+            "failing",
+            f"no measured run succeeded ({p.failed_runs} failed{why}); {p.error_share * 100:.1f}% of requests failed",
+        )
     if p.error_share > FAILING_SHARE or p.failed_runs:
         return Diagnosis(
             "failing",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from corebench.analysis.effect import POWER, detectable_shift
+from corebench.analysis.stats import p_is
 
 ALPHA = 0.05
 # Fewer rounds leave the slope's test one degree of freedom or none: with 3
@@ -48,7 +49,7 @@ class Drift:
         if self.rounds < MIN_ROUNDS:
             return too_few(self.rounds)
         span = f"{self.slope:+.2%} per round (95% CI {self.ci_low:+.2%} to {self.ci_high:+.2%}"
-        how = f"p = {self.p_value:.3g}; round means of {self.runs} runs over {self.rounds} rounds)"
+        how = f"p {p_is(self.p_value)}; round means of {self.runs} runs over {self.rounds} rounds)"
         if self.notable:
             return (
                 f"Drift: throughput changed by {span}, {how}: the machine or the target changed while the "

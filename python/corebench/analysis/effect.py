@@ -43,7 +43,7 @@ from scipy import optimize
 from scipy import stats as st
 
 from corebench.analysis.anova import MARGIN
-from corebench.analysis.stats import ALPHA
+from corebench.analysis.stats import ALPHA, p_is
 
 # The power at which "could detect" is stated (Cohen 1988's convention).
 POWER = 0.8
@@ -167,8 +167,8 @@ class Effect:
 
     def test(self) -> str:
         if self.family == 1:
-            return f"p = {self.p_value:.2g}"
-        return f"p = {self.p_value:.2g}, adjusted {self.p:.2g}"
+            return f"p {p_is(self.p_value)}"
+        return f"p {p_is(self.p_value)}, adjusted {p_is(self.p).removeprefix('= ')}"
 
     def could_detect(self) -> str:
         return (

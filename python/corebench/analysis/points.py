@@ -23,7 +23,10 @@ class PointStats:
     p50_us: Summary
     p99_us: Summary
     failed_runs: int
-    error_share: float  # failed requests (errors, 4xx, 5xx) over requests, measured runs
+    # Failed requests (errors, 4xx, 5xx) over requests, in every run that was
+    # not a warm-up: a run where nothing succeeded is failed, not measured,
+    # and its errors must still count against the point.
+    error_share: float
     target_cpu: float | None  # cores' worth, mean over measured runs
     generator_cpu: float | None
     client_bound: bool
@@ -54,6 +57,8 @@ class PointStats:
     machine_busy: float | None = None
     # Users' mean think time between requests (s), where the load model has it.
     think_s: float | None = None
+    # The first line of the first failed run's error, where a run failed.
+    failure: str | None = None
 
     @property
     def failing(self) -> bool:
@@ -100,7 +105,11 @@ def _point(rs: list[StoredRun]) -> PointStats:
     results = [r.result for r in measured if r.result is not None]
     monitors = [r.monitor for r in measured if r.monitor is not None]
     all_monitors = list(monitors)
-    requests = sum(x.requests for x in results)
+    # A failed capacity search stores its last step, overloaded on purpose:
+    # its errors are the search's, not the point's.
+    tried = [r.result for r in rs if not r.warmup and r.result is not None and (r.measured or r.search is None)]
+    requests = sum(x.requests for x in tried)
+    failed = [r.error for r in rs if r.status == "failed" and r.error]
     rps = [x.goodput_rps for x in results]
     searched = any(r.search is not None for r in measured)
     demand = [
@@ -131,7 +140,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
         p50_us=summarize([float(r.p50_us) for r in measured if r.p50_us is not None]),
         p99_us=summarize([float(r.p99_us) for r in measured if r.p99_us is not None]),
         failed_runs=sum(r.status == "failed" for r in rs),
-        error_share=sum(x.failed_requests for x in results) / requests if requests else 0.0,
+        error_share=sum(x.failed_requests for x in tried) / requests if requests else 0.0,
         target_cpu=_mean(_known(m.target_cpu for m in monitors)),
         generator_cpu=_mean(_known(m.generator_cpu for m in monitors)),
         client_bound=any(m.client_bound for m in monitors),
@@ -149,6 +158,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
         interference_max=max(others, default=0.0),
         machine_busy=_mean([sum(c.busy for c in m.cores) / len(m.cores) for m in all_monitors if m.cores]),
         think_s=_mean([sum(x.think_s) / 2 for x in results if x.think_s is not None]),
+        failure=failed[0].splitlines()[0] if failed else None,
     )
 
 

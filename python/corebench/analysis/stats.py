@@ -127,6 +127,18 @@ def compare(a: list[float], b: list[float]) -> Comparison:
     return Comparison(rel, low - 1, high - 1, "Welch's t-test", p, p < ALPHA)
 
 
+P_FLOOR = 1e-4
+
+
+def p_is(p: float) -> str:
+    """A p-value as said after "p": "= 0.032", or "< 0.0001" below that
+    floor, where a float's 0 is underflow or runs that were all identical,
+    never a certainty; "not computed" for NaN."""
+    if math.isnan(p):
+        return "not computed"
+    return f"< {P_FLOOR:g}" if p < P_FLOOR else f"= {p:.2g}"
+
+
 def fieller(ma: float, va: float, mb: float, vb: float, t: float) -> tuple[float, float]:
     """Fieller's (1954) confidence interval for the ratio mb/ma of two
     independent means with squared standard errors va and vb: the ρ where

@@ -71,16 +71,8 @@ def verdicts(
     stored for each is not compared again here."""
     measured = [p for p in points if p.measured and not math.isnan(p.goodput_rps.mean) and p.goodput_rps.mean > 0]
     ok = [p for p in measured if not p.failing]
-    failing = [p for p in measured if p.failing]
-    out = []
-    if failing:
-        worst = max(failing, key=lambda p: p.error_share)
-        out.append(
-            f"Failing: {len(failing)} point(s) ({', '.join(p.label() for p in failing[:3])}"
-            f"{', ...' if len(failing) > 3 else ''}) answered more than {FAILING_SHARE:.0%} of requests with an "
-            f"error or an unsuccessful status (worst: {worst.label()}, {worst.error_share:.1%}); they are left out "
-            "of every verdict below, and their failures were never counted as throughput."
-        )
+    failing = [p for p in points if p.failing and any(not r.warmup for r in p.runs)]
+    out = _failing(failing)
     if not ok:
         return [*out, "No point has a successful measured run without failures: nothing to conclude."]
     load = load if load is not None else load_factors(factors or {})
@@ -99,6 +91,40 @@ def verdicts(
             out += slo_verdicts(ok, slo, load)
         out += _costs(ok, prices or {}, slo, load, family)
     return out + _steal(measured) + _interference(measured) + replication(ok, load) + _covers(ok)
+
+
+def _failing(failing: list[PointStats]) -> list[str]:
+    """Points left out for their errors, or for having no run that ended
+    well (a dead server, one answering only errors): said first, never
+    silently dropped."""
+    if not failing:
+        return []
+    dead = [p for p in failing if not p.measured]
+    erring = [p for p in failing if p.measured]
+    said = []
+    if erring:
+        worst = max(erring, key=lambda p: p.error_share)
+        said.append(
+            f"{_which(erring)} answered more than {FAILING_SHARE:.0%} of requests with an error or an unsuccessful "
+            f"status (worst: {worst.label()}, {worst.error_share:.1%})"
+        )
+    if dead:
+        worst = max(dead, key=lambda p: p.error_share)
+        said.append(
+            f"{_which(dead)} had no run that ended well ({worst.error_share:.1%} of requests failed at "
+            f"{worst.label()}; first error: {dead[0].failure or 'no result'})"
+        )
+    return [
+        f"Failing: {'; '.join(said)}. They are left out of every verdict below, and their failures were never "
+        "counted as throughput."
+    ]
+
+
+def _which(points: list[PointStats]) -> str:
+    if not points[0].levels:
+        return "the plan's one point"
+    names = ", ".join(p.label() for p in points[:3]) + (", ..." if len(points) > 3 else "")
+    return f"{len(points)} point(s) ({names})"
 
 
 def _limited(points: list[PointStats]) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from corebench.analysis.effect import Effect, effect
 from corebench.analysis.points import PointStats
+from corebench.analysis.stats import p_is
 from corebench.errors import UsageError
 
 
@@ -38,7 +39,7 @@ class Row:
         n = f"n={len(self.xa)}+{len(self.xb)}"
         if not c.tested:
             return f"– (not tested, {n})"
-        p = f"p={c.p:.3f} {n}"
+        p = f"p {p_is(c.p)} {n}"
         if c.significant:
             return f"{c.relative * 100:+.1f}% ({p})"
         if c.equivalent:

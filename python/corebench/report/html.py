@@ -16,6 +16,7 @@ from markupsafe import Markup
 from corebench.analysis.baseline import server_speedup
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
+from corebench.analysis.stats import p_is
 from corebench.report import charts, table
 from corebench.report.data import RESPONSES, ReportData
 from corebench.result import LoadResult, TimelineSecond
@@ -35,6 +36,7 @@ def _fmt(x: float | None, digits: int = 0) -> str:
 
 _ENV.filters["num"] = _fmt
 _ENV.globals["server_speedup"] = server_speedup
+_ENV.globals["p_is"] = p_is
 
 
 def _script_json(value: object) -> str:

@@ -7,6 +7,7 @@ import math
 
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
+from corebench.analysis.stats import p_is
 from corebench.report.data import RESPONSES, ReportData
 
 
@@ -69,8 +70,8 @@ class Markdown:
             cells = [_cell(p.levels.get(f)) for f in factors] + [
                 str(t.n),
                 _n(t.mean),
-                f"{_n(t.cv * 100, 1)}%",
-                f"{_n(t.ci_low)}–{_n(t.ci_high)}",
+                f"{_n(t.cv * 100, 1)}%" if t.n else "–",
+                f"{_n(t.ci_low)}–{_n(t.ci_high)}" if t.n else "–",
                 _n(p.p50_us.median / 1000, 3),
                 _n(p.p99_us.median / 1000, 3),
                 f"{_n(p.error_share * 100, 1)}%",
@@ -88,7 +89,7 @@ class Markdown:
             for a in d.anova:
                 for term in a.terms:
                     cells = [RESPONSES[a.response], _cell(term.name), str(term.df), _g(term.f)]
-                    cells += [f"{term.p_value:.3g}", _g(term.omega2)]
+                    cells += [p_is(term.p_value).removeprefix("= "), _g(term.omega2)]
                     out.append("| " + " | ".join(cells) + " |")
             out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova)]
         if d.fits:
