@@ -192,3 +192,16 @@ def test_a_point_answering_only_errors_is_named_failing_not_dropped():
     dead = next(p for p in points if p.levels["server"] == "broken")
     assert dead.error_share == 1.0
     assert diagnose(dead, None).evidence.startswith("no measured run succeeded (2 failed: no request succeeded")
+
+
+def test_a_run_faster_than_its_own_ceiling_is_a_calibration_error():
+    from corebench.analysis.lines import above_ceiling
+
+    def point(rps, ceiling):
+        layout = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1], generator_ceiling_rps=ceiling)
+        return point_stats([stored_run({"c": ceiling}, load_result(ok=rps), layout=layout, seq=ceiling)])
+
+    assert above_ceiling(point(9_000, 10_000)) == [], "below its ceiling: no error"
+    (said,) = above_ceiling(point(12_000, 10_000) + point(9_000, 20_000))
+    assert said.startswith("Calibration error: 1 measured run(s) went faster than the generator's calibrated ceiling")
+    assert "(up to 120% of it)" in said and "projected from its CPU per request" in said

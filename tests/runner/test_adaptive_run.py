@@ -67,7 +67,10 @@ def test_stable_stops_early_noisy_runs_to_the_most_rounds(tmp_path):
     assert (c["target_cpus"], c["generator_cpus"]) == (layout["target_cpus"], layout["generator_cpus"])
     assert c["error"] is None and c["ceiling_rps"] >= c["rps"] > 0
     assert layout["generator_ceiling_rps"] == round(c["ceiling_rps"])
-    assert any(v.startswith("Generator ceiling for HTTP/1.1, keep-alive: ") for v in load(stable.store).verdicts)
+    assert any(
+        v.startswith("Generator ceiling for HTTP/1.1, keep-alive, a closed loop: about ")
+        for v in load(stable.store).verdicts
+    )
     # Which transport the load threads ran on, counted over the measured runs.
     io = "epoll" if _engine.io_uring_unavailable() else "io_uring"
     said = [v for v in load(stable.store).verdicts if v.startswith("Load I/O: ")]

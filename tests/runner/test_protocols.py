@@ -107,4 +107,52 @@ def test_each_protocol_gets_its_own_generator_ceiling(tmp_path):
         mine = next(c for c in exp.calibration if c.http == r.point["http"])
         assert r.layout.generator_ceiling_rps == round(mine.ceiling_rps), "held against its own protocol's ceiling"
     said = [v for v in load(ran.store).verdicts if v.startswith("Generator ceiling for HTTP/")]
-    assert len(said) == 2 and any(v.startswith("Generator ceiling for HTTP/2, keep-alive: ") for v in said)
+    assert len(said) == 2 and any(
+        v.startswith("Generator ceiling for HTTP/2, keep-alive, a closed loop: ") for v in said
+    )
+
+
+def test_each_load_model_gets_its_own_generator_ceiling(tmp_path):
+    """An open loop's timers and users' pauses cost the generator CPU a
+    closed loop does not spend: each model is calibrated as itself, below
+    saturation, and its runs held against that ceiling."""
+    from corebench.config.settings import LoadSettings
+    from corebench.runner.calibrate import loop_model
+    from corebench.store import Store
+
+    assert [loop_model(LoadSettings(**kw)) for kw in ({}, {"rate": 100}, {"think": "1s"})] == [
+        "closed",
+        "open",
+        "users",
+    ]
+    for model, line in (("open", 'model = "rate"\nrate = 2000'), ("users", 'model = "users"\nthink = "2ms"')):
+        folder = tmp_path / model
+        folder.mkdir()
+        plan = f"""
+[experiment]
+repetitions = 1
+duration = "0.5s"
+
+[target]
+builtin = {{ model = "async", workers = 1 }}
+
+[load]
+path = "/static/2k"
+concurrency = 4
+{line}
+"""
+        ran = run_plan(folder, plan)
+        assert (ran.out.ok, ran.out.failed) == (1, 0), [r.error for r in ran.runs]
+        store = Store(ran.store, read_only=True)
+        try:
+            exp = store.experiment(1)
+        finally:
+            store.close()
+        assert exp is not None and exp.calibration is not None
+        (c,) = exp.calibration
+        assert c.model == model and c.error is None and c.ceiling_rps >= c.rps > 0, c
+        (r,) = ran.runs
+        assert r.layout is not None and r.layout.generator_ceiling_rps == round(c.ceiling_rps)
+        loop = {"open": "an open loop", "users": "users with think time"}[model]
+        said = [v for v in load(ran.store).verdicts if v.startswith("Generator ceiling for HTTP/1.1")]
+        assert said and said[0].startswith(f"Generator ceiling for HTTP/1.1, keep-alive, {loop}: about "), said

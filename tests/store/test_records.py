@@ -19,14 +19,16 @@ def _ceiling(target, generator, shared, connections, rps, cpu, ceiling):
 def test_the_ceiling_names_its_cpus_in_the_right_number():
     one = _ceiling([0], [1], False, 64, 61_965.0, 0.92, 67_478.0)
     assert one.sentence() == (
-        "generator ceiling for HTTP/1.1, keep-alive: 67,478 req/s (61,965 req/s reached at 0.92 of its 1 core, 64 "
-        "connections to the built-in server's 64-byte page; generator on CPU 1, built-in server on CPU 0); it holds "
-        "for that protocol only"
+        "generator ceiling for HTTP/1.1, keep-alive, a closed loop: about 67,478 req/s, projected to all of its 1 "
+        "core from 61,965 req/s at 0.92 of them (64 connections to the built-in server's 64-byte page; generator on "
+        "CPU 1, built-in server on CPU 0); it holds for that protocol and load model only"
     )
     both = _ceiling([0, 1], [0, 1], True, 64, 44_877.0, 1.88, 94_987.0)
     assert "generator on CPUs 0,1, built-in server on CPUs 0,1; they share cores)" in both.sentence()
     fresh = one.model_copy(update={"keep_alive": False, "http": "2"})
-    assert fresh.sentence().startswith("generator ceiling for HTTP/2, a new connection per request: ")
+    assert fresh.sentence().startswith("generator ceiling for HTTP/2, a new connection per request, a closed loop: ")
+    paced = one.model_copy(update={"model": "open"})
+    assert paced.sentence().startswith("generator ceiling for HTTP/1.1, keep-alive, an open loop: about 67,478")
 
 
 def test_a_step_stored_as_achieved_rps_reads_as_goodput():

@@ -108,7 +108,7 @@ def io_said(ios: Counter[str]) -> str:
 def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
     """The generator's calibrated ceiling, and the points that came near it."""
     out = ["Generator " + c.sentence().removeprefix("generator ") + "." for c in exp.calibration or []]
-    out += _above_ceiling(exp, points)
+    out += above_ceiling(points)
     near = [p.label() for p in points if any("generator's ceiling" in (r.lower_bound or "") for r in p.measured)]
     if near:
         out.append(
@@ -127,39 +127,32 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
     return out
 
 
-def _above_ceiling(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
+def above_ceiling(points: list[PointStats]) -> list[str]:
     """Runs faster than the generator's calibrated ceiling for their
     protocol: a ceiling holds for the load it was measured with (the
     built-in server's 64-byte page), so a run above it says the calibration
     did not fit this load, not that the server beat the generator."""
-    above = []
-    for p in points:
-        for r in p.measured:
-            x = r.result
-            c = next(
-                (
-                    c
-                    for c in exp.calibration or []
-                    if r.layout is not None
-                    and x is not None
-                    and (c.target_cpus, c.generator_cpus) == (r.layout.target_cpus, r.layout.generator_cpus)
-                    and (c.http, c.keep_alive) == (x.http_version, x.keep_alive)
-                    and not c.error
-                    and c.ceiling_rps > 0
-                ),
-                None,
-            )
-            if c is not None and x is not None and x.goodput_rps > c.ceiling_rps:
-                above.append(x.goodput_rps / c.ceiling_rps)
+    # Each run holds the ceiling of its own layout, protocol and load
+    # model (runner.calibrate.ceiling_for), stored with its layout.
+    above = [
+        x.goodput_rps / r.layout.generator_ceiling_rps
+        for p in points
+        for r in p.measured
+        if (x := r.result) is not None
+        and r.layout is not None
+        and r.layout.generator_ceiling_rps
+        and x.goodput_rps > r.layout.generator_ceiling_rps
+    ]
     if not above:
         return []
     protocols = sorted({_protocol(x) for p in points for x in p.results()})
     return [
         f"Calibration error: {len(above)} measured run(s) went faster than the generator's calibrated ceiling (up "
-        f"to {max(above):.0%} of it). The ceiling was measured with the same protocol against the built-in "
-        f"server's 64-byte page; these runs' load ({', '.join(protocols)}, their pages and load model) costs the "
-        "generator less per request, so the ceiling does not hold for them, and their marks against it (lower "
-        "bounds, the points near it) are unreliable either way."
+        f"to {max(above):.0%} of it). The ceiling was measured with the same protocol and load model against "
+        f"the built-in server's 64-byte page and projected from its CPU per request; these runs' load "
+        f"({', '.join(protocols)}, their pages) cost the generator less per request, or the projection fell short: "
+        "either way the ceiling does not hold for them, and their marks against it (lower bounds, the points near "
+        "it) are unreliable."
     ]
 
 

@@ -11,7 +11,13 @@ cost per request is what bench/generator-cost measures against wrk). A
 ceiling holds for the load it was measured with, so each protocol and
 connection use of the plan (HTTP version, keep-alive or a connection per
 request) gets its own: a new connection per request costs the generator
-several times what a kept one does, HTTP/2's streams less. A run
+several times what a kept one does, HTTP/2's streams less. So does each
+load model: an open loop paces its requests by timers and users pause
+between theirs, which a closed loop does not; those are measured at half
+the closed loop's rate (an open loop) or with users pausing up to
+USERS_THINK, below saturation, and the ceiling is the rate over the CPU
+share as before. Every ceiling is thus a projection from CPU per request,
+said as such. A run
 at or above NEAR_CEILING of it, on a generator that was CPU-bound, or on a
 generator sharing the target's cores, shows the generator's limit as much as
 the server's: it is stored and reported as a lower bound."""
@@ -29,11 +35,18 @@ from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Target
 from corebench.result import NEAR_CEILING
-from corebench.store import Ceiling, MonitorSummary, RunLayout
+from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
 
 CALIBRATION_S = 1.0
+# Users' think time in a users-model calibration: long enough that each
+# request waits on a timer, short enough that many are made in CALIBRATION_S.
+USERS_THINK = "1ms"
+# An open loop is calibrated at this share of the closed loop's rate: a
+# rate the generator and the server sustain, so what is measured is the
+# pacing's CPU per request, not a queue.
+OPEN_SHARE = 0.9
 PAGE = "/static/64"
 DEFAULT_CONNECTIONS = 64
 
@@ -42,16 +55,18 @@ def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[
     """One ceiling per distinct layout and protocol of the plan's points."""
     connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
     threads = max((p.load.threads or 0 for p in exp.points), default=0) or None
-    seen: dict[tuple[tuple[int, ...], tuple[int, ...], bool, str], tuple[float | None, dict[str, float]]] = {}
+    seen: dict[
+        tuple[tuple[int, ...], tuple[int, ...], bool, str, LoopModel], tuple[float | None, dict[str, float]]
+    ] = {}
     for p in exp.points:
         cpus = p.target.cpus if p.target.url is None else None
         # Services with cores of their own leave the generator fewer.
         own = {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None}
         target, generator = _layout_cpus(control, cpus, own)
-        seen.setdefault((tuple(target), tuple(generator), *protocol(p.load)), (cpus, own))
+        seen.setdefault((tuple(target), tuple(generator), *protocol(p.load), loop_model(p.load)), (cpus, own))
     return [
-        _measure(control, cpus, own, Calibration(connections, threads, keep_alive, http), work_dir)
-        for (_, _, keep_alive, http), (cpus, own) in seen.items()
+        _measure(control, cpus, own, Calibration(connections, threads, keep_alive, http, model), work_dir)
+        for (_, _, keep_alive, http, model), (cpus, own) in seen.items()
     ]
 
 
@@ -60,12 +75,18 @@ def protocol(load: LoadSettings) -> tuple[bool, str]:
     return load.keep_alive is not False, load.http or "1.1"
 
 
+def loop_model(load: LoadSettings) -> LoopModel:
+    """How a load makes its requests, as the calibration varies it."""
+    return "open" if load.open_loop else "users" if load.think is not None else "closed"
+
+
 @dataclass(frozen=True)
 class Calibration:
     connections: int
     threads: int | None
     keep_alive: bool
     http: str
+    model: LoopModel = "closed"
 
 
 def _layout_cpus(control: CpuControl, cpus: float | None, own: dict[str, float]) -> tuple[list[int], list[int]]:
@@ -94,8 +115,13 @@ def _measure(control: CpuControl, cpus: float | None, own: dict[str, float], how
             keep_alive=how.keep_alive,
             http=how.http,
             threads=how.threads,
+            think=USERS_THINK if how.model == "users" else None,
         )
         result = engine.run(engine_config(settings))
+        if how.model == "open":
+            closed = result.successes / max(result.duration_s, 1e-9)
+            paced = settings.model_copy(update={"rate": max(1.0, round(closed * OPEN_SHARE))})
+            result = engine.run(engine_config(paced))
         used = result.generator_cpu_s / max(result.duration_s, 1e-9)
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
         return _failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
@@ -117,6 +143,7 @@ def _measure(control: CpuControl, cpus: float | None, own: dict[str, float], how
         ceiling_rps=max(ceiling, rps),
         keep_alive=how.keep_alive,
         http=how.http,
+        model=how.model,
     )
 
 
@@ -128,6 +155,7 @@ def _failed(target: list[int], generator: list[int], shared: bool, how: Calibrat
         connections=how.connections,
         keep_alive=how.keep_alive,
         http=how.http,
+        model=how.model,
         rps=0.0,
         generator_cpu=0.0,
         ceiling_rps=0.0,
@@ -136,11 +164,12 @@ def _failed(target: list[int], generator: list[int], shared: bool, how: Calibrat
 
 
 def ceiling_for(ceilings: list[Ceiling], layout: Layout, load: LoadSettings) -> Ceiling | None:
-    """The ceiling measured on this layout with this load's protocol."""
+    """The ceiling measured on this layout with this load's protocol and model."""
     keep_alive, http = protocol(load)
+    model = loop_model(load)
     for c in ceilings:
         same = c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus
-        if same and (c.keep_alive, c.http) == (keep_alive, http) and not c.error:
+        if same and (c.keep_alive, c.http, c.model) == (keep_alive, http, model) and not c.error:
             return c
     return None
 

@@ -69,6 +69,9 @@ class PlanRecord(_Part):
     overrides: dict[str, JsonValue] = {}
 
 
+LoopModel = Literal["closed", "open", "users"]
+
+
 class Ceiling(_Record):
     """The load generator's own ceiling on one CPU layout, measured before
     the first run (`runner.calibrate`)."""
@@ -84,6 +87,8 @@ class Ceiling(_Record):
     # The protocol it was measured with (before: always HTTP/1.1 keep-alive).
     keep_alive: bool = True
     http: str = "1.1"
+    # The load model it was measured with (before: always a closed loop).
+    model: LoopModel = "closed"
 
     def sentence(self) -> str:
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
@@ -91,10 +96,12 @@ class Ceiling(_Record):
             return f"generator calibration ({where}) failed: {self.error}"
         shared = "; they share cores" if self.shared else ""
         how = f"HTTP/{self.http}, {'keep-alive' if self.keep_alive else 'a new connection per request'}"
+        loop = {"closed": "a closed loop", "open": "an open loop", "users": "users with think time"}[self.model]
         return (
-            f"generator ceiling for {how}: {self.ceiling_rps:,.0f} req/s ({self.rps:,.0f} req/s reached at "
-            f"{self.generator_cpu:.2f} of its {_cores(len(self.generator_cpus))}, {self.connections} connections to "
-            f"the built-in server's 64-byte page; {where}{shared}); it holds for that protocol only"
+            f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s, projected to all of its "
+            f"{_cores(len(self.generator_cpus))} from {self.rps:,.0f} req/s at {self.generator_cpu:.2f} of them "
+            f"({self.connections} connections to the built-in server's 64-byte page; {where}{shared}); it holds for "
+            "that protocol and load model only"
         )
 
 
