@@ -205,3 +205,32 @@ def test_a_run_faster_than_its_own_ceiling_is_a_calibration_error():
     (said,) = above_ceiling(point(12_000, 10_000) + point(9_000, 20_000))
     assert said.startswith("Calibration error: 1 measured run(s) went faster than the generator's calibrated ceiling")
     assert "(up to 120% of it)" in said and "projected from its CPU per request" in said
+
+
+def test_the_steadiest_of_those_throughput_cannot_tell_apart_is_named_with_its_caveat():
+    # Same throughput, one configuration's requests vary a quarter as much;
+    # the generator shared the target's cores: latency an upper bound.
+    shared = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True)
+    runs = _spread({"mpm": "event"}, [1000.0, 1010.0, 990.0], 10.0, 8.0)
+    runs += _spread({"mpm": "worker"}, [1002.0, 1008.0, 992.0], 10.5, 2.0)
+    for r in runs:
+        r.layout = shared
+    out = verdicts(point_stats(runs), factors={"mpm": ["event", "worker"]})
+    (line,) = [v for v in out if "steadiness per request" in v]
+    assert "throughput cannot tell mpm=worker from the others above, and its requests vary least" in line
+    assert "10.50 ± 2.00 ms against 10.00 ± 8.00 ms for mpm=event" in line
+    assert "Caveat, an upper bound of the server's latency: mpm=worker: generator on the target's cores" in line
+
+
+def test_steadier_run_to_run_only_where_a_test_of_spread_says_so():
+    # Brown–Forsythe on 8 runs a side: CV 10% against 0.5%.
+    rng = np.random.default_rng(5)
+    fast = _runs({"mpm": "event"}, list(rng.normal(1100, 110, 8)))
+    steady = _runs({"mpm": "worker"}, list(rng.normal(1000, 5, 8)))
+    out = verdicts(point_stats(fast + steady), factors={"mpm": ["event", "worker"]})
+    (line,) = [v for v in out if "steadier run to run" in v]
+    assert line.startswith("At the plan's one load, mpm=worker is steadier run to run than mpm=event")
+    assert "Brown–Forsythe test, Holm-adjusted p " in line
+    # Spreads that a test cannot tell apart: no such line.
+    alike = _runs({"mpm": "worker"}, list(rng.normal(1000, 90, 8)))
+    assert not any("steadier" in v for v in verdicts(point_stats(fast + alike), factors={"mpm": ["event", "worker"]}))

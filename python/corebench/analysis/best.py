@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from corebench.analysis.effect import Effect, change_size
+from corebench.analysis.effect import Effect, bound, change_size
 from corebench.analysis.family import Family, p99_ms
 from corebench.analysis.load import at_matched_load, split, where
 from corebench.analysis.points import PointStats
@@ -108,7 +108,11 @@ def _best(
         else:
             tied.append((p, e))
     if tied:
-        names = ", ".join(f"{split(p, load)[1]} (the best {_pct(e.relative)}, {e.verdict})" for p, e in tied)
+        names = ", ".join(
+            f"{split(p, load)[1]} (the best {_pct(e.relative)}, 95% CI {bound(e.low - 1)} to {bound(e.high - 1)}, "
+            f"{e.verdict})"
+            for p, e in tied
+        )
         least = min((e.detectable for _, e in tied if e.verdict == "inconclusive"), default=math.nan)
         could = f"; the smallest change this design could detect among them: {change_size(least)}"
         said.append(
@@ -180,6 +184,7 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
         f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
         f"request, the field report's measure; no test). Which to run weighs the two; the run-to-run variation of "
         f"throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question."
+        + caveat([best, steady], latency=True)
     ]
 
 
@@ -201,7 +206,7 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
     return [
         f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, and "
         f"its requests vary least: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of every "
-        "request, the field report's measure; no test)."
+        "request, the field report's measure; no test)." + caveat([steady, *others], latency=True)
     ]
 
 
@@ -216,7 +221,7 @@ def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str])
             out.append(
                 f"{here}, {split(p, load)[1]} is steadier run to run than {split(fast, load)[1]} (coefficient of "
                 f"variation {p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, Holm-adjusted "
-                f"p {p_is(q)})."
+                f"p {p_is(q)})." + caveat([p, fast])
             )
     return out
 

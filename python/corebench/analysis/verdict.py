@@ -200,8 +200,8 @@ def _steal(points: list[PointStats]) -> list[str]:
 
 def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str]:
     """At each load level, which configurations meet the latency objective
-    (the median over runs of the percentile it names) and by what margin;
-    prices are not needed."""
+    (the median over runs of the percentile it names, the tables' figure),
+    how many of their runs did, and by what margin; prices are not needed."""
     out = []
     for at, ps in at_matched_load(points, load):
         met: list[str] = []
@@ -210,17 +210,27 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str
             value = _tail(p, slo.percentile)
             name = split(p, load)[1] or "the target"
             margin = (1 - value / slo.limit_us) * 100
+            runs = _runs_meeting(p, slo)
             (met if slo.met(value) else missed).append(
-                f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'under' if margin >= 0 else 'over'})"
+                f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'under' if margin >= 0 else 'over'}; {runs})"
             )
         where = f" at {at}" if at else ""
         out.append(
-            f"{slo}{where}: "
+            f"{slo}{where}, by the median of each point's runs: "
             + (f"met by {', '.join(met)}" if met else "met by no configuration")
             + (f"; missed by {', '.join(missed)}" if missed else "")
             + "."
+            + caveat(ps, latency=True)
         )
     return out
+
+
+def _runs_meeting(p: PointStats, slo: Slo) -> str:
+    """How many of a point's runs met the objective on their own: a median
+    that meets it from 2 of 3 runs is not a run that always does."""
+    values = [r.p99_us if slo.percentile == 99.0 else r.p50_us for r in p.measured]
+    known = [v for v in values if v is not None]
+    return f"{sum(slo.met(float(v)) for v in known)} of {len(known)} runs met it"
 
 
 def _costs(
