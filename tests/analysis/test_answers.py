@@ -234,3 +234,18 @@ def test_steadier_run_to_run_only_where_a_test_of_spread_says_so():
     # Spreads that a test cannot tell apart: no such line.
     alike = _runs({"mpm": "worker"}, list(rng.normal(1000, 90, 8)))
     assert not any("steadier" in v for v in verdicts(point_stats(fast + alike), factors={"mpm": ["event", "worker"]}))
+
+
+def test_a_factor_that_changes_the_generators_io_says_the_effect_is_confounded():
+    # HTTP/2 runs on epoll, HTTP/1.1 on io_uring: the generator changed too.
+    runs = []
+    for http, io, rps in (("1.1", "io_uring", [5000.0, 5050.0, 4950.0]), ("2", "epoll", [7000.0, 7100.0, 6900.0])):
+        for r in _runs({"http": http}, rps):
+            assert r.result is not None
+            r.result = r.result.model_copy(update={"io": io})
+            runs.append(r)
+    out = verdicts(point_stats(runs), factors={"http": ["1.1", "2"]})
+    (line,) = [v for v in out if v.startswith("http=2 against http=1.1")]
+    assert "The generator's I/O differed between the sides (io_uring against epoll" in line
+    same = verdicts(point_stats(_runs({"m": "a"}, [1.0e3, 1.01e3]) + _runs({"m": "b"}, [2.0e3, 2.02e3])))
+    assert not any("I/O differed" in v for v in same)

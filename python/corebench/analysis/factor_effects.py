@@ -73,6 +73,23 @@ def row(label: str, compared: list[Compared]) -> str:
     return (
         f"{label}: throughput {counted(es)} of {n} matched comparison{'s' if n != 1 else ''}{median}"
         f"{combined(es)}.{could_see(es)}{demand}{limited_note([(c.a, c.b) for c in compared])}"
+        f"{_transport_note(compared)}"
+    )
+
+
+def _transport_note(compared: list[Compared]) -> str:
+    """Where the two sides' load ran on different I/O (HTTP/2 runs on
+    epoll, HTTP/1.x on io_uring where it works), the generator's cost per
+    request differed with the factor: the effect is confounded with it."""
+    ios = [({x.io for x in c.a.results()}, {x.io for x in c.b.results()}) for c in compared]
+    differ = [(a, b) for a, b in ios if a and b and a != b]
+    if not differ:
+        return ""
+    a, b = differ[0]
+    return (
+        f" The generator's I/O differed between the sides ({'/'.join(sorted(a))} against {'/'.join(sorted(b))}; "
+        "HTTP/2 runs on epoll, docs/http2.md): the effect is the server's and the generator's together, unless "
+        "the generator was far from its ceiling on both."
     )
 
 
