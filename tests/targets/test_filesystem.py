@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
 
 def _ours() -> list[dict[str, str]]:
     """This session's leftovers: a running corebench's images are not."""
-    return [left for left in filesystem.leftovers() if filesystem.owner(Path(left["image"])) is None]
+    return filesystem.orphans()
 
 
 @pytest.fixture(autouse=True)
@@ -160,10 +160,14 @@ def test_cleanup_stops_and_removes_what_a_killed_corebench_left(tmp_path):
     assert len(left) == 1 and left[0]["mounted_on"], left
     users = filesystem.users(Path(left[0]["mounted_on"]))
     assert users, "the orphaned target still writes its access log there"
+    shell = subprocess.Popen(["sleep", "60"], cwd=left[0]["mounted_on"])
     r = run_cli("cleanup")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"Removed {left[0]['device']}" in r.stdout and "stopped the processes using it" in r.stdout, r.stdout
+    assert f"Removed {left[0]['device']}" in r.stdout and "stopped the processes it started there" in r.stdout, r.stdout
     assert not _ours() and not any(_alive(pid) for pid in users)
+    assert _alive(shell.pid), "a user's shell working on our mount is not ours to kill"
+    shell.kill()
+    shell.wait()
     again = run_cli("cleanup")
     assert again.returncode == 0 and "Nothing to clean up" in again.stdout
 
@@ -209,3 +213,29 @@ def _checked_as_nobody(exp) -> str:
         said = f.read()
     os.waitpid(pid, 0)
     return said
+
+
+def test_cleanup_leaves_a_users_image_named_like_ours_and_its_shell(tmp_path):
+    """An image named *.corebench-fs.img that no corebench made, mounted,
+    with a process working in it: cleanup names it and touches nothing."""
+    at = tmp_path / "mine"
+    image = tmp_path / "data.corebench-fs.img"
+    with image.open("wb") as f:
+        f.truncate(128 * 1024**2)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    at.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(image), str(at)], check=True)
+    shell = subprocess.Popen(["sleep", "60"], cwd=at)
+    try:
+        (at / "thesis.txt").write_text("years of work\n")
+        r = run_cli("cleanup")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"Left alone: {image}" in r.stdout and "no corebench made it" in r.stdout, r.stdout
+        assert _alive(shell.pid) and image.exists() and (at / "thesis.txt").read_text() == "years of work\n"
+        assert not _ours(), "not a leftover of ours"
+    finally:
+        shell.kill()
+        shell.wait()
+        subprocess.run(["umount", str(at)], check=False)
+        for dev in filesystem.loops_of(image):
+            subprocess.run(["losetup", "--detach", dev], check=False)

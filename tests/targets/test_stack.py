@@ -205,7 +205,7 @@ def test_cleanup_stops_the_stack_a_killed_corebench_left(tmp_path):
     work = filesystem.dead_work_dirs()
     assert work and _running("postgres") > before
     r = run_cli("cleanup")
-    assert r.returncode == 0 and "Stopped the processes a killed corebench left in" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "Stopped the processes a killed corebench started in" in r.stdout, r.stdout + r.stderr
     deadline = time.monotonic() + 10
     while _running("postgres") > before and time.monotonic() < deadline:
         time.sleep(0.1)

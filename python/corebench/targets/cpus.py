@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from corebench.store import RunLayout
-from corebench.targets import filesystem
+from corebench.targets import owned
 
 CGROUP = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
@@ -248,7 +248,7 @@ def leftover_groups() -> list[Path]:
         with contextlib.suppress(OSError):
             for g in root.iterdir():
                 m = _OURS.match(g.name)
-                if m and g.is_dir() and not filesystem.alive(int(m.group(1))):
+                if m and g.is_dir() and not owned.alive(int(m.group(1))):
                     found += [*(c for c in g.iterdir() if (c / "cgroup.procs").exists()), g]
     return found
 

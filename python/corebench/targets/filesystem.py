@@ -2,8 +2,9 @@
 with mkfs, loop-mounted with the plan's options on the target's folder
 (`{dir}`), so its data, logs and pages land on it; unmounted, and the loop
 device freed, when the target stops, also after a failure or Ctrl-C. An
-image left by a killed corebench is found again by its name and removed
-by `corebench cleanup`.
+image left by a killed corebench is found again in the experiment folder
+that corebench made for it (never by its name alone) and removed by
+`corebench cleanup`, with the processes that run recorded there (`owned`).
 
 Each type names a kernel filesystem and the mount options that make it
 the setup measured, so that a level such as "ext4-writeback" means one
@@ -14,20 +15,18 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from corebench.plan.model import Filesystem, FsTypeName
+from corebench.targets import owned
+from corebench.targets.owned import OWNER_FILE, alive
 
-# Images are named so, and only images so named are ever unmounted or
-# deleted by `corebench cleanup`.
+# Images are named so; `corebench cleanup` removes one only in an
+# experiment folder of a corebench that is gone (`ours`).
 IMAGE_SUFFIX = ".corebench-fs.img"
-# In the folder of a running experiment's images: the pid of its corebench.
-OWNER_FILE = "corebench.pid"
 # An experiment's folder (tempfile's), where its targets and services run.
 WORK_PREFIX = "corebench-run-"
 _LOOP_SYS = Path("/sys/block")
@@ -186,9 +185,8 @@ def unmount(m: Mounted, keep: tuple[str, ...] = ()) -> None:
 
 
 def users(at: Path) -> list[int]:
-    """Processes with their working folder or an open file on the mount:
-    targets corebench started there (the folder is its own), left running
-    by a corebench that was killed."""
+    """Processes with their working folder or an open file on the mount
+    (what keeps it busy; said, never killed for it)."""
     root = str(at.resolve())
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
@@ -258,6 +256,17 @@ def owner(image: Path) -> int | None:
     return _live_owner(image.parent)
 
 
+def ours(image: Path) -> bool:
+    """An image a corebench made, in an experiment folder of its own
+    (tempfile's corebench-run-*, holding OWNER_FILE): never a user's file
+    of the same name elsewhere."""
+    return (
+        image.name.endswith(IMAGE_SUFFIX)
+        and image.parent.name.startswith(WORK_PREFIX)
+        and (image.parent / OWNER_FILE).is_file()
+    )
+
+
 def _live_owner(work_dir: Path) -> int | None:
     try:
         pid = int((work_dir / OWNER_FILE).read_text())
@@ -266,49 +275,30 @@ def _live_owner(work_dir: Path) -> int | None:
     return pid if alive(pid) else None
 
 
-def alive(pid: int) -> bool:
-    """A process that runs (not gone, not a zombie awaiting its parent)."""
-    return Path(f"/proc/{pid}").exists() and not _zombie(pid)
-
-
 def dead_work_dirs(tmp: Path | None = None) -> list[Path]:
     """Experiments' folders (corebench-run-*) whose corebench is gone."""
     base = tmp or Path(tempfile.gettempdir())
     return [d for d in sorted(base.glob(f"{WORK_PREFIX}*")) if (d / OWNER_FILE).exists() and _live_owner(d) is None]
 
 
-def stop_users(folder: Path) -> list[int]:
-    """Stops the processes working in `folder` (the targets and services of
-    a killed corebench); returns their pids."""
-    pids = users(folder)
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    _wait_gone(pids)
-    return pids
+def orphans() -> list[dict[str, str]]:
+    """Leftovers of a corebench that is gone: its images, attached still."""
+    return [left for left in leftovers() if ours(Path(left["image"])) and owner(Path(left["image"])) is None]
+
+
+def foreign() -> list[dict[str, str]]:
+    """Images named like ours that no corebench made (a user's): left alone."""
+    return [left for left in leftovers() if not ours(Path(left["image"]))]
 
 
 def cleanup() -> list[dict[str, str]]:
-    """Stops the processes still using a leftover, unmounts and detaches it
-    and deletes its image; returns what it found, with the pids stopped.
-    Images of a corebench still running are not leftovers: left alone."""
-    found = [left for left in leftovers() if owner(Path(left["image"])) is None]
+    """Stops the processes a gone corebench started in each leftover's
+    experiment folder, unmounts and detaches the image and deletes it;
+    returns what it found, with the pids stopped. Images of a corebench
+    still running, or of none, are not leftovers: left alone."""
+    found = orphans()
     for left in found:
         at = Path(left["mounted_on"]) if left["mounted_on"] else None
-        left["stopped"] = ",".join(map(str, stop_users(at) if at is not None else []))
+        left["stopped"] = ",".join(map(str, owned.stop(Path(left["image"]).parent)))
         _release(at, Path(left["image"]))
     return found
-
-
-def _wait_gone(pids: list[int], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
-        time.sleep(0.02)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True

@@ -25,7 +25,7 @@ import jinja2
 
 from corebench.plan.factors import substitute
 from corebench.plan.model import File, Target
-from corebench.targets import recipes
+from corebench.targets import owned, recipes
 from corebench.targets.cpus import Layout
 
 TAIL_BYTES = 2000
@@ -231,6 +231,7 @@ def _start(t: Target, levels: dict[str, Any], layout: Layout, plan_dir: Path, ru
             )
         except (OSError, subprocess.SubprocessError) as e:
             raise TargetError(f"cannot start {argv[0]}: {e}") from None
+    owned.record(proc.pid, run_dir)  # what `corebench cleanup` may stop, should we be killed
     try:
         return _wait_ready(Started(proc, base_url, 0.0, log_path, argv), t, ready_url, started)
     except BaseException:

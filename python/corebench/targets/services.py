@@ -20,6 +20,7 @@ from typing import Any
 
 from corebench.plan.factors import substitute
 from corebench.plan.model import Service, order
+from corebench.targets import owned
 from corebench.targets.cpus import Layout
 from corebench.targets.process import TargetError, cpus_allowed, free_port, render, tail
 from corebench.targets.recipes import phpfpm, postgresql
@@ -111,6 +112,7 @@ def _start(
             )  # fmt: skip
         except OSError as e:
             raise TargetError(f"service {name}: cannot start {argv[0]}: {e}") from None
+    owned.record(proc.pid, folder)  # what `corebench cleanup` may stop, should we be killed
     svc = StartedService(name, spec, proc, port, folder, argv, 0.0, log_path, settings)
     try:
         _wait_ready(svc, ready, began)
