@@ -95,7 +95,7 @@ def test_a_signal_mid_run_then_resume(tmp_path, sig):
     time.sleep(0.3)  # into the fourth run
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (out, err)
+    assert proc.returncode == 128 + sig, (out, err)
     assert "--resume" in out
     first = runs_in(store)
     measured = [r for r in first if not r[4]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -121,7 +122,8 @@ def capacity(
     )
     base = common.to_config(given, _FLAGS)
     quiet = json_out == "-"
-    result = cap.search(base, settings, engine.run, None if quiet else _print_step)
+    with common.stopped_by_signals() as got:
+        result = cap.search(base, settings, engine.run, None if quiet else _print_step)
     out = sys.stderr if quiet else sys.stdout
     out.write(_table(result) + "\n" + result.sentence() + "\n")
     estimate = limit_estimate(result.steps, settings.objective) if result.outcome == "found" else None
@@ -135,6 +137,8 @@ def capacity(
         from corebench.report.capacity import html
 
         common.write(str(report), html(result, said), "--report")
+    if result.outcome == "interrupted":
+        raise typer.Exit(128 + (got[0] if got else signal.SIGINT))
     if result.outcome not in ("found", "above-max"):
         raise typer.Exit(1)
 

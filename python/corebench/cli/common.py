@@ -3,7 +3,10 @@ their parsing, and the run → report step."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -435,3 +438,22 @@ def write(dest: str, text: str, flag: str) -> None:
         Path(dest).write_text(text)
     except OSError as e:
         raise UsageError(f"{flag} {dest}: cannot write ({e.strerror or e})") from None
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM both stop a long command as Ctrl-C does (a
+    KeyboardInterrupt, which the engine turns into an interrupted run);
+    yields the signals received, for the exit status 128 + signal."""
+    got: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -4,6 +4,7 @@ concurrency sweep against a running server without a plan."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool,
             else "the same command, into a new store"
         )
         print(f"corebench: interrupted; the run in progress was discarded. Continue with: {go_on}")
-        raise typer.Exit(130)
+        raise typer.Exit(128 + (out.signal or signal.SIGINT))
     gate_failed = _gates(exp, store_path, out.experiment_id)
     if out.failed:
         raise typer.Exit(1)

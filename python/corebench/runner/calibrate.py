@@ -34,7 +34,7 @@ from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Target
-from corebench.result import NEAR_CEILING
+from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
@@ -117,11 +117,11 @@ def _measure(control: CpuControl, cpus: float | None, own: dict[str, float], how
             threads=how.threads,
             think=USERS_THINK if how.model == "users" else None,
         )
-        result = engine.run(engine_config(settings))
+        result = _whole(engine.run(engine_config(settings)))
         if how.model == "open":
             closed = result.successes / max(result.duration_s, 1e-9)
             paced = settings.model_copy(update={"rate": max(1.0, round(closed * OPEN_SHARE))})
-            result = engine.run(engine_config(paced))
+            result = _whole(engine.run(engine_config(paced)))
         used = result.generator_cpu_s / max(result.duration_s, 1e-9)
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
         return _failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
@@ -145,6 +145,14 @@ def _measure(control: CpuControl, cpus: float | None, own: dict[str, float], how
         http=how.http,
         model=how.model,
     )
+
+
+def _whole(result: LoadResult) -> LoadResult:
+    """A calibration cut short by Ctrl-C or SIGTERM is no ceiling: the
+    experiment stops, as it would during a run."""
+    if result.interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 def _failed(target: list[int], generator: list[int], shared: bool, how: Calibration, error: str) -> Ceiling:

@@ -108,10 +108,49 @@ Runner = Callable[[LoadConfig], LoadResult]
 OnStep = Callable[[Step], None]
 
 
+class _Cut(Exception):
+    """A load cut short by a signal (Ctrl-C, SIGTERM): the search stops
+    there, and the step it cut is not judged as if it were whole."""
+
+
+def _whole(run: Runner) -> Runner:
+    def whole(config: LoadConfig) -> LoadResult:
+        r = run(config)
+        if r.interrupted:
+            raise _Cut
+        return r
+
+    return whole
+
+
+@dataclass
+class _Progress:
+    """What a search has measured whole so far: it survives an interruption."""
+
+    began: float
+    bracket: Bracket
+    steps: list[Step] = field(default_factory=list)
+    results: list[LoadResult] = field(default_factory=list)
+
+
 def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnStep | None = None) -> Capacity:
     """Measures `base` (a load of the target's URL) at rates chosen by the
-    search until the limit is bracketed within the precision."""
-    began = time.monotonic()
+    search until the limit is bracketed within the precision. A signal
+    ends it with outcome "interrupted" and the steps measured whole."""
+    done = _Progress(time.monotonic(), Bracket(settings, 0.0))
+    try:
+        return _search(base, settings, _whole(run), on_step, done)
+    except (_Cut, KeyboardInterrupt):
+        lo, hi = done.bracket.lo, done.bracket.hi
+        # No rate is claimed sustained: its confirming steps may not have run.
+        return _answer(settings, done.began, "interrupted", done.steps, bracket=(lo, hi), results=done.results)
+
+
+def _search(
+    base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnStep | None, done: _Progress
+) -> Capacity:
+    """The search, filling `done` as it goes."""
+    began, bracket, steps, results = done.began, done.bracket, done.steps, done.results
     objective = settings.objective
     probe_rps: float | None = None
     start = settings.start_rps
@@ -123,9 +162,7 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
             )
         probe_rps = probe.successes / max(probe.duration_s, 1e-9)
         start = probe_rps / 2
-    bracket = Bracket(settings, start)
-    steps: list[Step] = []
-    results: list[LoadResult] = []
+    bracket.start_rps = start
     while len(steps) < settings.max_steps and (rate := bracket.next_rate()) is not None:
         step, result = _measure(base, objective, settings, rate, run)
         results.append(result)
@@ -147,9 +184,9 @@ def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnS
                 results=results,
             )
         bracket.record(rate, step.meets)
+        steps.append(step)
         if not step.meets:
             step.settle_s = _settle(base, objective, settings, run)
-        steps.append(step)
         if on_step is not None:
             on_step(step)
     lo, hi = bracket.lo, bracket.hi

@@ -57,6 +57,8 @@ class Outcome:
     starts_s: float = 0.0
     wall_s: float = 0.0
     interrupted: bool = False
+    # The signal that stopped it (SIGINT for Ctrl-C), for the exit status.
+    signal: int | None = None
 
 
 @dataclass
@@ -154,6 +156,8 @@ class ExperimentRun:
                     result = self.backend.run(cfg, self.show.tick)
                 else:
                     found = capacity.search(cfg, self.exp.plan.search, lambda c: self.backend.run(c, self.show.tick))
+                    if found.outcome == "interrupted":
+                        raise Interrupted
                     result = found.sustained() or (found.results[-1] if found.results else None)
                     if found.outcome not in ("found", "above-max"):
                         error = f"capacity search: {found.sentence()}"
@@ -285,7 +289,12 @@ def _visit_all(
     ends it with the run in progress discarded; the cleanup after it
     cannot be cut short."""
     affinity = os.sched_getaffinity(0)
-    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        xr.out.signal = signum
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     started = time.monotonic()
     exp_id = xr.out.experiment_id
     try:
@@ -310,13 +319,10 @@ def _visit_all(
             os.sched_setaffinity(0, affinity)
             xr.show.close()
         finally:
-            signal.signal(signal.SIGTERM, previous_term)
+            for s, handler in previous.items():
+                signal.signal(s, handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         xr.out.wall_s = time.monotonic() - started
-
-
-def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def open_experiment(

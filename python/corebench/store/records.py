@@ -268,7 +268,7 @@ class Capacity(_Record):
     # The highest rate whose steps met the objective (by majority, confirmed).
     rate_rps: float | None = None
     bracket: tuple[float | None, float | None] = (None, None)  # (lo, hi): the limit lies between
-    outcome: str  # "found", "above-max", "none", "unfinished", "dead"
+    outcome: str  # "found", "above-max", "none", "unfinished", "dead", "interrupted"
     steps: list[Step]
     probe_rps: float | None = None
     elapsed_s: float = 0.0
@@ -303,6 +303,12 @@ class Capacity(_Record):
                 "--min-rate, or 64 times below its start)."
             )
         where = f"between {lo:,.0f} and {hi:,.0f}" if lo is not None and hi is not None else "not bracketed"
+        if self.outcome == "interrupted":
+            so_far = f"the limit is {where} req/s so far" if lo is not None and hi is not None else "no bracket yet"
+            return (
+                f"Search interrupted after {len(self.steps)} whole step(s) (the step under way was not judged): "
+                f"{so_far}."
+            )
         return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
 
 
