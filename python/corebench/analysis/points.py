@@ -57,6 +57,8 @@ class PointStats:
     machine_busy: float | None = None
     # Users' mean think time between requests (s), where the load model has it.
     think_s: float | None = None
+    # Measured runs during which another corebench measured on this machine.
+    sharing_runs: int = 0
     # The first line of the first failed run's error, where a run failed.
     failure: str | None = None
 
@@ -79,6 +81,8 @@ class PointStats:
             why.append(f"at {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling")
         if self.shared:
             why.append("generator on the target's cores")
+        if self.sharing_runs:
+            why.append(f"another corebench measured on this machine during {self.sharing_runs} run(s)")
         if self.interference_runs:
             why.append(f"others on the target's cores (up to {self.interference_max:.0%} of their time)")
         return why
@@ -159,6 +163,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
         machine_busy=_mean([sum(c.busy for c in m.cores) / len(m.cores) for m in all_monitors if m.cores]),
         think_s=_mean([sum(x.think_s) / 2 for x in results if x.think_s is not None]),
         failure=failed[0].splitlines()[0] if failed else None,
+        sharing_runs=sum(bool(r.layout is not None and r.layout.sharing) for r in measured),
     )
 
 

@@ -79,6 +79,7 @@ def capacity(
     threads: int | None = common.THREADS,
     allow_remote: bool = common.ALLOW_REMOTE,
     json_out: str | None = typer.Option(None, "--json", help="Write the search as JSON to FILE ('-' for stdout)."),
+    force: bool = common.FORCE,
     report: Path | None = typer.Option(
         None, "-o", "--report", help="Write an HTML report: the answer, the steps, latency vs offered rate."
     ),
@@ -88,6 +89,7 @@ def capacity(
 
     from corebench import engine
     from corebench.analysis.capacity import limit_estimate
+    from corebench.machine import Claim
     from corebench.runner import capacity as cap
 
     # By the plan's [search] keys, so errors name one vocabulary, mapped to flags.
@@ -122,8 +124,10 @@ def capacity(
     )
     base = common.to_config(given, _FLAGS)
     quiet = json_out == "-"
-    with common.stopped_by_signals() as got:
+    with common.stopped_by_signals() as got, Claim("corebench capacity", force) as claim:
         result = cap.search(base, settings, engine.run, None if quiet else _print_step)
+        sharing = claim.others(claim.began_unix)
+    common.said_sharing(sharing, "searched")
     out = sys.stderr if quiet else sys.stdout
     out.write(_table(result) + "\n" + result.sentence() + "\n")
     estimate = limit_estimate(result.steps, settings.objective) if result.outcome == "found" else None

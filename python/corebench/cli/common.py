@@ -104,6 +104,11 @@ TIMEOUT = typer.Option(
     help=f"Per-request timeout (ab's -s, wrk's --timeout; default {_ENGINE_DEFAULTS['timeout_s'].default:g}s).",
 )
 THREADS = typer.Option(None, "--threads", help="Worker threads (default: one per available CPU).")
+FORCE = typer.Option(
+    False,
+    "--force",
+    help="Measure even while another corebench measures on this machine (the runs of both are marked as sharing it).",
+)
 ALLOW_REMOTE = typer.Option(False, "--allow-remote", help="Allow a target that is not on a loopback address.")
 BUSY_POLL = typer.Option(
     None,
@@ -334,12 +339,14 @@ def run_and_report(
     criteria: list[Any] | None = None,
     outputs: Outputs | None = None,
     quiet: bool = False,
+    force: bool = False,
+    command: str = "load",
 ) -> None:
     """Runs the load (here, with the live progress line on a terminal unless
     `quiet`; or on a cluster's agents), prints the text report (unless stdout
     holds another format), writes files. `outputs`, when given, says where
     every format goes (`json_out` and `hgrm` then unused)."""
-    from corebench import output
+    from corebench import machine, output
     from corebench.cli import live
 
     if outputs is None:
@@ -347,7 +354,9 @@ def run_and_report(
         outputs = Outputs(files={k: v for k, v in files.items() if v})
     outputs.check()
     try:
-        result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
+        with machine.Claim(f"corebench {command}", force) as claim:
+            result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
+            sharing = claim.others(claim.began_unix)
     except SettingError as e:
         # Refused at the start of the run (a server that does not speak the
         # HTTP/2 asked for): named by its flag, as the checks before it are.
@@ -375,6 +384,7 @@ def run_and_report(
             file=sys.stderr,
         )
     _watch_generator(result)
+    said_sharing(sharing, "measured")
     failed = _judge(criteria or [], result, aside)
     if result.interrupted:
         raise typer.Exit(130)
@@ -382,6 +392,16 @@ def run_and_report(
         raise typer.Exit(1)
     if failed:
         raise typer.Exit(99)
+
+
+def said_sharing(sharing: list[str], did: str) -> None:
+    """On stderr: a --force measurement beside another corebench's."""
+    if sharing:
+        print(
+            f"corebench: {did} while another corebench measured on this machine ({'; '.join(sharing)}): each "
+            "figure is partly the other's load",
+            file=sys.stderr,
+        )
 
 
 def _judge(criteria: list[Any], result: Any, out: Any) -> bool:

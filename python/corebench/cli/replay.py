@@ -47,6 +47,7 @@ def replay(
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine's random choices, for a repeatable run."),
     json_out: str | None = common.JSON_OUT,
     quiet: bool = common.QUIET,
+    force: bool = common.FORCE,
     threshold: list[str] | None = common.THRESHOLD,
     print_config: bool = common.PRINT_CONFIG,
     ray: str | None = common.RAY,
@@ -88,4 +89,4 @@ def replay(
         return
     criteria = common.thresholds(threshold)
     cluster = common.cluster(ray, agents, strict_spread, agent_cpus, agent_timeout)
-    common.run_and_report(config, json_out, hgrm, cluster, criteria, quiet=quiet)
+    common.run_and_report(config, json_out, hgrm, cluster, criteria, quiet=quiet, force=force, command="replay")

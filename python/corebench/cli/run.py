@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 import typer
 
-from corebench.cli import app
+from corebench.cli import app, common
 from corebench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def _open_store(path: Path) -> Store:
         raise UsageError(f"--store {e}") from None
 
 
-def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool, quiet: bool) -> None:
+def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool, quiet: bool, force: bool) -> None:
     from corebench import runner
     from corebench.runner import preflight
 
@@ -65,7 +65,7 @@ def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool,
         return
     store = _open_store(store_path)
     try:
-        out = runner.run_experiment(checked, store, again=again, quiet=quiet)
+        out = runner.run_experiment(checked, store, again=again, quiet=quiet, force=force)
     finally:
         store.close()
     stored = out.ok + out.failed
@@ -118,6 +118,7 @@ def run(
         None, "--repetitions", "-r", help='Measured runs per point, or "auto" (overrides the plan\'s).'
     ),
     quiet: bool = QUIET,
+    force: bool = common.FORCE,
 ) -> None:
     """Run an experiment: every point of the plan's factors, repeated, on the CPUs asked for, monitored and stored."""
     from corebench.plan import load_plan
@@ -140,7 +141,7 @@ def run(
             '--session with repetitions = "auto": a session repeats a fixed schedule; give -r N (or resume with '
             "--resume)"
         )
-    _execute(exp, store_path, "session" if session else "resume" if resume else "new", dry_run, quiet)
+    _execute(exp, store_path, "session" if session else "resume" if resume else "new", dry_run, quiet, force)
 
 
 def _resumed_overrides(plan: Path, store_path: Path, given: dict[str, Any], flag: str) -> dict[str, Any]:
@@ -198,6 +199,7 @@ def sweep(
     store: Path | None = STORE,
     dry_run: bool = DRY_RUN,
     quiet: bool = QUIET,
+    force: bool = common.FORCE,
 ) -> None:
     """Sweep the concurrency against a running server: the last field report's experiment in one command."""
     from corebench.plan import build
@@ -213,7 +215,7 @@ def sweep(
     text = tomli_w.dumps(table)
     exp = build(Path("sweep.toml"), text, table, {})
     store_path = store or Path("sweep.sqlite")
-    _execute(exp, store_path, "new", dry_run, quiet)
+    _execute(exp, store_path, "new", dry_run, quiet, force)
     if not dry_run:
         _table(store_path)
 

@@ -18,6 +18,7 @@ from typing import Literal
 from corebench import __version__
 from corebench.analysis import precision
 from corebench.errors import UsageError
+from corebench.machine import Claim
 from corebench.monitor import Monitor
 from corebench.plan import ExperimentPlan
 from corebench.plan.engine_config import run_config
@@ -70,6 +71,8 @@ class Measured:
     ended_unix: float
     result: LoadResult | None = None
     error: str | None = None
+    # Other corebench measurements on this machine when the run began.
+    sharing: list[str] = field(default_factory=list)
     monitor: Monitor | None = None
     search: Capacity | None = None
 
@@ -91,6 +94,9 @@ class ExperimentRun:
     # on from (`--session`: seq, round and repetitions after the stored ones).
     session: int = 1
     after: Stored | None = None
+    # This process's claim on the machine (`runner.machine`): who else
+    # measured beside a run marks it.
+    machine: Claim | None = None
 
     def visit(self, run: schedule.Run) -> None:
         target = self._target_for(run)
@@ -141,6 +147,7 @@ class ExperimentRun:
         e = self.exp.plan.experiment
         self.show.begin(run.label(e.repetitions))
         began = time.time()
+        sharing = self.machine.others() if self.machine is not None else []
         if t.error is not None:
             return Measured(began, time.time(), error=t.error)
         assert t.base_url is not None  # started, or a server already running
@@ -169,7 +176,7 @@ class ExperimentRun:
             # Measured and kept, but not a healthy run: nothing succeeded.
             error = f"no request succeeded: {result.requests:,} sent; {result.failures()}"
         error = t.exited() or error
-        return Measured(began, time.time(), result, error, monitor, found)
+        return Measured(began, time.time(), result, error, monitor=monitor, search=found, sharing=sharing)
 
     def _store(self, run: schedule.Run, m: Measured) -> None:
         """The run committed to the store, and its line on the display."""
@@ -181,9 +188,15 @@ class ExperimentRun:
         layout = self.backend.layout(t.layout.record())
         if ceiling is not None:
             layout = layout.model_copy(update={"generator_ceiling_rps": round(ceiling.ceiling_rps)})
+        sharing = set(m.sharing) | set(self.machine.others(m.began_unix) if self.machine is not None else [])
+        if sharing:
+            layout = layout.model_copy(update={"sharing": sorted(sharing)})
         bound = None
         if result is not None and t.layout.method != "none":
             bound = calibrate.lower_bound(result.throughput_rps, layout, summary, ceiling)
+        if result is not None and layout.sharing:
+            beside = f"another corebench measured on this machine meanwhile ({'; '.join(layout.sharing)})"
+            bound = f"{bound}; {beside}" if bound else beside
         after = self.after or Stored(0, 0, 0, {})
         stored = StoredRun(
             experiment_id=self.out.experiment_id,
@@ -228,26 +241,33 @@ class ExperimentRun:
 Again = Literal["new", "resume", "session"]
 
 
-def run_experiment(checked: Checked, store: Store, *, again: Again = "new", quiet: bool = False) -> Outcome:
+def run_experiment(
+    checked: Checked, store: Store, *, again: Again = "new", quiet: bool = False, force: bool = False
+) -> Outcome:
     """Runs a plan that passed `preflight.check`, storing each run as it
     ends. Ctrl-C or SIGTERM discards the run in progress, stops the target
     and keeps everything committed (`--resume` goes on from there). A
-    session (`analysis.sessions` compares them) is each invocation."""
-    control = CpuControl()
-    with open_backend(checked.exp.plan.cluster) as backend:
-        return _run_all(checked, store, control, backend, again=again, quiet=quiet)
+    session (`analysis.sessions` compares them) is each invocation. The
+    machine is claimed first (`corebench.machine`): refused while another
+    corebench measures, unless `force`."""
+    with (
+        Claim(f"corebench run {checked.exp.path.name}", force) as claim,
+        open_backend(checked.exp.plan.cluster) as backend,
+    ):
+        return _run_all(checked, store, backend, claim, again=again, quiet=quiet)
 
 
 def _run_all(
     checked: Checked,
     store: Store,
-    control: CpuControl,
     backend: LoadBackend,
+    claim: Claim,
     *,
     again: Again,
     quiet: bool,
 ) -> Outcome:
     exp, runs = checked.exp, checked.runs
+    control = CpuControl()
     with LocalHost(control) as local:
         exp_id = open_experiment(exp, store, runs, control.method, local, again != "new")
         # Every invocation is a session of its own: a resume on another day too.
@@ -267,6 +287,7 @@ def _run_all(
             out,
             session=stored.session + 1,
             after=stored if again == "session" else None,
+            machine=claim,
         )
         calibration = (
             (lambda: calibrate.calibrate(exp, control, local.work_dir)) if isinstance(backend, Local) else None

@@ -150,6 +150,8 @@ class RunLayout(_Part):
     services: dict[str, RunLayout] = {}
     generator_ceiling_rps: int | None = None
     generator: str | None = None  # "ray agents" when the load came from a cluster
+    # Other corebench measurements on this machine during the run (--force).
+    sharing: list[str] = []
 
     @property
     def controlled(self) -> bool:
