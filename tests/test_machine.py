@@ -91,3 +91,16 @@ def _target_up(tmp_path) -> bool:
     """The experiment's first run is under way: give it a moment past its start."""
     time.sleep(0.5)
     return True
+
+
+def test_a_forced_measurement_sees_a_holder_that_ended_before_it(tmp_path):
+    with Claim("corebench run a.toml", False, tmp_path) as first:
+        beside = Claim("corebench load", True, tmp_path)
+        began = beside.began_unix
+        assert first.held and not beside.held
+    try:
+        said = beside.others(began)
+        assert [s.split(" (pid")[0] for s in said] == ["corebench run a.toml"], said
+    finally:
+        beside.close()
+        beside.close()  # twice: nothing more

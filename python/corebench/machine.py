@@ -51,6 +51,7 @@ class Claim:
         self.dir = where or lock_dir()
         self.held = False
         self.began_unix = time.time()
+        self._closed = False
         self._name = f"{SHARED_PREFIX}{os.getpid()}-{id(self)}"
         self._fd: int | None = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -73,7 +74,7 @@ class Claim:
             (self.dir / ENDED_NAME).write_text("")
 
     def _said(self) -> str:
-        return f"{self.what} (pid {os.getpid()}, since {time.strftime('%H:%M:%S')})"
+        return f"{self.what} (pid {os.getpid()}, since {time.strftime('%H:%M:%S', time.localtime(self.began_unix))})"
 
     def _note(self) -> Path:
         return self.dir / self._name
@@ -112,15 +113,19 @@ class Claim:
         return sorted(set(out))
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Said to whoever still measures: a run it made beside this one.
+        with contextlib.suppress(OSError), (self.dir / ENDED_NAME).open("a") as f:
+            f.write(f"{self.began_unix}\t{time.time()}\t{self._said()}\n")
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 (self.dir / HOLDER_NAME).unlink()
             os.close(self._fd)
             self._fd = None
-        elif not self.held:
+        else:
             with contextlib.suppress(OSError):
-                with (self.dir / ENDED_NAME).open("a") as f:
-                    f.write(f"{self.began_unix}\t{time.time()}\t{self._said()}\n")
                 self._note().unlink()
 
     def __enter__(self) -> Claim:
