@@ -118,6 +118,7 @@ def _check_search(arrivals: str, found: dict, truth: float, stdout: str, html: P
     page = html.read_text()
     assert (
         "Latency vs offered rate" in page
+        and "Target: <code>http://127.0.0.1:" in page
         and "<svg" in page
         and f"Sustains {lo:,.0f}" in page
         and "Interpolated limit" in page

@@ -350,3 +350,17 @@ def test_http2_to_a_server_without_it_is_refused_in_one_line(nginx):
     )
     # The check's one connection sent nginx a preface, which it counted as a request.
     assert nginx.served_since(before) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--threads", "0"], "--threads: 0 threads: give 1 or more (leave it out for one per available CPU)"),
+        (["-n", "100000000000000000000000"], "-n/--requests: 100,000,000,000,000,000,000,000 requests is more than"),
+    ],
+)
+def test_counts_the_engine_would_misread_are_refused_in_one_line(args, says):
+    p = run_cli("load", *args, "http://127.0.0.1:9/")
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    (line,) = p.stderr.strip().splitlines()
+    assert says in line and "serde" not in line and "u64" not in line, line

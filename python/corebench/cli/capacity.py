@@ -140,7 +140,7 @@ def capacity(
     if report is not None:
         from corebench.report.capacity import html
 
-        common.write(str(report), html(result, said), "--report")
+        common.write(str(report), html(result, said, url), "--report")
     if result.outcome == "interrupted":
         raise typer.Exit(128 + (got[0] if got else signal.SIGINT))
     if result.outcome not in ("found", "above-max"):

@@ -4,6 +4,8 @@ their parsing, and the run → report step."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -454,10 +456,29 @@ def write(dest: str, text: str, flag: str) -> None:
     if dest == "-":
         sys.stdout.write(text)
         return
+    path = Path(dest)
+    if path.exists() and not path.is_file():
+        # A device or a pipe (/dev/stdout, a fifo): written as it is, never renamed over.
+        try:
+            path.write_text(text)
+        except OSError as e:
+            raise UsageError(f"{flag} {dest}: cannot write ({e.strerror or e})") from None
+        return
+    # Written beside it under a temporary name, then renamed: a write that
+    # fails (a full disk) leaves the old file or none, never a torn one.
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
-        Path(dest).write_text(text)
+        part.write_text(text)
+        os.replace(part, path)
     except OSError as e:
-        raise UsageError(f"{flag} {dest}: cannot write ({e.strerror or e})") from None
+        with contextlib.suppress(OSError):
+            part.unlink()
+        why = f"{flag} {dest}: cannot write ({e.strerror or e})"
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            # The machine's trouble, not the user's input: exit 1, not 2.
+            print(f"corebench: error: {why}; nothing was written", file=sys.stderr)
+            raise typer.Exit(1) from None
+        raise UsageError(why) from None
 
 
 @contextlib.contextmanager

@@ -45,6 +45,10 @@ HTTP_VERSIONS: tuple[str, ...] = tuple(
 OPEN_LOOP_CONNECTIONS = 1000
 
 
+# The engine counts requests in an unsigned 64-bit integer.
+MAX_REQUESTS = 2**64 - 1
+
+
 class LoadSettings(BaseModel):
     """One load, in the words of the CLI, plans and the Python API. `None`
     means: not said, the engine's default (or the rule given beside it)."""
@@ -118,6 +122,22 @@ class LoadSettings(BaseModel):
         # would name only one side of the choice.
         if v is not None and v not in HTTP_VERSIONS:
             raise ValueError(f"{v!r} is not a protocol corebench speaks: give {', '.join(HTTP_VERSIONS)}")
+        return v
+
+    @pydantic.field_validator("threads")
+    @classmethod
+    def _threads(cls, v: int | None) -> int | None:
+        # The engine reads 0 as "one per CPU": said by leaving it out, so
+        # that a 0 from a typo or a script is not silently a different run.
+        if v is not None and v < 1:
+            raise ValueError(f"{v} threads: give 1 or more (leave it out for one per available CPU)")
+        return v
+
+    @pydantic.field_validator("requests")
+    @classmethod
+    def _requests(cls, v: int | None) -> int | None:
+        if v is not None and v > MAX_REQUESTS:
+            raise ValueError(f"{v:,} requests is more than the engine counts (at most {MAX_REQUESTS:,}): give fewer")
         return v
 
     @pydantic.field_validator("headers", mode="before")

@@ -57,10 +57,12 @@ def throughput_chart(c: Capacity) -> str:
     return charts._svg(fig)
 
 
-def html(c: Capacity, estimate: str | None = None) -> str:
-    """`estimate`: the interpolated limit's sentence, when there is one."""
+def html(c: Capacity, estimate: str | None = None, url: str | None = None) -> str:
+    """`estimate`: the interpolated limit's sentence, when there is one;
+    `url`: what was loaded (a report must say what it measured)."""
     return _ENV.get_template("capacity.html.j2").render(
         c=c,
+        url=url,
         estimate=estimate,
         charts=[Markup(latency_chart(c)), Markup(throughput_chart(c))] if c.steps else [],
     )
