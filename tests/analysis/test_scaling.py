@@ -145,3 +145,12 @@ def test_fit_command_takes_the_latency_form_through_littles_law(tmp_path):
     assert usl_fit["lambda"] == pytest.approx(100, rel=1e-4) and usl_fit["sigma"] == pytest.approx(0.05, rel=1e-3)
     assert usl_fit["kappa"] == pytest.approx(0.001, rel=1e-3)
     assert "X = N / latency_ms (Little's law, closed loop)" in run_cli("fit", str(table)).stdout
+
+
+def test_fit_refuses_a_zero_throughput_at_the_lowest_n_in_one_line(tmp_path):
+    table = tmp_path / "zero.csv"
+    table.write_text("cpus,throughput\n1,0\n2,0\n4,0\n")
+    p = run_cli("fit", str(table))
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    (line,) = p.stderr.splitlines()
+    assert line.startswith(f"corebench: error: {table}: the throughput at the lowest N (1) is 0: speedups"), line

@@ -367,3 +367,28 @@ def test_a_run_line_counts_unsuccessful_statuses_as_failures_not_rate():
     assert ran_line(refused, "the generator shared the target's cores").endswith(
         ", 100 failed [lower bound: the generator shared the target's cores]"
     )
+
+
+def test_a_factor_level_with_a_space_in_the_path_is_measured_not_a_traceback(tmp_path):
+    # The engine sends the path as a URL must (a space as %20); the
+    # readiness check asks the same, instead of raising on it.
+    ran = run_plan(
+        tmp_path,
+        """
+[experiment]
+calibrate = false
+repetitions = 1
+duration = "0.3s"
+
+[factors]
+page = ["a b", "c"]
+
+[target]
+builtin = { model = "async", workers = 1 }
+
+[load]
+path = "/pages/{page}"
+concurrency = 2
+""",
+    )
+    assert (ran.out.ok, ran.out.failed) == (2, 0), [r.error for r in ran.runs]

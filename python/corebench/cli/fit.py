@@ -37,11 +37,16 @@ def _predict_at(text: str | None, model: ScalingModel, flag: str = "--predict") 
     return at
 
 
-def _analyse(rows: list[Row]) -> tuple[list[ScalingRow], ScalingModel]:
+def _analyse(rows: list[Row], where: str) -> tuple[list[ScalingRow], ScalingModel]:
     from corebench.analysis.scaling import scaling_table
     from corebench.analysis.scaling_model import choose
 
     low = min(rows, key=lambda r: r.n)
+    if not low.x > 0:
+        raise UsageError(
+            f"{where}: the throughput at the lowest N ({low.n:g}) is {low.x:g}: speedups and efficiency are relative "
+            "to it, so nothing can be fitted; give a positive throughput there, or drop that row"
+        )
     base = low.x / low.n  # per core (or per unit of load) at the lowest level
     table = scaling_table([(r.group, r.n, r.x, r.ghz) for r in sorted(rows, key=lambda r: r.n)], base)
     return table, choose([r.n for r in rows], [r.x for r in rows])
@@ -127,7 +132,10 @@ def fit_command(
 ) -> None:
     """The scaling table and the scaling law (linear, Amdahl or USL) that a table of (N, throughput) supports."""
     t = read_table(table, x, y, by)
-    results = {group: _analyse(rows) for group, rows in t.groups().items()}
+    results = {
+        group: _analyse(rows, f"{t.path}" + (f" ({t.by} = {group})" if t.by else ""))
+        for group, rows in t.groups().items()
+    }
     for _, m in results.values():
         f = m.chosen
         for at in _predict_at(predict, m):

@@ -136,11 +136,17 @@ _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 
 _SETTINGS = 4
 
 
+# Everything printable but whitespace: only what the wire cannot carry is encoded.
+_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
+
+
 def _answers(url: str) -> bool:
     if url.startswith("h2c://"):
         return _answers_h2c(url)
     try:
-        with _DIRECT.open(url, timeout=1):
+        # Encoded as the engine sends it (a space as %20): http.client
+        # refuses what the wire cannot carry, and the server is asked the same.
+        with _DIRECT.open(urllib.parse.quote(url, safe=_URL_SAFE), timeout=1):
             return True
     except urllib.error.HTTPError:
         return True  # any HTTP answer means it is up
