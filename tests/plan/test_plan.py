@@ -185,3 +185,12 @@ def test_search_errors_name_file_line_and_key(tmp_path, change, expected):
     with pytest.raises(UsageError) as e:
         load_plan(path)
     assert str(e.value).replace(str(tmp_path) + "/", "").startswith(expected), str(e.value)
+
+
+def test_a_level_holding_a_start_time_placeholder_is_refused_not_filled_again(tmp_path):
+    p = write(
+        tmp_path,
+        '[factors]\narg = ["--x={port}", "b"]\n[target]\ncommand = ["sleep", "{arg}"]\n[load]\nconcurrency = 2\n',
+    )
+    with pytest.raises(UsageError, match=r"plan.toml:2: factors.arg: level '--x=\{port\}' holds \{port\}"):
+        load_plan(p)

@@ -105,6 +105,7 @@ def build(path: Path, text: str, raw: dict[str, Any], overrides: dict[str, Any])
     if "cpus" in levels and "cpus" not in target_raw and "url" not in target_raw:
         target_raw["cpus"] = "{cpus}"  # a cpus factor limits the target unless said otherwise
     known = set(levels) | BUILTIN_NAMES | service_names(target_raw)
+    _levels_fill_nothing(path, text, levels, BUILTIN_NAMES | service_names(target_raw))
     # Files are jinja2 templates with the same values; their {{ }} are not placeholders.
     files = target_raw.pop("files", [])
     service_files = _pop_service_files(target_raw)
@@ -147,6 +148,23 @@ def _levels(path: Path, text: str, plan: Plan) -> dict[str, list[fx.Level]]:
         except ValueError as e:
             raise _fail(path, text, ("factors", name), str(e)) from None
     return levels
+
+
+def _levels_fill_nothing(path: Path, text: str, levels: dict[str, list[fx.Level]], later: set[str]) -> None:
+    """A level is put in as given: one holding {port} (or another value
+    corebench fills when the target starts) would be filled again there,
+    and the run would not be what the level says."""
+    for name, these in levels.items():
+        for level in these:
+            if isinstance(level, str) and (used := fx.names_used(level) & later):
+                held = "{" + sorted(used)[0] + "}"
+                raise _fail(
+                    path,
+                    text,
+                    ("factors", name),
+                    f"level {level!r} holds {held}, which corebench fills in when the target starts: a level is "
+                    "taken as written, so it cannot hold one; put the placeholder in [target] or [load] instead",
+                )
 
 
 def _placeholders_known(
