@@ -45,7 +45,7 @@ class Store:
         self.path = path
         try:
             if read_only:
-                self.db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+                self.db = _read_only(Path(path))
                 self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                 return
             _writable(Path(path))
@@ -297,6 +297,26 @@ _PLAN = TypeAdapter(PlanRecord)
 _HOST = TypeAdapter(HostFacts)
 _CEILINGS = TypeAdapter(list[Ceiling])
 _BASELINE = TypeAdapter(Baseline)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A store opened for reading. A store in WAL mode needs its -shm file,
+    which SQLite makes in the store's folder: in a folder this user cannot
+    write, it is opened immutable, which is safe only while its
+    write-ahead log holds nothing not yet in the file; else it says so."""
+    if not os.access(path, os.R_OK):
+        raise StoreError(f"{path}: not readable by this user; give a store you may read")
+    uri = path.resolve().as_uri()
+    if os.access(path.parent, os.W_OK) or Path(f"{path}-shm").exists():
+        return sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(
+            f"{path}: its folder is not writable by this user and its write-ahead log ({wal.name}) holds runs not "
+            "yet in the file, which a reader here cannot see: copy the store with its -wal file to a folder you may "
+            "write, or report it once as its owner"
+        )
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None)
 
 
 def _writable(path: Path) -> None:
