@@ -2,6 +2,7 @@
 --dry-run, SIGINT then --resume, the sweep's table."""
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -203,3 +204,25 @@ def test_a_plans_thresholds_gate_the_experiment(tmp_path):
         and "thresholds.p99" in p.stderr
         and "a latency needs a unit" in p.stderr
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs")
+def test_a_store_whose_disk_fills_stops_the_experiment_in_one_line_keeping_every_run(tmp_path):
+    full = tmp_path / "full"
+    full.mkdir()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[experiment]\nrepetitions = 60\nwarmup = 0\nduration = "0.2s"\ncooldown = "0s"\ncalibrate = false\n'
+        '[target]\nbuiltin = { model = "async", workers = 1 }\n[load]\npath = "/static/64"\nconcurrency = 2\n'
+    )
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(full)], check=True)
+    try:
+        p = run_cli("run", str(plan), "--store", str(full / "s.sqlite"), "-q", timeout=120)
+        assert p.returncode == 1, p.stdout + p.stderr
+        (line,) = [x for x in p.stderr.splitlines() if x.startswith("corebench: error:")]
+        assert "cannot store the run (database or disk is full); the experiment stopped there" in line, line
+        assert "Traceback" not in p.stderr and "--resume" in line
+        stored = int(p.stdout.split(" runs stored (")[0].rsplit(" ", 1)[1])
+        assert 0 < stored < 60 and len(runs_in(full / "s.sqlite")) == stored, "every run said stored is there"
+    finally:
+        subprocess.run(["umount", str(full)], check=False)

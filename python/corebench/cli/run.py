@@ -5,6 +5,7 @@ concurrency sweep against a running server without a plan."""
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,13 @@ def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool,
         + f"; measured {out.measured_s:.1f} s in {out.wall_s:.1f} s of wall time "
         f"({out.starts} target starts, {out.starts_s:.1f} s)"
     )
+    if out.store_error:
+        print(
+            f"corebench: error: {out.store_error}; the experiment stopped there, every run before it is stored: free "
+            f"space and continue with: corebench run {exp.path} --store {store_path} --resume",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1)
     if out.interrupted:
         go_on = (
             f"corebench run {exp.path} --store {store_path} --resume"

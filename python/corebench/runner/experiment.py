@@ -38,6 +38,7 @@ from corebench.store import (
     Stored,
     StoredExperiment,
     StoredRun,
+    StoreWriteError,
 )
 from corebench.targets.cpus import CpuControl
 from corebench.targets.session import LocalHost, TargetHost, TargetSession
@@ -60,6 +61,8 @@ class Outcome:
     interrupted: bool = False
     # The signal that stopped it (SIGINT for Ctrl-C), for the exit status.
     signal: int | None = None
+    # Why the store could not take a run (a full disk): the experiment stopped there.
+    store_error: str | None = None
 
 
 @dataclass
@@ -330,6 +333,8 @@ def _visit_all(
             xr.show.add(todo)
     except (KeyboardInterrupt, Interrupted):
         xr.out.interrupted = True
+    except StoreWriteError as e:
+        xr.out.store_error = str(e)
     finally:
         # A second Ctrl-C or SIGTERM must not cut the cleanup short: the
         # target would outlive us. Signals wait until it is done.

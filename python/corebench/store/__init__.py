@@ -23,7 +23,7 @@ from corebench.store.records import (
     TargetInfo,
 )
 from corebench.store.schema import SCHEMA_VERSION
-from corebench.store.sqlite import Store, Stored, StoreError
+from corebench.store.sqlite import Store, Stored, StoreError, StoreWriteError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -43,6 +43,7 @@ __all__ = [
     "Store",
     "Stored",
     "StoreError",
+    "StoreWriteError",
     "StoredExperiment",
     "StoredRun",
     "TargetInfo",

@@ -39,6 +39,11 @@ class StoreError(ValueError):
     """A file that is not a store, or a stored value that cannot be read."""
 
 
+class StoreWriteError(Exception):
+    """A run could not be written (a full disk, an I/O error): the
+    machine's trouble, not the user's input; what was stored before stays."""
+
+
 class Store:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         """`read_only` for reports: a file that is not a store stays untouched."""
@@ -145,6 +150,12 @@ class Store:
         """One transaction: the run and its monitor's samples are stored
         together or not at all. ab's columns (rate, percentiles, failures)
         are kept beside the result, for SQL over the store."""
+        try:
+            return self._add_run(run, samples)
+        except sqlite3.OperationalError as e:
+            raise StoreWriteError(f"{self.path}: cannot store the run ({e})") from None
+
+    def _add_run(self, run: StoredRun, samples: Sequence[Mapping[str, object]]) -> int:
         result = run.result
         with self.db:
             self.db.execute("BEGIN")
