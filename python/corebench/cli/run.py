@@ -79,8 +79,8 @@ def _execute(exp: ExperimentPlan, store_path: Path, again: Again, dry_run: bool,
     )
     if out.store_error:
         print(
-            f"corebench: error: {out.store_error}; the experiment stopped there: that run is lost, every run before it is stored; free "
-            f"space and continue with: corebench run {exp.path} --store {store_path} --resume",
+            f"corebench: error: {out.store_error}; the experiment stopped there: that run is lost, every run before "
+            f"it is stored; free space and continue with: corebench run {exp.path} --store {store_path} --resume",
             file=sys.stderr,
         )
         raise typer.Exit(1)
