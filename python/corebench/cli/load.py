@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 
+from corebench import files
 from corebench.cli import _version, app, common
 from corebench.errors import UsageError
 from corebench.output.options import ReportOptions
@@ -37,7 +38,9 @@ def _body(flag: str, path: Path | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return path.read_bytes()
+        return files.read_bytes(path, files.BODY_BYTES)
+    except files.TooLarge as e:
+        raise UsageError(f"{flag} {path}: {e}: a body is held in memory and sent whole; give a smaller file") from None
     except OSError as e:
         raise UsageError(
             f"{flag} {path}: cannot read the body file ({e.strerror or e}); give a readable file"

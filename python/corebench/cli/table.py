@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corebench import files
 from corebench.errors import UsageError
 
 # Column names that mean N (cores or load) and X (throughput), compared in
@@ -62,7 +63,9 @@ def _records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """(column names, [(line, cells)]); a table without a header row gets
     the names 1, 2, ... and its first two columns are N and X."""
     try:
-        text = path.read_text()
+        text = files.read_text(path, files.TABLE_BYTES)
+    except files.TooLarge as e:
+        raise UsageError(f"{path}: the table is {e}; fit a summary of it (one row per N)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot read the table ({getattr(e, 'strerror', None) or e})") from None
     if path.suffix.lower() == ".json":

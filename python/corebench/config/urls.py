@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from corebench import files
 from corebench.errors import UsageError
 
 MAX_URLS = 1_000_000
@@ -81,7 +82,9 @@ def _body(where: str, folder: pathlib.Path, text: str) -> bytes:
         raise UsageError(f"{where}: '<' names no file; write '<FILE' with the body's file after it")
     path = folder / name
     try:
-        return path.read_bytes()
+        return files.read_bytes(path, files.BODY_BYTES)
+    except files.TooLarge as e:
+        raise UsageError(f"{where}: the body file {str(path)!r} is {e}: a body is held in memory") from None
     except OSError as e:
         raise UsageError(
             f"{where}: cannot read the body file {str(path)!r} ({e.strerror}); "
@@ -115,7 +118,9 @@ def read_url_file(path: pathlib.Path, base: str | None = None) -> list[UrlEntry]
         base = base if _SCHEME.match(base) else "http://" + base
         _check("the base URL", base)
     try:
-        raw = path.read_bytes()
+        raw = files.read_bytes(path, files.URL_FILE_BYTES)
+    except files.TooLarge as e:
+        raise UsageError(f"{path}: the URL file is {e}; give fewer URLs") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read the URL file ({e.strerror}); check the path") from None
     entries: list[UrlEntry] = []

@@ -16,6 +16,7 @@ from typing import Any
 
 import pydantic
 
+from corebench import files
 from corebench.errors import UsageError
 from corebench.plan import factors as fx
 from corebench.plan.model import SERVICE_VALUES, Load, Plan, Target
@@ -78,7 +79,9 @@ def _pydantic(
 
 def load_plan(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentPlan:
     try:
-        text = path.read_text()
+        text = files.read_text(path, files.PLAN_BYTES)
+    except files.TooLarge as e:
+        raise UsageError(f"{path}: the plan is {e}; a plan is a page of TOML") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot read the plan ({getattr(e, 'strerror', None) or e})") from None
     try:
