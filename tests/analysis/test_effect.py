@@ -69,3 +69,11 @@ def test_too_few_runs_are_not_tested_and_not_worded_as_a_result():
     assert effect([], [1.0, 2.0]).verdict == "not tested"
     exact = effect([5.0, 5.0], [6.0, 6.0])
     assert exact.verdict == "higher" and exact.low == exact.high == pytest.approx(1.2)
+
+
+def test_an_interval_past_a_floats_range_is_open_not_an_overflow():
+    from corebench.analysis.effect import Effect, bound
+
+    wide = Effect(2, 2, 1.0, 2.0, 300.0, 1.0, family=6)
+    assert wide.low == 0.0 and math.isinf(wide.high)
+    assert bound(wide.high - 1) == "×∞" and wide.verdict == "inconclusive"

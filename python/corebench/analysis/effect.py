@@ -106,7 +106,7 @@ class Effect:
         if not self.tested:
             return math.nan, math.nan
         t = float(st.t.ppf(1 - alpha, self.df)) if self.se > 0 else 0.0
-        return math.exp(self._diff - t * self.se), math.exp(self._diff + t * self.se)
+        return _exp(self._diff - t * self.se), _exp(self._diff + t * self.se)
 
     @property
     def low(self) -> float:
@@ -212,8 +212,16 @@ def change_size(share: float) -> str:
     return "only more than a factor of 10 either way"
 
 
+def _exp(x: float) -> float:
+    """exp, infinite past a float's range: an interval of 1 run a side on
+    few degrees of freedom can reach it, and is then open to that side."""
+    return math.inf if x > 700 else math.exp(x)
+
+
 def bound(share: float) -> str:
-    """An interval's end: "+45.2%", or "×3.2" past a doubling."""
+    """An interval's end: "+45.2%", "×3.2" past a doubling, "×∞" open."""
+    if math.isinf(share):
+        return "×∞"
     return _pct(share) if share < 1 else f"×{1 + share:.3g}"
 
 
