@@ -77,15 +77,15 @@ def _ours_left(pid: int, since: float, keep: set[int]) -> list[str]:
                 left.append(f"folder {d}")
         except (OSError, ValueError):
             continue
-    left += [f"cgroup {g}" for g in cpus.leftover_groups() if f"-{pid}" in g.name]
+    left += [f"cgroup {g}" for g in cpus.leftover_groups() if g.name.startswith(f"corebench-{pid}-")]
     return left
 
 
 def _signalled(
     argv: list[str], at_s: float, sig: int, ready: Callable[[subprocess.Popen[str]], bool]
-) -> tuple[int, str, float, float]:
+) -> tuple[int, str, float, float, int]:
     """Runs `argv`, sends `sig` `at_s` after `ready` says so; (status,
-    stdout, seconds from the signal to the end, start)."""
+    stdout, seconds from the signal to the end, start, pid)."""
     since = time.time() - 1
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
@@ -100,7 +100,7 @@ def _signalled(
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail(f"{' '.join(argv)} still ran 30 s after {signal.Signals(sig).name}:\n{proc.communicate()[0]}")
-    return proc.returncode, out, time.monotonic() - sent, since
+    return proc.returncode, out, time.monotonic() - sent, since, proc.pid
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_capacity_stops_on_a_signal_and_keeps_its_whole_steps(tmp_path, server, 
     own, url = server
     out_json = tmp_path / "search.json"
     argv = [*CLI, "capacity", url, "--slo", "p99<=20ms", "--step", "1s", "--max-step", "1s", "--json", str(out_json)]
-    rc, out, took_s, since = _signalled(argv, DRAW.uniform(lo, hi), sig, _loading)
+    rc, out, took_s, since, pid = _signalled(argv, DRAW.uniform(lo, hi), sig, _loading)
     assert rc == 128 + sig, out
     assert took_s <= STOP_S + SLACK_S, f"{took_s:.2f} s after the signal\n{out}"
     doc = json.loads(out_json.read_text())
@@ -138,7 +138,7 @@ def test_capacity_stops_on_a_signal_and_keeps_its_whole_steps(tmp_path, server, 
     printed = [line for line in out.splitlines() if " req/s for " in line]
     assert len(doc["steps"]) >= len(printed), "every step printed is in the JSON"
     assert "Search interrupted after" in out and "the step under way was not judged" in out
-    assert not _ours_left(-1, since, {own})
+    assert not _ours_left(pid, since, {own})
 
 
 # Calibration starts when the experiment's folder does and lasts about a
@@ -166,7 +166,8 @@ def _run_case(tmp_path: Path, text: str, at_s: float, sig: int) -> StoredExperim
     plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
     plan.write_text(text)
     before = set(Path(tempfile.gettempdir()).glob(f"{filesystem.WORK_PREFIX}*"))
-    rc, out, took_s, since = _signalled([*CLI, "run", str(plan), "--store", str(store)], at_s, sig, _NewFolder(before))
+    argv = [*CLI, "run", str(plan), "--store", str(store)]
+    rc, out, took_s, since, pid = _signalled(argv, at_s, sig, _NewFolder(before))
     assert rc == 128 + sig, out
     assert took_s <= STOP_S + SLACK_S, f"{took_s:.2f} s after the signal\n{out}"
     printed = [line for line in out.splitlines() if line.startswith("[") and " rep " in line and ": " in line]
@@ -175,7 +176,7 @@ def _run_case(tmp_path: Path, text: str, at_s: float, sig: int) -> StoredExperim
     if exp is not None and exp.calibration:
         assert "generator ceiling for" in out, "a ceiling stored was printed whole"
     assert not set(Path(tempfile.gettempdir()).glob(f"{filesystem.WORK_PREFIX}*")) - before
-    assert not _ours_left(-1, since, set())
+    assert not _ours_left(pid, since, set())
     resume = ["--resume"] if exp is not None else []
     again = subprocess.run(
         [*CLI, "run", str(plan), "--store", str(store), "-q", *resume], capture_output=True, text=True, timeout=120

@@ -92,14 +92,8 @@ def test_each_protocol_gets_its_own_generator_ceiling(tmp_path):
         tmp_path,
         BOTH.replace("calibrate = false\n", ""),
     )
-    from corebench.store import Store
-
-    store = Store(ran.store, read_only=True)
-    try:
-        exp = store.experiment(1)
-    finally:
-        store.close()
-    assert exp is not None and exp.calibration is not None
+    exp = ran.experiment
+    assert exp.calibration is not None
     assert sorted((c.http, c.keep_alive) for c in exp.calibration) == [("1.1", True), ("2", True)]
     assert all(c.error is None and c.ceiling_rps > 0 for c in exp.calibration)
     for r in ran.runs:
@@ -118,7 +112,6 @@ def test_each_load_model_gets_its_own_generator_ceiling(tmp_path):
     saturation, and its runs held against that ceiling."""
     from corebench.config.settings import LoadSettings
     from corebench.runner.calibrate import loop_model
-    from corebench.store import Store
 
     assert [loop_model(LoadSettings(**kw)) for kw in ({}, {"rate": 100}, {"think": "1s"})] == [
         "closed",
@@ -143,12 +136,8 @@ concurrency = 4
 """
         ran = run_plan(folder, plan)
         assert (ran.out.ok, ran.out.failed) == (1, 0), [r.error for r in ran.runs]
-        store = Store(ran.store, read_only=True)
-        try:
-            exp = store.experiment(1)
-        finally:
-            store.close()
-        assert exp is not None and exp.calibration is not None
+        exp = ran.experiment
+        assert exp.calibration is not None
         (c,) = exp.calibration
         assert c.model == model and c.error is None and c.ceiling_rps >= c.rps > 0, c
         (r,) = ran.runs

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from corebench.plan import load_plan
 from corebench.runner import Outcome, preflight, run_experiment
-from corebench.store import HostFacts, Store, StoredRun
+from corebench.store import HostFacts, Store, StoredExperiment, StoredRun
 
 
 @dataclass
@@ -14,6 +14,7 @@ class Ran:
     runs: list[StoredRun]
     host: HostFacts
     store: Path
+    experiment: StoredExperiment
 
 
 def run_plan(folder: Path, text: str) -> Ran:
@@ -28,4 +29,4 @@ def run_plan(folder: Path, text: str) -> Ran:
         host = exp.host
     finally:
         store.close()
-    return Ran(out, runs, host, folder / "store.sqlite")
+    return Ran(out, runs, host, folder / "store.sqlite", exp)
