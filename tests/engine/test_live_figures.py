@@ -10,9 +10,9 @@ from corebench.targets.builtin import Served
 from corebench.testing import free_port
 
 
-def run(**settings: object) -> tuple[list[Figures], object]:
+def run(live=None, **settings: object) -> tuple[list[Figures], object]:
     seen: list[Figures] = []
-    result = engine.run(engine_config(LoadSettings(**settings)), live=seen.append)
+    result = engine.run(engine_config(LoadSettings(**settings)), live=live or seen.append)
     return seen, result
 
 
@@ -41,3 +41,25 @@ def test_failures_are_counted_as_they_happen_and_a_count_is_the_plan():
     started = [f for f in seen if f.elapsed_s is not None]
     assert started and all(f.requests == 200_000 and f.length_s is None for f in started)
     assert any(f.failed > 0 and f.failed == f.finished for f in started), seen
+
+
+def test_a_callback_stops_the_run_by_false_or_ctrl_c_but_not_by_its_own_bug():
+    """False stops the run; a KeyboardInterrupt inside the callback (a
+    signal handled while it ran) stops it too and marks it interrupted, not
+    an exception lost; any other exception is the callback's and the run goes on."""
+
+    def interrupt(_: Figures) -> None:
+        raise KeyboardInterrupt
+
+    def broken(_: Figures) -> None:
+        raise ValueError("a display's bug")
+
+    with Served("--workers", "1") as s:
+        _, stopped = run(url=s.url, concurrency=2, duration="20s", threads=1, live=lambda _: False)
+        _, cut = run(url=s.url, concurrency=2, duration="20s", threads=1, live=interrupt)
+        seen_broken = engine.run(
+            engine_config(LoadSettings(url=s.url, concurrency=2, duration="1.5s", threads=1)), live=broken
+        )
+    assert stopped.interrupted and stopped.duration_s < 5, stopped.duration_s
+    assert cut.interrupted and cut.duration_s < 5, cut.duration_s
+    assert not seen_broken.interrupted and seen_broken.duration_s >= 1.4

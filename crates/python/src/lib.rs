@@ -70,7 +70,8 @@ fn run(
     live: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let config = load_config(config_json, body)?;
-    let result = drive(py, progress, live, |control| run_with(&config, control))?;
+    let (mut result, signalled) = drive(py, progress, live, |control| run_with(&config, control))?;
+    result.run.interrupted |= signalled;
     serde_json::to_string(&result).map_err(|e| EngineFailure::new_err(e.to_string()))
 }
 
@@ -85,7 +86,8 @@ fn run_agent(
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let config = load_config(config_json, body)?;
-    let part = drive(py, progress, None, |control| corebench_engine::run_agent(&config, control))?;
+    let (mut part, signalled) = drive(py, progress, None, |control| corebench_engine::run_agent(&config, control))?;
+    part.run.interrupted |= signalled;
     serde_json::to_string(&part).map_err(|e| EngineFailure::new_err(e.to_string()))
 }
 
@@ -119,14 +121,19 @@ fn load_config(config_json: &str, body: Option<Vec<u8>>) -> PyResult<LoadConfig>
 }
 
 /// Runs `work` on its own thread with the GIL released, watching for
-/// signals and calling `progress` and `live` meanwhile.
+/// signals and calling `progress` and `live` meanwhile. Also says whether
+/// a signal came: one handled after the workers had ended (while the result
+/// was summarized) stops nothing in them, and its KeyboardInterrupt is
+/// consumed here, so the caller must mark the result interrupted or the
+/// signal is lost (a capacity search went on to its end, CI, 28 Nov 2026).
 fn drive<T: Send>(
     py: Python<'_>,
     progress: Option<Bound<'_, PyAny>>,
     live: Option<Bound<'_, PyAny>>,
     work: impl FnOnce(&Control) -> Result<T, EngineError> + Send,
-) -> PyResult<T> {
+) -> PyResult<(T, bool)> {
     let control = Control::default();
+    let mut signalled = false;
     let outcome = std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
         // A Mutex makes the receiver shareable with the GIL-free closure.
@@ -141,20 +148,20 @@ fn drive<T: Send>(
                 Ok(outcome) => return outcome,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if py.check_signals().is_err() {
+                        signalled = true;
                         control.stop();
                     }
                     ticks += 1;
-                    if let (Some(cb), 0) = (&progress, ticks % 5) {
-                        if !keep_going(py, cb, control.finished()) {
-                            control.stop();
-                        }
-                    }
-                    if let (Some(cb), 0) = (&live, ticks % 5) {
-                        let stop = match live_figures(py, &control) {
-                            Ok(figures) => !keep_going(py, cb, figures),
-                            Err(_) => false,
-                        };
-                        if stop {
+                    if ticks.is_multiple_of(5) {
+                        let said = [
+                            progress.as_ref().map_or(Going::On, |cb| keep_going(py, cb, control.finished())),
+                            live.as_ref().map_or(Going::On, |cb| match live_figures(py, &control) {
+                                Ok(figures) => keep_going(py, cb, figures),
+                                Err(_) => Going::On,
+                            }),
+                        ];
+                        signalled |= said.contains(&Going::Signalled);
+                        if said.iter().any(|g| *g != Going::On) {
                             control.stop();
                         }
                     }
@@ -165,7 +172,7 @@ fn drive<T: Send>(
             }
         }
     });
-    outcome.map_err(to_py)
+    outcome.map(|t| (t, signalled)).map_err(to_py)
 }
 
 /// The run's figures so far, for a live display: `finished` and `failed`
@@ -203,11 +210,22 @@ fn live_figures<'py>(py: Python<'py>, control: &Control) -> PyResult<Bound<'py, 
 /// Calls a progress callback; false when it asks the run to stop (it
 /// returned False, or a Ctrl-C arrived while it ran). A failing display
 /// must not end the run.
-fn keep_going<'py>(py: Python<'py>, cb: &Bound<'py, PyAny>, arg: impl IntoPyObject<'py>) -> bool {
+fn keep_going<'py>(py: Python<'py>, cb: &Bound<'py, PyAny>, arg: impl IntoPyObject<'py>) -> Going {
     match cb.call1((arg,)) {
-        Ok(v) => !v.is_instance_of::<pyo3::types::PyBool>() || v.is_truthy().unwrap_or(true),
-        Err(e) => !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py),
+        Ok(v) if v.is_instance_of::<pyo3::types::PyBool>() && !v.is_truthy().unwrap_or(true) => Going::Stop,
+        Ok(_) => Going::On,
+        // A signal handled while the callback ran: its KeyboardInterrupt ends here.
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => Going::Signalled,
+        Err(_) => Going::On,
     }
+}
+
+/// What a progress or live callback asked for.
+#[derive(PartialEq)]
+enum Going {
+    On,
+    Stop,
+    Signalled,
 }
 
 /// Runs the built-in target server until SIGTERM or SIGINT. Prints one line
