@@ -21,7 +21,7 @@ def test_the_package_imports_its_models_when_asked() -> None:
     )
     assert out.splitlines() == [
         "[]",
-        "corebench.result corebench.config.settings LoadConfig",
+        "corebench.result.models corebench.config.settings LoadConfig",
         "module 'corebench' has no attribute 'nothing'",
     ]
 

@@ -104,6 +104,8 @@ def test_an_agents_goodput_leaves_its_unsuccessful_responses_out():
             "cpu": {"user_s": 0.0, "system_s": 0.0},
             "cpu_utilization": 0.0,
             "unsuccessful": 40,
+            "io": "epoll",
+            "linger_probes": {"probes": 0, "held": 0},
         }
     )
     assert agent.goodput_rps == pytest.approx(30.0) and agent.failures == 40

@@ -13,6 +13,7 @@ __all__ = [
     "check",
     "serve",
     "load_config_schema",
+    "load_result_schema",
     "io_uring_unavailable",
     "UsageError",
     "EngineFailure",
@@ -69,6 +70,9 @@ def serve(config_json: str) -> None:
 
 def load_config_schema() -> str:
     """The JSON Schema of the load configuration (JSON)."""
+
+def load_result_schema() -> str:
+    """The JSON Schema of a load's result as the engine writes it (JSON)."""
 
 def io_uring_unavailable() -> str | None:
     """None when the load threads can run on io_uring here (`io = "auto"`

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import pytest
 
 from corebench.output.gnuplot import Gnuplot, apr_ctime
-from corebench.result import RequestTrace
+from corebench.result import Trace
 
 
-def trace(rows: list[tuple[int, int, int, int]]) -> RequestTrace:
+def trace(rows: list[tuple[int, int, int, int]]) -> Trace:
     """(start_us, connect_us, waiting_us, total_us) per response."""
-    return RequestTrace(
+    return Trace(
         start_us=[r[0] for r in rows],
         connect_us=[r[1] for r in rows],
         waiting_us=[r[2] for r in rows],

@@ -29,11 +29,9 @@ def _agent(index: int, probes: ProbeCounts | None = None, unsuccessful: int | No
         p99_us=5000,
         cpu={"user_s": 0.5, "system_s": 0.5},
         cpu_utilization=0.1,
+        linger_probes=(probes or ProbeCounts(probes=0, held=0)).model_dump(),
+        unsuccessful=unsuccessful or 0,
     )
-    if probes is not None:
-        fields["linger_probes"] = probes.model_dump()
-    if unsuccessful is not None:
-        fields["unsuccessful"] = unsuccessful
     return AgentSummary.model_validate(fields)
 
 
@@ -50,8 +48,8 @@ def test_each_agent_says_whether_it_held_where_probes_ran():
 def test_without_probes_the_table_has_no_such_column():
     # A part from before agents reported their probes parses, with none.
     plain = [_agent(0), _agent(1)]
-    assert plain[0].linger_probes == ProbeCounts()
-    lines = agents(SimpleNamespace(agents=plain, linger_probes=ProbeCounts()))  # type: ignore[arg-type]
+    assert plain[0].linger_probes == ProbeCounts(probes=0, held=0)
+    lines = agents(SimpleNamespace(agents=plain, linger_probes=ProbeCounts(probes=0, held=0)))  # type: ignore[arg-type]
     assert "probes" not in "\n".join(lines) and lines[3].endswith("10%  node-0"), lines
     assert lines[2].index("CPU use") + len("CPU use") == lines[3].index("10%") + len("10%")
     assert lines[2].index("node") == lines[3].index("node-0")
@@ -60,7 +58,7 @@ def test_without_probes_the_table_has_no_such_column():
 def test_each_agent_counts_unsuccessful_statuses_as_failures_not_rate():
     # 1,000 responses in 5 s, 300 of them 503s: 140 successes a second, 300 failed.
     mixed = [_agent(0, unsuccessful=300), _agent(1)]
-    lines = agents(SimpleNamespace(agents=mixed, linger_probes=ProbeCounts()))  # type: ignore[arg-type]
+    lines = agents(SimpleNamespace(agents=mixed, linger_probes=ProbeCounts(probes=0, held=0)))  # type: ignore[arg-type]
     assert lines[3].split()[:5] == ["0", "25", "1000", "300", "140.00"], lines
     assert lines[4].split()[:5] == ["1", "25", "1000", "0", "200.00"], lines
     assert mixed[1].unsuccessful == 0, "a part from before they were counted parses"
@@ -71,7 +69,7 @@ def test_the_achieved_rate_says_how_much_of_it_succeeded():
     from corebench.result import ScheduleSummary
     from tests.output.test_siege import _result, _summary
 
-    lag = dict(send_lag_p50_us=0, send_lag_p99_us=0, send_lag_max_us=0, kept=True)
+    lag = dict(send_lag_p50_us=0, send_lag_p99_us=0, send_lag_max_us=0, kept=True, peak_in_flight=0, mean_in_flight=0.0)
     plan = ScheduleSummary(target_rps=500.0, window_s=2.0, sent=1000, late=0, dropped=0, **lag)
 
     def achieved(status: dict[int, int]) -> str:

@@ -3,6 +3,7 @@
 from corebench.config.load import LoadConfig
 from corebench.output.siege import SiegeText
 from corebench.result import LoadResult
+from tests.support.records import load_result
 
 CONFIG = LoadConfig(url="http://127.0.0.1:8080/")
 
@@ -27,41 +28,23 @@ def _result(
     *, requests: int, responses: int, status: dict, body: int, duration_s: float, total: dict, length_errors: int = 0
 ) -> LoadResult:
     errors = {"connect": requests - responses, "receive": 0, "length": length_errors, "exceptions": 0, "timeout": 0}
-    return LoadResult.model_validate(
-        {
-            "schema": "corebench.load/1",
-            "engine_version": "0.1.0",
-            "url": "http://127.0.0.1:8080/",
-            "host": "127.0.0.1",
-            "port": 8080,
-            "path": "/",
-            "address": "127.0.0.1:8080",
-            "model": "closed",
-            "concurrency": 25,
-            "threads": 2,
-            "keep_alive": False,
-            "started_unix_s": 0.0,
-            "duration_s": duration_s,
-            "interrupted": False,
-            "requests": requests,
-            "responses": responses,
-            "failed": sum(errors.values()),
-            "non_2xx": sum(n for c, n in status.items() if not 200 <= c < 300),
-            "keep_alive_requests": 0,
-            "connections_opened": requests,
-            "errors": errors,
-            "error_samples": [],
-            "status_counts": status,
-            "bytes": {"header": 0, "body": body, "received": body, "sent": 0},
-            "server_software": None,
-            "document_length": None,
-            "throughput_rps": 0.0,
-            "transfer_rate_bytes_s": 0.0,
-            "latency_us": {k: total for k in ("connect", "waiting", "processing", "total")},
-            "timeline": [],
-            "cpu": {"user_s": 0.0, "system_s": 0.0},
-            "busy_poll_us": 0,
-        }
+    failed = sum(errors.values())
+    return load_result(
+        duration_s=duration_s,
+        status_counts=status,
+        failed=failed,
+        requests=requests,
+        responses=responses,
+        non_2xx=sum(n for c, n in status.items() if not 200 <= c < 300),
+        concurrency=25,
+        threads=2,
+        keep_alive=False,
+        keep_alive_requests=0,
+        connections_opened=requests,
+        errors=errors,
+        bytes={"header": 0, "body": body, "received": body, "sent": 0},
+        throughput_rps=0.0,
+        latency_us={k: total for k in ("connect", "waiting", "processing", "total")} | {"uncorrected": None},
     )
 
 

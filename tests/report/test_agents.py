@@ -28,6 +28,9 @@ def _agent(index: int, probes: dict[str, int] | None) -> dict:
         "p99_us": 1500,
         "cpu": {"user_s": 0.0, "system_s": 0.0},
         "cpu_utilization": 0.4,
+        "io": "epoll",
+        "unsuccessful": 0,
+        "linger_probes": {"probes": 0, "held": 0},
     }
     return a if probes is None else {**a, "linger_probes": probes}
 
@@ -48,8 +51,8 @@ def test_each_agent_says_what_its_probes_found():
 
 
 def test_no_column_where_no_probe_ran():
-    # Results stored before agents kept their probes, and runs too short or
-    # with too few connections to probe: nothing to say, no column.
+    # Runs too short or with too few connections to probe (and results
+    # stored before agents kept their probes): nothing to say, no column.
     table = _table([_agent(0, None), _agent(1, {"probes": 0, "held": 0})])
     assert "probes held" not in table
     assert table.count("<tr>") == 3

@@ -4,6 +4,7 @@ a current store. The old stores are made from a current one the way the
 older corebench laid them out: the columns each later schema added dropped,
 and (before schema 3) measured runs numbered from 0 after their warm-ups."""
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -180,3 +181,29 @@ def test_a_damaged_run_is_named_not_a_traceback(current, tmp_path):
 
     with pytest.raises(UsageError, match=r"run 2: its result_json cannot be read \(.*\); the store was written"):
         load(broken)
+
+
+def test_a_result_older_than_its_figures_reads_with_what_their_absence_meant(current, tmp_path):
+    """The engine added figures over time (linger, io, HTTP version, rate
+    arrivals, an open loop's uncorrected latencies, the agents' lag...): a
+    result stored before reads with the meaning each absence had then."""
+    old = tmp_path / "old-results.sqlite"
+    shutil.copy(current, old)
+    db = sqlite3.connect(old)
+    added = ("linger", "linger_percent", "linger_probes", "held_waits", "io", "http_version", "streams")
+    added += ("rate", "think_s", "random_order", "seed", "schedule", "urls", "replay")
+    for rid, text in db.execute("SELECT id, result_json FROM runs WHERE result_json IS NOT NULL").fetchall():
+        doc = {k: v for k, v in json.loads(text).items() if k not in added}
+        doc["latency_us"].pop("uncorrected")
+        doc["rate"] = {"rps": 100.0, "end_rps": None, "ramp_s": None}  # before arrivals could be chosen
+        db.execute("UPDATE runs SET result_json = ? WHERE id = ?", (json.dumps(doc), rid))
+    db.commit()
+    db.close()
+    _, runs = _read(old)
+    results = [r.result for r in runs if r.result is not None]
+    assert len(results) == 15
+    for r in results:
+        assert (r.linger, r.io, r.http_version, r.streams, r.held_waits) == ("always", "epoll", "1.1", 1, 0)
+        assert r.rate is not None and r.rate.arrivals == "uniform" and r.latency_us.uncorrected is None
+        assert r.schedule is None and r.urls == [] and r.replay is None and r.agents == []
+    assert Markdown().render(load(old)).count("\n") > 10

@@ -23,4 +23,4 @@ pub use error::{EngineError, Result};
 pub use load::control::{Control, Plan, SecondFigures};
 pub use load::io::io_uring_support;
 pub use load::{check, run, run_with};
-pub use result::LoadResult;
+pub use result::{load_result_schema, LoadResult};

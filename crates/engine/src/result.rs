@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::RateConfig;
@@ -12,7 +13,7 @@ use crate::workload::replay::ReplaySource;
 
 pub const SCHEMA: &str = "corebench.load/1";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Bytes {
     pub header: u64,
     pub body: u64,
@@ -21,7 +22,7 @@ pub struct Bytes {
     pub sent: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Latencies {
     pub connect: LatencySummary,
     pub waiting: LatencySummary,
@@ -33,7 +34,7 @@ pub struct Latencies {
 }
 
 /// How an open-loop schedule was kept.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ScheduleSummary {
     /// The mean rate the schedule asked for over `window_s`.
     pub target_rps: f64,
@@ -59,7 +60,7 @@ pub struct ScheduleSummary {
 }
 
 /// The figures of one distinct request of a URL list or a log.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct UrlSummary {
     pub method: String,
     pub target: String,
@@ -76,7 +77,7 @@ pub struct UrlSummary {
     pub status_mismatches: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TimelineSecond {
     pub second: u64,
     pub completed: u64,
@@ -85,7 +86,9 @@ pub struct TimelineSecond {
     pub p99_us: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One load run: what it was (`run`) and every figure it measured, as
+/// written for the Python side and the store (`SCHEMA`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LoadResult {
     pub schema: &'static str,
     pub engine_version: &'static str,
@@ -124,8 +127,10 @@ pub struct LoadResult {
     /// Per distinct request, in the order first requested.
     pub urls: Vec<UrlSummary>,
     pub replay: Option<ReplaySource>,
-    /// A distributed run: each agent's share, in agent order.
+    /// A distributed run: each agent's share, in agent order (absent, not
+    /// empty, when the run was not distributed: the schema says so).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
     pub agents: Vec<AgentSummary>,
     /// Each response's figures, when the config asked for a trace.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,7 +144,7 @@ pub struct LoadResult {
 }
 
 /// How an HTTP/2 load's connections carried its requests.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Http2Summary {
     /// Connections opened, whole run (a server's GOAWAY after so many
     /// requests, nginx's `keepalive_requests`, makes more than asked).
@@ -163,7 +168,7 @@ pub struct Http2Summary {
 
 /// What went over the wire, for ab's -v: the first request's head as sent
 /// (its body left out) and the first response's head as received.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Heads {
     pub request: String,
     /// None when no response arrived on the connection that keeps it.
@@ -171,7 +176,7 @@ pub struct Heads {
 }
 
 /// What the run was and how long it took, as opposed to what it measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunFacts {
     pub url: String,
     pub host: String,
@@ -212,7 +217,7 @@ pub struct RunFacts {
 }
 
 /// How one agent ran: on what, when, and at what cost.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct AgentRun {
     /// The CPUs the agent's process could use.
     pub cores: u32,
@@ -232,7 +237,7 @@ pub struct AgentRun {
 
 /// One agent's line in a merged result: enough to see that each did its
 /// share and whether any was short of CPU (client-bound).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct AgentSummary {
     pub index: u32,
     pub node: String,
@@ -259,4 +264,13 @@ pub struct AgentSummary {
     /// result's `linger_probes` is the sum over the agents, which alone
     /// cannot say which agents held.
     pub linger_probes: ProbeCounts,
+}
+
+/// The JSON Schema of `LoadResult` as it is written (serialized): every
+/// figure and its type. The Python side's result models are generated from
+/// it (python/corebench/result_models.py), so the result's contract is
+/// written once, here.
+pub fn load_result_schema() -> String {
+    let generator = schemars::generate::SchemaSettings::default().for_serialize().into_generator();
+    serde_json::to_string_pretty(&generator.into_root_schema_for::<LoadResult>()).expect("a schema serializes")
 }

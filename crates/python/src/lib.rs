@@ -258,6 +258,12 @@ fn load_config_schema() -> String {
     corebench_engine::load_config_schema()
 }
 
+/// The JSON Schema of a load's result as the engine writes it.
+#[pyfunction]
+fn load_result_schema() -> String {
+    corebench_engine::load_result_schema()
+}
+
 /// None when the load threads can run on io_uring here; else why not.
 #[pyfunction]
 fn io_uring_unavailable() -> Option<String> {
@@ -272,6 +278,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(load_config_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(load_result_schema, m)?)?;
     m.add_function(wrap_pyfunction!(io_uring_unavailable, m)?)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("EngineFailure", m.py().get_type::<EngineFailure>())?;

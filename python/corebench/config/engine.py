@@ -13,6 +13,46 @@ class Header(RootModel[tuple[str, str]]):
     root: tuple[str, str] = Field(..., max_length=2, min_length=2)
 
 
+class UrlSpec(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    url: str
+    method: str = "GET"
+    body_base64: str = ""
+    """
+    The request body, base64 (bodies may be binary).
+    """
+
+
+class ReplayConfig(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    path: str
+    log_format: str | None = None
+    """
+    An Apache `LogFormat` string; `None` reads Common or Combined.
+    """
+    allow_unsafe: bool = False
+    """
+    Replay methods other than GET and HEAD.
+    """
+    limit: int | None = Field(None, ge=1)
+    """
+    Use at most this many of the log's requests.
+    """
+    looped: bool = False
+    """
+    Start over at the end of the log (until the duration or count ends).
+    """
+    speed: float | None = Field(None, ge=0.0, le=1000000000.0)
+    """
+    Send each request at its time in the log, this many times faster;
+    `None` sends as fast as `concurrency` allows.
+    """
+
+
 class AgentShare(BaseModel):
     """
     One agent's part of a distributed load. Connections, users and request
@@ -25,8 +65,8 @@ class AgentShare(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    count: int = Field(..., ge=0)
     index: int = Field(..., ge=0)
+    count: int = Field(..., ge=0)
     node: str = ""
     """
     Where the agent ran (a node's name or address), for reports.
@@ -37,71 +77,69 @@ class RateConfig(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    arrivals: Literal["uniform", "poisson"] = "uniform"
-    """
-    How the scheduled requests are spaced in time.
-    """
+    rps: float = Field(..., ge=0.0, le=10000000.0)
     end_rps: float | None = Field(None, ge=0.001, le=10000000.0)
     """
     With `ramp_s`: the rate rises (or falls) linearly from `rps` to this.
     """
     ramp_s: float | None = Field(None, ge=0.0, le=604800.0)
-    rps: float = Field(..., ge=0.0, le=10000000.0)
-
-
-class ReplayConfig(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    allow_unsafe: bool = False
+    arrivals: Literal["uniform", "poisson"] = "uniform"
     """
-    Replay methods other than GET and HEAD.
+    How the scheduled requests are spaced in time.
     """
-    limit: int | None = Field(None, ge=1)
-    """
-    Use at most this many of the log's requests.
-    """
-    log_format: str | None = None
-    """
-    An Apache `LogFormat` string; `None` reads Common or Combined.
-    """
-    looped: bool = False
-    """
-    Start over at the end of the log (until the duration or count ends).
-    """
-    path: str
-    speed: float | None = Field(None, ge=0.0, le=1000000000.0)
-    """
-    Send each request at its time in the log, this many times faster;
-    `None` sends as fast as `concurrency` allows.
-    """
-
-
-class UrlSpec(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    body_base64: str = ""
-    """
-    The request body, base64 (bodies may be binary).
-    """
-    method: str = "GET"
-    url: str
 
 
 class LoadConfig(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    agent: AgentShare | None = None
+    url: str = ""
+    concurrency: int = Field(1, ge=1, le=1000000)
     """
-    This process's part of a load spread over several agents; `None`
-    runs the whole load here.
+    Concurrent connections (closed loop: requests in flight).
+    """
+    requests: int | None = Field(None, ge=1)
+    """
+    Total requests to make; `None` means bounded by `duration_s` alone.
+    """
+    duration_s: float | None = Field(None, ge=0.0, le=604800.0)
+    """
+    Stop sending after this many seconds; requests in flight then get 1 s
+    more to finish, and count as timeouts past it.
+    """
+    keep_alive: bool = False
+    http_version: Literal["1.0", "1.1"] | Literal["2"] = "1.1"
+    streams: int = Field(1, ge=1, le=1024)
+    """
+    HTTP/2: the requests in flight on each connection at once (h2load's
+    -m), so `concurrency × streams` in all. 1 with HTTP/1.x.
+    """
+    method: str = Field("GET", min_length=1, pattern="^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+    headers: list[Header] = Field([], validate_default=True)
+    """
+    Extra request headers, in order, as given (`Name: value`).
+    """
+    content_type: str | None = None
+    timeout_s: float = Field(30.0, ge=0.0, le=604800.0)
+    """
+    Per-request timeout, from the moment the request is begun to its last
+    byte (in an open loop, a request that waited for a connection has
+    its whole timeout once sent).
+    """
+    threads: int = Field(0, ge=0, le=1024)
+    """
+    Worker threads, each with its own event loop; 0 = one per available CPU.
+    """
+    variable_length: bool = False
+    """
+    ab counts a response whose body length differs from the first one as a
+    "Length" failure; ab's -l turns that off for dynamic pages.
     """
     allow_remote: bool = False
     """
     Load is only sent to loopback addresses unless this is set.
     """
+    user_agent: str = "corebench/0.1.0"
     busy_poll_us: int = Field(0, ge=0, le=10000)
     """
     After each batch of events a worker keeps polling without sleeping for
@@ -111,33 +149,6 @@ class LoadConfig(BaseModel):
     busy polling removes that cost at the price of a generator core that
     looks fully busy, so use it only with the generator on cores of its own.
     """
-    capture_heads: bool = False
-    """
-    Keep the head of the request as sent and of the first response
-    received (ab's -v 2 prints them).
-    """
-    concurrency: int = Field(1, ge=1, le=1000000)
-    """
-    Concurrent connections (closed loop: requests in flight).
-    """
-    content_type: str | None = None
-    duration_s: float | None = Field(None, ge=0.0, le=604800.0)
-    """
-    Stop sending after this many seconds; requests in flight then get 1 s
-    more to finish, and count as timeouts past it.
-    """
-    headers: list[Header] = Field([], validate_default=True)
-    """
-    Extra request headers, in order, as given (`Name: value`).
-    """
-    http_version: Literal["1.0", "1.1"] | Literal["2"] = "1.1"
-    io: Literal["auto", "uring", "epoll"] = "auto"
-    """
-    The workers' I/O: io_uring (completions, several sockets' sends and
-    receives per system call) or epoll; `auto` takes io_uring where it
-    works. HTTPS runs on epoll.
-    """
-    keep_alive: bool = False
     linger: Literal["auto", "always", "off"] = "auto"
     """
     HTTP/1.x: when (`linger`) a worker's wait may hold the responses
@@ -161,54 +172,50 @@ class LoadConfig(BaseModel):
     How long a held response may wait, in percent of the recent mean
     response time.
     """
-    method: str = Field("GET", min_length=1, pattern="^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-    proxy: str | None = None
+    io: Literal["auto", "uring", "epoll"] = "auto"
     """
-    An HTTP proxy, `HOST:PORT` on a loopback address, that every request
-    is sent to with the URL as its target in absolute form (ab's -X).
-    The target must still be a loopback address (or `allow_remote`).
+    The workers' I/O: io_uring (completions, several sockets' sends and
+    receives per system call) or epoll; `auto` takes io_uring where it
+    works. HTTPS runs on epoll.
     """
-    random_order: bool = False
     rate: RateConfig | None = None
     """
     Open loop: requests per second, scheduled whatever the responses do.
-    """
-    replay: ReplayConfig | None = None
-    """
-    Replays an access log instead of `url`/`urls`.
-    """
-    requests: int | None = Field(None, ge=1)
-    """
-    Total requests to make; `None` means bounded by `duration_s` alone.
-    """
-    seed: int = Field(1, ge=0)
-    """
-    Seeds the random URL order and think times, so a run can be repeated.
-    """
-    start_at_unix_s: float | None = None
-    """
-    Wait until this wall-clock instant (Unix seconds) before the first
-    request, so that agents on several machines start together.
-    """
-    streams: int = Field(1, ge=1, le=1024)
-    """
-    HTTP/2: the requests in flight on each connection at once (h2load's
-    -m), so `concurrency × streams` in all. 1 with HTTP/1.x.
     """
     think_s: tuple[float, float] | None = None
     """
     Closed loop with think time: after each response a connection (a
     user) waits a random time, uniform in [min, max] seconds (siege -d).
     """
-    threads: int = Field(0, ge=0, le=1024)
+    urls: list[UrlSpec] = Field([], validate_default=True)
     """
-    Worker threads, each with its own event loop; 0 = one per available CPU.
+    Several URLs on the target's origin, cycled in order (or at random
+    with `random_order`); empty means `url` alone.
     """
-    timeout_s: float = Field(30.0, ge=0.0, le=604800.0)
+    random_order: bool = False
+    seed: int = Field(1, ge=0)
     """
-    Per-request timeout, from the moment the request is begun to its last
-    byte (in an open loop, a request that waited for a connection has
-    its whole timeout once sent).
+    Seeds the random URL order and think times, so a run can be repeated.
+    """
+    replay: ReplayConfig | None = None
+    """
+    Replays an access log instead of `url`/`urls`.
+    """
+    agent: AgentShare | None = None
+    """
+    This process's part of a load spread over several agents; `None`
+    runs the whole load here.
+    """
+    start_at_unix_s: float | None = None
+    """
+    Wait until this wall-clock instant (Unix seconds) before the first
+    request, so that agents on several machines start together.
+    """
+    proxy: str | None = None
+    """
+    An HTTP proxy, `HOST:PORT` on a loopback address, that every request
+    is sent to with the URL as its target in absolute form (ab's -X).
+    The target must still be a loopback address (or `allow_remote`).
     """
     trace: bool = False
     """
@@ -216,15 +223,8 @@ class LoadConfig(BaseModel):
     status, up to `MAX_TRACE` of them, for ab's per-request file (-g).
     Off by default: the measurement is HDR histograms, never a list.
     """
-    url: str = ""
-    urls: list[UrlSpec] = Field([], validate_default=True)
+    capture_heads: bool = False
     """
-    Several URLs on the target's origin, cycled in order (or at random
-    with `random_order`); empty means `url` alone.
-    """
-    user_agent: str = "corebench/0.1.0"
-    variable_length: bool = False
-    """
-    ab counts a response whose body length differs from the first one as a
-    "Length" failure; ab's -l turns that off for dynamic pages.
+    Keep the head of the request as sent and of the first response
+    received (ab's -v 2 prints them).
     """

@@ -140,7 +140,7 @@ def agents(r: LoadResult) -> list[str]:
             f"{_ms(a.p99_us):>8} {a.cpu_utilization:8.0%}{held}  {a.node}"
         )
     for a in r.agents:
-        if a.start_lag_s is not None and a.start_lag_s > AGENT_LATE_S:
+        if a.start_lag_s > AGENT_LATE_S:
             out.append(
                 f"  WARNING: agent {a.index} began {a.start_lag_s:.3f} s after the agreed start (slow to "
                 "prepare, or its clock ahead of this one): its first second carried less load."

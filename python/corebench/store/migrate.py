@@ -68,3 +68,53 @@ def _renumber(db: sqlite3.Connection) -> None:
         )
         db.execute("DROP TABLE runs")
         db.execute("ALTER TABLE runs_new RENAME TO runs")
+
+
+# What a result stored by an older corebench lacks, and what its absence
+# meant then; the engine's figures are listed whole in
+# crates/engine/src/result.rs. Filled in when read, never written back.
+_RESULT_ADDED: dict[str, object] = {
+    # Before `linger = "auto"`, waits held responses wherever the percent was not 0.
+    "linger": "always",
+    "linger_percent": 0,
+    "linger_probes": {"probes": 0, "held": 0},
+    # Not counted then; only `corebench load`'s own output reads it.
+    "held_waits": 0,
+    # Before io_uring, every load ran on epoll; before HTTP/2, on HTTP/1.1.
+    "io": "epoll",
+    "http_version": "1.1",
+    "streams": 1,
+    "rate": None,
+    "think_s": None,
+    "random_order": False,
+    "seed": 1,
+    "schedule": None,
+    "urls": [],
+    "replay": None,
+}
+# Before arrivals could be chosen, a rate's requests were evenly spaced.
+_RATE_ADDED: dict[str, object] = {"arrivals": "uniform"}
+_SCHEDULE_ADDED: dict[str, object] = {"peak_in_flight": 0, "mean_in_flight": 0.0}
+# Closed-loop results had no uncorrected latencies: the open loop's alone.
+_LATENCIES_ADDED: dict[str, object] = {"uncorrected": None}
+# Before an agent's lag and its unsuccessful responses were measured.
+_AGENT_ADDED: dict[str, object] = {
+    "start_lag_s": 0.0,
+    "io": "epoll",
+    "linger_probes": {"probes": 0, "held": 0},
+    "unsuccessful": 0,
+}
+
+
+def upgraded_result(doc: dict[str, object]) -> dict[str, object]:
+    """An older corebench's result (decoded JSON) with the figures added
+    since at what their absence meant then."""
+    out = _RESULT_ADDED | doc
+    for key, added in (("rate", _RATE_ADDED), ("schedule", _SCHEDULE_ADDED), ("latency_us", _LATENCIES_ADDED)):
+        part = out.get(key)
+        if isinstance(part, dict):
+            out[key] = added | part
+    agents = out.get("agents")
+    if isinstance(agents, list):
+        out["agents"] = [_AGENT_ADDED | a if isinstance(a, dict) else a for a in agents]
+    return out

@@ -9,7 +9,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -17,7 +17,7 @@ from typing import TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from corebench.result import LoadResult
-from corebench.store.migrate import migrate, renumbered
+from corebench.store.migrate import migrate, renumbered, upgraded_result
 from corebench.store.records import (
     Baseline,
     Capacity,
@@ -234,7 +234,7 @@ class Store:
                 "layout": self._part(row, "layout_json", _LAYOUT, where),
                 "target": self._part(row, "target_json", _TARGET, where),
                 "monitor": self._part(row, "monitor_json", _MONITOR, where),
-                "result": self._part(row, "result_json", _RESULT, where),
+                "result": self._part(row, "result_json", _RESULT, where, upgraded_result),
                 "search": self._part(row, "search_json", _SEARCH, where),
                 "stored_throughput_rps": row["throughput_rps"],
             }
@@ -258,12 +258,33 @@ class Store:
             baseline=self._part(fields, "baseline_json", _BASELINE, where),
         )
 
-    def _part(self, row: Mapping[str, object], column: str, kind: TypeAdapter[_T], where: str) -> _T | None:
+    def _part(
+        self,
+        row: Mapping[str, object],
+        column: str,
+        kind: TypeAdapter[_T],
+        where: str,
+        upgrade: Callable[[dict[str, object]], dict[str, object]] | None = None,
+    ) -> _T | None:
+        """The column's record; one an older corebench wrote is read through
+        `upgrade`, tried only when the current form does not fit (the fast
+        path stays JSON straight into the record)."""
         text = row.get(column)
         if not text:
             return None
         try:
-            return kind.validate_json(str(text))
+            try:
+                return kind.validate_json(str(text))
+            except ValidationError:
+                if upgrade is None:
+                    raise
+                try:
+                    doc = json.loads(str(text))
+                except ValueError:
+                    doc = None
+                if not isinstance(doc, dict):
+                    raise
+                return kind.validate_python(upgrade(doc))
         except ValidationError as e:
             first = e.errors()[0]
             at = ".".join(map(str, first["loc"]))

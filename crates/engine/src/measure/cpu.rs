@@ -1,7 +1,7 @@
 //! The generator's own CPU time, so a later stage can tell when the
 //! generator rather than the server was the limit.
 
-#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CpuTimes {
     pub user_s: f64,
     pub system_s: f64,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Latencies are recorded in microseconds, 3 significant digits, up to an
@@ -67,7 +68,7 @@ pub enum ErrorKind {
     Timeout,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorCounts {
     pub connect: u64,
     pub receive: u64,
@@ -192,7 +193,7 @@ pub struct ScheduleCounts {
 
 /// What `--linger auto`'s probes found (`load::linger`), summed over the
 /// workers (each probes its own connections).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeCounts {
     /// Probes that came to a decision.
     pub probes: u64,
@@ -204,7 +205,7 @@ pub struct ProbeCounts {
 /// ab's -g): columns of equal length, one row per response, in the order
 /// each worker recorded them. Times are µs; `start_us` counts from the
 /// run's start.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Trace {
     pub start_us: Vec<u64>,
     pub connect_us: Vec<u32>,

@@ -4,25 +4,26 @@
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// ab's percentage table, then the tail a performance engineer asks for.
 pub const PERCENTILES: [f64; 12] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Percentile {
     pub percentile: f64,
     pub value_us: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SpectrumPoint {
     pub value_us: u64,
     pub percentile: f64,
     pub total_count: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_us: u64,

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::BufReader;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::config::{ReplayConfig, MAX_RATE_RPS};
@@ -14,13 +15,13 @@ const EXAMPLES: usize = 5;
 const EXAMPLE_CHARS: usize = 120;
 pub(crate) const COMMON_OR_COMBINED: &str = "Common or Combined Log Format";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SkipCount {
     pub reason: String,
     pub count: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SkippedLine {
     pub line: u64,
     pub reason: String,
@@ -29,7 +30,7 @@ pub struct SkippedLine {
 }
 
 /// Where a replay's requests came from, and what was left out and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ReplaySource {
     pub path: String,
     pub log_format: String,
