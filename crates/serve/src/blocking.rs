@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::exchange::{answer_h2, handle, Ctx, Handled, Local};
 use super::h2;
+use super::http::Delay;
 use super::tls::Wire;
 
 /// How often a blocked read looks at the shutdown flag.
@@ -43,11 +44,8 @@ pub(crate) fn serve_connection(stream: TcpStream, ctx: &Ctx, local: &mut Local, 
                 Err(_) => return,
             },
             Handled::Respond { mut out, keep_alive, delay, consumed } => {
-                if let Some(end) = ctx.stall.and_then(|s| s.ends_at(Instant::now())) {
-                    std::thread::sleep(end.saturating_duration_since(Instant::now()));
-                }
-                if let Some(d) = delay {
-                    std::thread::sleep(d);
+                if !stalled(ctx, stream.socket(), stop) || !delay.is_none_or(|d| wait(ctx, d, stream.socket(), stop)) {
+                    return;
                 }
                 if out.write_to(&mut stream).is_err() || !keep_alive {
                     return;
@@ -78,12 +76,12 @@ fn serve_h2(
     while ok && !stop.load(Ordering::Relaxed) {
         ready.extend(conn.ready());
         for r in ready.drain(..) {
-            if let Some(end) = ctx.stall.and_then(|s| s.ends_at(Instant::now())) {
-                std::thread::sleep(end.saturating_duration_since(Instant::now()));
+            if !stalled(ctx, stream.socket(), stop) {
+                return;
             }
             let response = answer_h2(ctx, &r, peer, local);
-            if let Some(d) = response.delay {
-                std::thread::sleep(d);
+            if !response.delay.is_none_or(|d| wait(ctx, d, stream.socket(), stop)) {
+                return;
             }
             conn.respond(r.stream, response, r.method == b"HEAD");
         }
@@ -109,5 +107,62 @@ fn serve_h2(
     out.clear();
     if conn.send(&mut out).is_ok() {
         let _ = stream.write_all(&out);
+    }
+}
+
+/// Waits out the server's stall, if one is under way; false when the
+/// client left or the server stops meanwhile.
+fn stalled(ctx: &Ctx, socket: &TcpStream, stop: &AtomicBool) -> bool {
+    match ctx.stall.and_then(|s| s.ends_at(Instant::now())) {
+        Some(end) => wait(ctx, Delay::fixed(end.saturating_duration_since(Instant::now())), socket, stop),
+        None => true,
+    }
+}
+
+/// Waits out a response's delay in slices of at most CHECK, so that a
+/// worker is never held past its use: a client that has gone or a server
+/// told to stop (SIGTERM) ends the wait, and a queued request then leaves
+/// the queue; a queued request's departure is asked again each slice, as
+/// it moves up when a client ahead leaves. True when the response is due.
+fn wait(ctx: &Ctx, delay: Delay, socket: &TcpStream, stop: &AtomicBool) -> bool {
+    let fixed = Instant::now() + delay.length;
+    loop {
+        let due = match delay.queued {
+            // Gone from the queue: it has departed.
+            Some(t) => match ctx.router.queue.departure(t) {
+                Some(d) => d,
+                None => return true,
+            },
+            None => fixed,
+        };
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        if stop.load(Ordering::Relaxed) || gone(socket) {
+            if let Some(t) = delay.queued {
+                ctx.router.queue.leave(t, now);
+            }
+            return false;
+        }
+        std::thread::sleep((due - now).min(CHECK));
+    }
+}
+
+/// The client closed or reset the connection: a peek that does not wait
+/// reads its end (0 bytes) or an error other than "nothing yet". Bytes
+/// waiting (a pipelined request) mean it is still there.
+fn gone(socket: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: a one-byte buffer we own, on the socket's open descriptor.
+    let n = unsafe { libc::recv(socket.as_raw_fd(), (&raw mut byte).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+    match n {
+        0 => true,
+        n if n > 0 => false,
+        _ => !matches!(
+            std::io::Error::last_os_error().kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+        ),
     }
 }

@@ -204,8 +204,8 @@ impl<'a> EventLoop<'a> {
             let head = r.method == b"HEAD";
             match response.delay {
                 Some(d) => {
-                    link.delayed.push((now + d, r.stream, response, head));
-                    self.timers.push(Reverse((now + d, i)));
+                    link.delayed.push((now + d.length, r.stream, response, head));
+                    self.timers.push(Reverse((now + d.length, i)));
                 }
                 None => link.session.respond(r.stream, response, head),
             }
@@ -251,7 +251,7 @@ impl<'a> EventLoop<'a> {
                     Handled::Respond { out, keep_alive, delay, consumed } => {
                         c.out = Some((out, keep_alive, consumed));
                         if let Some(d) = delay {
-                            let due = Instant::now() + d;
+                            let due = Instant::now() + d.length;
                             c.due = Some(due);
                             self.timers.push(Reverse((due, i)));
                             return;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::clf::{AccessLog, Entry};
 use super::db::Db;
 use super::h2;
-use super::http::{parse, write_head, Body, Parsed, Response};
+use super::http::{parse, write_head, Body, Delay, Parsed, Response};
 use super::routes::Router;
 
 /// The stall switch: the whole server stops answering for `pause` every
@@ -78,7 +78,7 @@ impl Outgoing {
 
 pub(crate) enum Handled {
     NeedMore,
-    Respond { out: Outgoing, keep_alive: bool, delay: Option<Duration>, consumed: usize },
+    Respond { out: Outgoing, keep_alive: bool, delay: Option<Delay>, consumed: usize },
 }
 
 /// Answers an HTTP/2 request: routed and logged as an HTTP/1.x one is. The

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::queue::Ticket;
+
 pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
 const MAX_HEADERS: usize = 64;
 /// Request bodies are read and discarded; larger ones are refused.
@@ -113,8 +115,24 @@ pub(crate) struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Body,
-    /// Answer only after this long (the sleep page), without using CPU.
-    pub delay: Option<Duration>,
+    /// Answer only after a while, without using CPU.
+    pub delay: Option<Delay>,
+}
+
+/// How long a response waits: the sleep page's fixed length, or a place in
+/// the M/M/1 queue, whose departure moves up when a client ahead leaves
+/// (the threads and prefork models follow it; the async model keeps the
+/// departure its request was given).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Delay {
+    pub length: Duration,
+    pub queued: Option<Ticket>,
+}
+
+impl Delay {
+    pub(crate) fn fixed(length: Duration) -> Delay {
+        Delay { length, queued: None }
+    }
 }
 
 impl Response {

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::db::Db;
-use super::http::{Body, Response};
+use super::http::{Body, Delay, Response};
 use super::queue::Queue;
 use super::site::Site;
 use super::work::Work;
@@ -124,9 +124,10 @@ impl Router {
         if service_us == 0 {
             return Err(bad("service_us must be at least 1".into()));
         }
-        let sojourn = self.queue.sojourn(std::time::Instant::now(), Duration::from_micros(service_us));
+        let now = std::time::Instant::now();
+        let (ticket, departure) = self.queue.join(now, Duration::from_micros(service_us));
         let mut r = Response::text(200, format!("served by an M/M/1 queue, mean service {service_us} µs"));
-        r.delay = Some(sojourn);
+        r.delay = Some(Delay { length: departure - now, queued: Some(ticket) });
         Ok(r)
     }
 }
@@ -167,7 +168,7 @@ fn sleep(query: &str, scale: f64) -> Result<Response, Response> {
     let p = params(query, &["ms"])?;
     let ms = number(&p, "ms", DEFAULT_SLEEP_MS, MAX_SLEEP_MS)?;
     let mut r = Response::text(200, format!("slept {ms} ms"));
-    r.delay = Some(Duration::from_secs_f64(ms as f64 * scale / 1000.0));
+    r.delay = Some(Delay::fixed(Duration::from_secs_f64(ms as f64 * scale / 1000.0)));
     Ok(r)
 }
 
@@ -260,7 +261,7 @@ mod tests {
         assert_eq!(r.respond_("/health").status, 200);
         let d = r.respond_("/dynamic?work_us=10");
         assert!(std::str::from_utf8(d.body.bytes()).unwrap().contains("Rendered at"));
-        assert_eq!(r.respond_("/sleep?ms=5").delay, Some(Duration::from_millis(5)));
+        assert_eq!(r.respond_("/sleep?ms=5").delay, Some(Delay::fixed(Duration::from_millis(5))));
         let a = r.respond_("/some/page.php?id=3");
         assert_eq!(a.body.bytes(), r.respond_("/some/page.php?id=3").body.bytes());
         assert!(std::str::from_utf8(r.respond_("/<script>").body.bytes()).unwrap().contains("&lt;script&gt;"));

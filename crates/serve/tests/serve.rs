@@ -85,3 +85,83 @@ fn stall_switch_stops_the_server() {
         assert!(r.latency_us.total.median_us < 100_000);
     });
 }
+
+/// Sends one GET on a new connection; the connection, to read or drop.
+fn send(addr: &str, path: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap();
+    s
+}
+
+/// The status line of the answer on `s`, and how long it took.
+fn answer(mut s: std::net::TcpStream) -> (String, Duration) {
+    use std::io::Read;
+    let began = std::time::Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).unwrap_or(0);
+    let text = String::from_utf8_lossy(&buf[..n]);
+    (text.lines().next().unwrap_or("").to_string(), began.elapsed())
+}
+
+/// A threads-model server of 8 workers on its own thread, for `test`
+/// (given the address and the stop switch); the time `serve` took to
+/// return once the switch was set.
+fn with_threads(test: impl FnOnce(&str, &AtomicBool)) -> Duration {
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel();
+    let mut stopping = Duration::ZERO;
+    std::thread::scope(|s| {
+        let stop = &stop;
+        let server = s.spawn(move || {
+            let cfg = ServeConfig { model: Model::Threads, workers: 8, ..Default::default() };
+            serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
+        });
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let _stop = Stop(stop);
+        let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server ready");
+        test(&addr.to_string(), stop);
+        stop.store(true, Ordering::SeqCst);
+        let began = std::time::Instant::now();
+        server.join().unwrap();
+        stopping = began.elapsed();
+    });
+    stopping
+}
+
+#[test]
+fn workers_whose_clients_left_are_freed_and_leave_the_queue() {
+    with_threads(|addr, _| {
+        // Every worker sleeping a minute for a client that has gone.
+        let ghosts: Vec<_> = (0..8).map(|_| send(addr, "/sleep?ms=60000")).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(ghosts);
+        let (status, took) = answer(send(addr, "/health"));
+        assert!(status.contains("200") && took < Duration::from_secs(5), "{status} after {took:?}");
+        // Six requests of 10 s mean service each, whose clients left: a
+        // short one after them no longer waits for their minute of service.
+        let ghosts: Vec<_> = (0..6).map(|_| send(addr, "/queue?service_us=10000000")).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(ghosts);
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, took) = answer(send(addr, "/queue?service_us=1000"));
+        assert!(status.contains("200") && took < Duration::from_secs(5), "{status} after {took:?}");
+    });
+}
+
+#[test]
+fn a_stop_ends_a_worker_in_a_long_sleep() {
+    let mut client = None;
+    let stopping = with_threads(|addr, _| {
+        client = Some(send(addr, "/sleep?ms=60000"));
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    assert!(stopping < Duration::from_secs(2), "the server took {stopping:?} to stop");
+    drop(client);
+}
