@@ -178,9 +178,12 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/data/apache-combined-10k.log");
         let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let (mut parsed, mut skipped) = (0u64, BTreeMap::<Skip, u64>::new());
-        let lines = read_lines(BufReader::new(file), MAX_LINE_BYTES, |_, line| match line.and_then(parse_line) {
-            Ok(_) => parsed += 1,
-            Err(why) => *skipped.entry(why).or_default() += 1,
+        let lines = read_lines(BufReader::new(file), MAX_LINE_BYTES, |_, line| {
+            match line.and_then(parse_line) {
+                Ok(_) => parsed += 1,
+                Err(why) => *skipped.entry(why).or_default() += 1,
+            }
+            std::ops::ControlFlow::Continue(())
         })
         .unwrap();
         println!("{path}: {lines} lines, {parsed} parsed");

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::io::{self, BufRead};
+use std::ops::ControlFlow;
 
 use super::Skip;
 
@@ -16,11 +17,12 @@ pub const MAX_LINE_BYTES: usize = 64 * 1024;
 /// with the text, its `\n` or `\r\n` ending removed and invalid UTF-8
 /// replaced lossily, or `Err(Skip::TooLong)` for a line over the limit,
 /// whose remainder is discarded. A last line without a newline counts.
-/// Returns the number of lines seen.
+/// `f` returning `Break` stops the reading there (nothing more is read
+/// from `r` than the buffer already holds). Returns the number of lines seen.
 pub fn read_lines<R: BufRead>(
     mut r: R,
     max_line_bytes: usize,
-    mut f: impl FnMut(u64, Result<&str, Skip>),
+    mut f: impl FnMut(u64, Result<&str, Skip>) -> ControlFlow<()>,
 ) -> io::Result<u64> {
     let mut line = Line::new(max_line_bytes);
     let mut count = 0;
@@ -41,13 +43,15 @@ pub fn read_lines<R: BufRead>(
         r.consume(used);
         if complete {
             count += 1;
-            line.finish(count, &mut f);
+            if line.finish(count, &mut f).is_break() {
+                return Ok(count);
+            }
         }
     }
     if line.started {
         line.keep_pending_cr();
         count += 1;
-        line.finish(count, &mut f);
+        let _ = line.finish(count, &mut f);
     }
     Ok(count)
 }
@@ -107,17 +111,22 @@ impl Line {
     }
 
     /// Reports the line and starts the next; a pending `\r` was the ending.
-    fn finish(&mut self, number: u64, f: &mut impl FnMut(u64, Result<&str, Skip>)) {
-        if self.too_long {
-            f(number, Err(Skip::TooLong));
+    fn finish(
+        &mut self,
+        number: u64,
+        f: &mut impl FnMut(u64, Result<&str, Skip>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let flow = if self.too_long {
+            f(number, Err(Skip::TooLong))
         } else {
             let text: Cow<str> = String::from_utf8_lossy(&self.bytes);
-            f(number, Ok(&text));
-        }
+            f(number, Ok(&text))
+        };
         self.bytes.clear();
         self.too_long = false;
         self.pending_cr = false;
         self.started = false;
+        flow
     }
 }
 
@@ -132,7 +141,11 @@ mod tests {
     fn lines(input: &[u8], max: usize) -> Vec<(u64, Result<String, Skip>)> {
         let read = |r: &mut dyn BufRead| {
             let mut out = Vec::new();
-            let n = read_lines(r, max, |i, l| out.push((i, l.map(str::to_string)))).unwrap();
+            let n = read_lines(r, max, |i, l| {
+                out.push((i, l.map(str::to_string)));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
             assert_eq!(n, out.len() as u64);
             out
         };

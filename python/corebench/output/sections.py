@@ -96,7 +96,8 @@ def replay(r: LoadResult) -> list[str]:
     out = [
         "",
         f"Replayed log:           {src.path} ({src.log_format})",
-        f"  Lines read:           {src.lines}" + (" (stopped at --limit)" if src.stopped_at_limit else ""),
+        f"  Lines read:           {src.lines}"
+        + (" (stopped there: the rest of the log was not needed for --limit or -n)" if src.stopped_at_limit else ""),
         f"  Replayed:             {src.replayed}",
         f"  Skipped:              {skipped}",
     ]

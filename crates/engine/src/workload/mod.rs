@@ -53,7 +53,7 @@ impl Workload {
         if let Some(r) = &cfg.replay {
             let prefix = target.path.trim_end_matches('/').to_string();
             let mut entries = Vec::new();
-            let log = replay::read(r, |method, path, status| {
+            let log = replay::read(r, cfg.requests, |method, path, status| {
                 let request = w.intern(&mut known, cfg, target, method, &format!("{prefix}{path}"), &[]);
                 entries.push(Entry { request, status });
             })?;

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::BufReader;
+use std::ops::ControlFlow;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -66,8 +67,16 @@ fn bad(key: &'static str, reason: String) -> EngineError {
 }
 
 /// Reads the log, calling `on_request(method, target, status)` for every
-/// line to replay, in the log's order.
-pub(crate) fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u16)) -> Result<ReplayLog> {
+/// line to replay, in the log's order. A load of `requests` that replays
+/// in the log's order (untimed) sends only the first `requests` lines: the
+/// reading stops after them, so `-n 1000` on a log of millions reads
+/// about a thousand lines. A timed replay sends in time order, which the
+/// whole log decides.
+pub(crate) fn read(
+    cfg: &ReplayConfig,
+    requests: Option<u64>,
+    mut on_request: impl FnMut(&str, &str, u16),
+) -> Result<ReplayLog> {
     let format = match &cfg.log_format {
         Some(spec) => Some(LogFormat::parse(spec).map_err(|e| bad("log_format", e))?),
         None => None,
@@ -87,12 +96,13 @@ pub(crate) fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u1
     let timed = cfg.speed.is_some();
     let mut times: Vec<f64> = Vec::new();
     let mut untimed = false;
-    let limit = cfg.limit.unwrap_or(u64::MAX);
+    let sent = if timed { None } else { requests };
+    let limit = cfg.limit.unwrap_or(u64::MAX).min(sent.unwrap_or(u64::MAX));
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let outcome = read_lines(&mut reader, MAX_LINE_BYTES, |no, line| {
         if src.replayed >= limit {
             src.stopped_at_limit = true;
-            return;
+            return ControlFlow::Break(());
         }
         src.lines = no;
         let parsed = line.and_then(|l| match &format {
@@ -110,6 +120,7 @@ pub(crate) fn read(cfg: &ReplayConfig, mut on_request: impl FnMut(&str, &str, u1
             }
             Err(why) => skip(&mut src, no, why, line.unwrap_or_default()),
         }
+        ControlFlow::Continue(())
     });
     outcome.map_err(|e| bad("replay", format!("cannot read {}: {e}", cfg.path)))?;
     if src.replayed == 0 {
@@ -217,5 +228,34 @@ mod tests {
         assert_eq!((late, span), (1, 3.5));
         let (_, fast, _, _) = schedule(&[0.0, 100.0], 100.0);
         assert_eq!(fast, vec![0, 1_000_000]);
+    }
+
+    #[test]
+    fn a_count_in_the_logs_order_reads_no_further_than_it_needs() {
+        let path = std::env::temp_dir().join(format!("corebench-replay-read-{}.log", std::process::id()));
+        let lines: String = (0..50)
+            .map(|i| format!("127.0.0.1 - - [28/Nov/2026:10:00:{:02} +0000] \"GET /p{i} HTTP/1.1\" 200 5\n", 59 - i))
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let cfg = ReplayConfig {
+            path: path.to_string_lossy().into_owned(),
+            log_format: None,
+            allow_unsafe: false,
+            limit: None,
+            looped: false,
+            speed: None,
+        };
+        let read_with = |cfg: &ReplayConfig, requests| {
+            let mut seen = 0;
+            let log = read(cfg, requests, |_, _, _| seen += 1).unwrap();
+            (log.source.lines, seen, log.source.stopped_at_limit)
+        };
+        assert_eq!(read_with(&cfg, Some(3)), (3, 3, true));
+        assert_eq!(read_with(&cfg, None), (50, 50, false));
+        assert_eq!(read_with(&ReplayConfig { limit: Some(7), ..cfg.clone() }, Some(20)), (7, 7, true));
+        // Timed, the send order is the timestamps' (here the last line's
+        // first): the whole log is read whatever the count.
+        assert_eq!(read_with(&ReplayConfig { speed: Some(1.0), ..cfg.clone() }, Some(3)), (50, 50, false));
+        let _ = std::fs::remove_file(&path);
     }
 }
