@@ -167,18 +167,19 @@ fn url_summaries(urls: &[UrlStats], w: &Workload) -> Vec<UrlSummary> {
         .zip(&w.requests)
         .filter(|(u, _)| u.responses + u.errors > 0)
         .map(|(u, r)| {
-            let h = &u.total_us;
-            let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+            // No histogram (errors only) or an empty one: no latency to tell.
+            let h = u.total_us.as_ref().filter(|h| !h.is_empty());
+            let at = |q: f64| h.map_or(0, |h| h.value_at_quantile(q));
             UrlSummary {
                 method: r.method.clone(),
                 target: r.target.clone(),
                 responses: u.responses,
                 errors: u.errors,
-                mean_us: if h.is_empty() { 0.0 } else { h.mean() },
+                mean_us: h.map_or(0.0, |h| h.mean()),
                 p50_us: at(0.5),
                 p90_us: at(0.9),
                 p99_us: at(0.99),
-                max_us: if h.is_empty() { 0 } else { h.max() },
+                max_us: h.map_or(0, |h| h.max()),
                 status_seen: statuses(&u.status_seen),
                 status_logged: statuses(&u.status_logged),
                 status_mismatches: u.status_mismatches,

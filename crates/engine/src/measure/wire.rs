@@ -36,3 +36,27 @@ pub mod small {
         Ok(h)
     }
 }
+
+/// A per-URL histogram made at the URL's first response (None before):
+/// on the wire, None is sent as no string at all (null).
+pub mod small_lazy {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(h: &Option<Histogram<u64>>, s: S) -> Result<S::Ok, S::Error> {
+        match h {
+            Some(h) => put(h, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Histogram<u64>>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| {
+            let mut h =
+                decode(&t).map_err(|e| serde::de::Error::custom(format!("a histogram that does not decode: {e}")))?;
+            h.auto(true);
+            Ok(h)
+        })
+        .transpose()
+    }
+}

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::{Pace, Worker};
 use crate::client::conn::Phase;
 use crate::load::io::Driver;
-use crate::measure::stats::{micros, record_small, ErrorKind, TraceRow};
+use crate::measure::stats::{micros, record_small, small_histogram, ErrorKind, TraceRow};
 
 /// The weight of each response in the recent response time: an
 /// exponentially weighted mean over about this many responses.
@@ -64,7 +64,7 @@ impl<D: Driver> Worker<'_, D> {
         s.status_count(status);
         let url = &mut s.urls[c.entry.request as usize];
         url.responses += 1;
-        record_small(&mut url.total_us, total);
+        record_small(url.total_us.get_or_insert_with(small_histogram), total);
         url.status_seen.add(status, 1);
         if c.entry.status != 0 {
             url.status_logged.add(c.entry.status, 1);
