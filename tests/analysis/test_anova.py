@@ -82,14 +82,17 @@ def test_permutation_p_values_agree_with_the_f_test_on_normal_data():
     assert max(diffs) < 0.03 and np.mean(diffs) < 0.012, (max(diffs), np.mean(diffs))
     auto = anova(two_factors(1, normal), ["cpus", "mpm"], "y")
     assert auto.method == F_TEST and auto.normality_p > 0.01, "normal residuals keep the F test"
-    assert "p from the F distribution, the residuals near enough normal (Shapiro–Wilk p = " in auto.method_words()
+    words = auto.method_words()
+    assert "p from the F distribution: Shapiro–Wilk does not reject normal residuals at 0.01 (p = " in words
 
 
 def test_heavy_tails_without_an_effect_fall_back_and_find_nothing():
     rows = two_factors(0, wild)
     a = anova(rows, ["cpus", "mpm"], "y")
     assert a.method == PERMUTATION and a.normality_p < 0.01
-    assert a.method_words().startswith("p from a permutation test (Freedman & Lane 1983; 2,000 permutations), the")
+    assert a.method_words().startswith(
+        "p from a permutation test (Freedman & Lane 1983; 2,000 permutations): Shapiro–Wilk rejects normal residuals"
+    )
     cpus = a.terms[0]
     assert cpus.p_value > 0.05
     assert cpus.p_value * (1 + PERMUTATIONS) == pytest.approx(round(cpus.p_value * (1 + PERMUTATIONS)))

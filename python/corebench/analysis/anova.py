@@ -53,6 +53,15 @@ F_TEST = "F test"
 PERMUTATION = "permutation"
 # Equivalence margin: a ratio of means within ±5% is "no difference that matters".
 MARGIN = 0.05
+# What the table is, beside the verdicts, for every report: it pools every
+# load level into one model (load factors are terms like any other), so its
+# p-value for a configuration factor can disagree with the comparisons made
+# at matched load, which are the answers.
+SCOPE = (
+    "The analysis of variance says where the variance of the runs lies, load levels included as terms; it ranks "
+    "no configuration and no load. Configurations are compared in the verdicts, at matched load, each comparison "
+    "with its own interval: where the two seem to disagree, the verdicts' answer holds at each load."
+)
 
 
 @dataclass(frozen=True)
@@ -80,12 +89,15 @@ class Anova:
         """Which method gave the p-values, and why, for a report."""
         if self.method == PERMUTATION:
             return (
-                f"p from a permutation test (Freedman & Lane 1983; {self.permutations:,} permutations), the "
-                f"residuals being far from normal (Shapiro–Wilk p = {self.normality_p:.2g})"
+                f"p from a permutation test (Freedman & Lane 1983; {self.permutations:,} permutations): "
+                f"Shapiro–Wilk rejects normal residuals (p = {self.normality_p:.2g}, below {NORMALITY_ALPHA:g})"
             )
         if not math.isnan(self.normality_p):
+            # Not rejecting normality does not show it: the F test is
+            # robust to mild departures, and only clear ones switch.
             return (
-                f"p from the F distribution, the residuals near enough normal (Shapiro–Wilk p = {self.normality_p:.2g})"
+                f"p from the F distribution: Shapiro–Wilk does not reject normal residuals at {NORMALITY_ALPHA:g} "
+                f"(p = {self.normality_p:.2g}), the level below which a permutation test is used instead"
             )
         why = (
             f"fewer than {MIN_NORMALITY_DF} residual degrees of freedom"

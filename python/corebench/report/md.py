@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from corebench.analysis.anova import SCOPE as ANOVA_SCOPE
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
 from corebench.analysis.stats import p_is
@@ -91,7 +92,7 @@ class Markdown:
                     cells = [RESPONSES[a.response], _cell(term.name), str(term.df), _g(term.f)]
                     cells += [p_is(term.p_value).removeprefix("= "), _g(term.omega2)]
                     out.append("| " + " | ".join(cells) + " |")
-            out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova)]
+            out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova), "", ANOVA_SCOPE]
         if d.fits:
             out += ["", "## Scaling fits", "", f"Method: {METHOD}; the law chosen by F tests (α = {ALPHA}).", ""]
             for sf in d.fits:
