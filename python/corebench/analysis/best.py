@@ -77,9 +77,9 @@ def _set_by_think(here: str, ps: list[PointStats]) -> str:
     1978): their rate is the load's, whatever the configuration."""
     p = ps[0]
     offered = ""
-    if p.clients and p.think_s is not None and p.response_s is not None:
+    if (bound := p.users_offer_rps) is not None:
         offered = f", at most N/(Z+R) = {p.clients}/({p.think_s:g} + {p.response_s:.3f}) ≈ "
-        offered += f"{p.clients / (p.think_s + p.response_s):,.0f} req/s in a steady state"
+        offered += f"{bound:,.0f} req/s in a steady state"
     return (
         f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
         "by the configuration: it is not compared here; the configurations are compared by latency."

@@ -54,10 +54,7 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
         return Diagnosis(
             "generator-limited", f"Little's law fails (X·R/N = {p.little:.2f}): time went outside the requests"
         )
-    if p.think_s and p.clients and p.response_s is not None:
-        # The interactive response time law (Denning & Buzen 1978): N users
-        # pausing Z s between requests offer at most N / (Z + R) per second.
-        offered = p.clients / (p.think_s + p.response_s)
+    if (offered := p.users_offer_rps) is not None:
         used = f"; target used {p.target_cpu:.2f} cores" if p.target_cpu is not None else ""
         return Diagnosis(
             "load-limited",

@@ -69,6 +69,15 @@ class PointStats:
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.levels.items()) or "(one point)"
 
+    @property
+    def users_offer_rps(self) -> float | None:
+        """The most N users pausing Z s between requests offer: N/(Z + R)
+        per second in a steady state (the interactive response time law,
+        Denning & Buzen 1978); None without think time or its figures."""
+        if not self.think_s or not self.clients or self.response_s is None:
+            return None
+        return self.clients / (self.think_s + self.response_s)
+
     def limits(self) -> list[str]:
         """Why this point measured the generator or the machine at least in
         part, in words; empty where its figures are the server's (ANSWERS.md §3)."""
