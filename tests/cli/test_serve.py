@@ -229,3 +229,28 @@ def test_logged_pages_come_from_the_database(tmp_path):
         b = get("/presentations/logstash-monitorama-2013/images/kibana-search.png")
     assert a == again and a != b, "a logged path always reads the same article"
     assert b'class="comment"' in a and b'class="comment"' in b
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_sigterm_stops_workers_waiting_out_a_long_sleep(model):
+    """Workers in a minute's /sleep, or queued behind a long /queue, for
+    clients still connected: SIGTERM ends the server within 2 s (slack for
+    a busy machine), every worker with it."""
+    import socket
+
+    with Served("--model", model, "--workers", "2") as s:
+        port = int(s.url.rsplit(":", 1)[1].strip("/"))
+        clients = []
+        for path in ("/sleep?ms=60000", "/queue?service_us=10000000"):
+            c = socket.create_connection(("127.0.0.1", port))
+            c.sendall(f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+            clients.append(c)
+        time.sleep(0.5)
+        kids = s.children()
+        began = time.monotonic()
+        assert s.stop() == 0
+        took = time.monotonic() - began
+        for c in clients:
+            c.close()
+    assert took < 2.0 + 1.5, f"{model}: {took:.2f} s after SIGTERM"
+    assert not any(os.path.exists(f"/proc/{k}") for k in kids)
