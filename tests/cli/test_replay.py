@@ -125,3 +125,37 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], p.stderr
+
+
+def test_a_log_without_newlines_is_refused_not_read_forever():
+    r = run_cli("replay", "/dev/zero", "--target", "http://127.0.0.1:1/", "-n", "1")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "runs past 64 MiB without a newline: not a text log" in r.stderr
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_the_reading_of_an_endless_log(sig):
+    """/dev/urandom as a log: endless lines, none a request. Reading it is
+    stopped by a signal within 2 s (slack for a busy machine), before any request."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import CLI
+
+    p = subprocess.Popen(
+        [*CLI, "replay", "/dev/urandom", "--target", "http://127.0.0.1:1/", "-n", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(1.5)
+    assert p.poll() is None, p.communicate()[0]
+    p.send_signal(getattr(signal, sig))
+    began = time.monotonic()
+    try:
+        p.communicate(timeout=10)
+    finally:
+        p.kill()
+    assert time.monotonic() - began < 3.5
+    assert p.returncode in (130, -signal.SIGTERM, 128 + signal.SIGTERM), p.returncode

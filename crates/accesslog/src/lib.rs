@@ -14,7 +14,7 @@ mod time;
 use std::sync::OnceLock;
 
 pub use format::LogFormat;
-pub use lines::{read_lines, MAX_LINE_BYTES};
+pub use lines::{read_lines, MAX_LINE_BYTES, MAX_SKIPPED_LINE_BYTES};
 
 /// Longest request target replayed. Servers commonly refuse longer ones
 /// (Apache's LimitRequestLine is 8190 bytes for the whole request line),

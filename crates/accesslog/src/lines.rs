@@ -12,6 +12,11 @@ use super::Skip;
 /// real Combined line (the target itself is capped at `MAX_TARGET_BYTES`).
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// A line running longer than this without a newline ends the reading with
+/// an error: such a line is not text (`/dev/zero`, an image renamed
+/// `.log`), and without a bound the reading would never end.
+pub const MAX_SKIPPED_LINE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Reads `r` line by line, holding at most `max_line_bytes` of one line.
 /// Calls `f(line_number, outcome)` for every line (numbers from 1): `Ok`
 /// with the text, its `\n` or `\r\n` ending removed and invalid UTF-8
@@ -41,6 +46,11 @@ pub fn read_lines<R: BufRead>(
         };
         line.take(&buf[..used - usize::from(complete)]);
         r.consume(used);
+        if line.length > MAX_SKIPPED_LINE_BYTES {
+            let mib = MAX_SKIPPED_LINE_BYTES >> 20;
+            let why = format!("line {} runs past {mib} MiB without a newline: not a text log", count + 1);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+        }
         if complete {
             count += 1;
             if line.finish(count, &mut f).is_break() {
@@ -67,16 +77,19 @@ struct Line {
     /// Some byte of this line has been seen: tells a last line without a
     /// newline from the end of the input.
     started: bool,
+    /// Bytes seen of this line, kept or not.
+    length: u64,
 }
 
 impl Line {
     fn new(max: usize) -> Line {
-        Line { bytes: Vec::new(), max, too_long: false, pending_cr: false, started: false }
+        Line { bytes: Vec::new(), max, too_long: false, pending_cr: false, started: false, length: 0 }
     }
 
     /// A chunk of the line, without its `\n`.
     fn take(&mut self, chunk: &[u8]) {
         self.started |= !chunk.is_empty();
+        self.length += chunk.len() as u64;
         if !chunk.is_empty() {
             self.keep_pending_cr();
         }
@@ -126,6 +139,7 @@ impl Line {
         self.too_long = false;
         self.pending_cr = false;
         self.started = false;
+        self.length = 0;
         flow
     }
 }
@@ -158,6 +172,36 @@ mod tests {
 
     fn ok(n: u64, s: &str) -> (u64, Result<String, Skip>) {
         (n, Ok(s.to_string()))
+    }
+
+    #[test]
+    fn an_endless_line_ends_the_reading_with_an_error() {
+        // /dev/zero as a log: no newline ever; the reading must end.
+        let endless = io::BufReader::new(io::repeat(0));
+        let mut seen = 0;
+        let e = read_lines(endless, MAX_LINE_BYTES, |_, _| {
+            seen += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("line 1 runs past 64 MiB without a newline"), "{e}");
+        assert_eq!(seen, 0);
+    }
+
+    #[test]
+    fn a_break_stops_the_reading_there() {
+        let mut seen = Vec::new();
+        let n = read_lines(&b"a\nb\nc\nd\n"[..], 16, |i, _| {
+            seen.push(i);
+            if i == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!((n, seen), (2, vec![1, 2]));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub fn run_agent(config: &LoadConfig, control: &Control) -> Result<AgentPart> {
             reason: "an agent's run needs its share: index and count".into(),
         });
     };
-    let prepared = PreparedLoad::new(config)?;
+    let prepared = PreparedLoad::new(config, control)?;
     let m = measure(config, &prepared, control)?;
     let c = m.clock;
     let run = AgentRun {
@@ -55,7 +55,7 @@ pub fn run_agent(config: &LoadConfig, control: &Control) -> Result<AgentPart> {
 /// Merges the parts of every agent of the load `config` describes (the
 /// whole load's config, as given to the agents but without their share).
 pub fn merge(config: &LoadConfig, mut parts: Vec<AgentPart>) -> Result<LoadResult> {
-    let prepared = PreparedLoad::new(config)?;
+    let prepared = PreparedLoad::new(config, &Control::default())?;
     check_parts(&parts, prepared.workload.requests.len())?;
     parts.sort_by_key(|p| p.share.index);
     let runs: Vec<&AgentRun> = parts.iter().map(|p| &p.run).collect();

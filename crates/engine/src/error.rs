@@ -27,13 +27,19 @@ pub enum EngineError {
     WorkerPanic(String),
     #[error("agent parts do not fit together: {0}")]
     Part(String),
+    /// Stopped by the caller (Ctrl-C) before the first request.
+    #[error("stopped before the first request, while {0}")]
+    Stopped(String),
 }
 
 impl EngineError {
     /// True when the error is the caller's to fix (bad input), not a bug or
     /// a resource failure of this machine.
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, EngineError::Io(_) | EngineError::WorkerPanic(_) | EngineError::Part(_))
+        !matches!(
+            self,
+            EngineError::Io(_) | EngineError::WorkerPanic(_) | EngineError::Part(_) | EngineError::Stopped(_)
+        )
     }
 }
 

@@ -133,7 +133,7 @@ fn a_server_without_http2_is_refused_before_the_load() {
 
 #[test]
 fn streams_need_http2_and_http2_runs_on_epoll() {
-    let bad = |cfg: LoadConfig| match corebench_engine::check(&cfg) {
+    let bad = |cfg: LoadConfig| match corebench_engine::check(&cfg, &corebench_engine::Control::default()) {
         Err(corebench_engine::EngineError::BadConfig { key, .. }) => key,
         other => panic!("accepted: {other:?}"),
     };

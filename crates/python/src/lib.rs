@@ -96,7 +96,8 @@ fn run_agent(
 #[pyfunction]
 fn check(py: Python<'_>, config_json: &str) -> PyResult<()> {
     let config = load_config(config_json, None)?;
-    py.detach(|| corebench_engine::check(&config)).map_err(to_py)
+    // Through `drive`: reading a log of gigabytes stops on Ctrl-C.
+    drive(py, None, None, |control| corebench_engine::check(&config, control)).map(|_| ())
 }
 
 /// Merges the agents' parts (JSON strings from `run_agent`) of the load
@@ -133,7 +134,9 @@ fn drive<T: Send>(
     work: impl FnOnce(&Control) -> Result<T, EngineError> + Send,
 ) -> PyResult<(T, bool)> {
     let control = Control::default();
-    let mut signalled = false;
+    // The signal's own exception (KeyboardInterrupt), kept: raised in place
+    // of the error of work that it cut short.
+    let mut signal: Option<PyErr> = None;
     let outcome = std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
         // A Mutex makes the receiver shareable with the GIL-free closure.
@@ -147,8 +150,8 @@ fn drive<T: Send>(
             match py.detach(|| rx.lock().expect("single user").recv_timeout(Duration::from_millis(50))) {
                 Ok(outcome) => return outcome,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if py.check_signals().is_err() {
-                        signalled = true;
+                    if let Err(e) = py.check_signals() {
+                        signal.get_or_insert(e);
                         control.stop();
                     }
                     ticks += 1;
@@ -160,7 +163,9 @@ fn drive<T: Send>(
                                 Err(_) => Going::On,
                             }),
                         ];
-                        signalled |= said.contains(&Going::Signalled);
+                        if said.contains(&Going::Signalled) && signal.is_none() {
+                            signal = Some(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
+                        }
                         if said.iter().any(|g| *g != Going::On) {
                             control.stop();
                         }
@@ -172,7 +177,10 @@ fn drive<T: Send>(
             }
         }
     });
-    outcome.map(|t| (t, signalled)).map_err(to_py)
+    match outcome {
+        Ok(t) => Ok((t, signal.is_some())),
+        Err(e) => Err(signal.unwrap_or_else(|| to_py(e))),
+    }
 }
 
 /// The run's figures so far, for a live display: `finished` and `failed`

@@ -32,16 +32,17 @@ pub fn run(config: &LoadConfig) -> Result<LoadResult> {
 /// Runs the load described by `config`; `control` lets another thread stop
 /// it early (the result then says `interrupted`) and watch its progress.
 pub fn run_with(config: &LoadConfig, control: &Control) -> Result<LoadResult> {
-    let prepared = PreparedLoad::new(config)?;
+    let prepared = PreparedLoad::new(config, control)?;
     let m = measure(config, &prepared, control)?;
     Ok(prepared.result(config, prepared.facts(config, m.clock), m.stats))
 }
 
 /// Everything a run checks before its first request (settings, the target's
 /// address, the workload: a log is read), without running it: a distributed
-/// run checks here before any agent loads.
-pub fn check(config: &LoadConfig) -> Result<()> {
-    PreparedLoad::new(config).map(|_| ())
+/// run checks here before any agent loads. `control` stops the reading of
+/// a long log.
+pub fn check(config: &LoadConfig, control: &Control) -> Result<()> {
+    PreparedLoad::new(config, control).map(|_| ())
 }
 
 /// What a run needs before its first request, checked and built once: the
@@ -55,11 +56,13 @@ pub(crate) struct PreparedLoad {
 }
 
 impl PreparedLoad {
-    pub(crate) fn new(config: &LoadConfig) -> Result<PreparedLoad> {
+    /// `control` stops it while it reads a log (Ctrl-C on a log of
+    /// gigabytes): the error is then `Stopped`.
+    pub(crate) fn new(config: &LoadConfig, control: &Control) -> Result<PreparedLoad> {
         config.validate()?;
         let target = Target::from_config(config)?;
         io::uses_uring(config, target.tls)?;
-        let workload = Workload::build(config, &target)?;
+        let workload = Workload::build(config, &target, control)?;
         let limit = match (config.requests, workload.limit()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
