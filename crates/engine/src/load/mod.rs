@@ -62,7 +62,7 @@ impl PreparedLoad {
         config.validate()?;
         let target = Target::from_config(config)?;
         io::uses_uring(config, target.tls)?;
-        let workload = Workload::build(config, &target, control)?;
+        let workload = Workload::build(config, &target, &|| control.stopped())?;
         let limit = match (config.requests, workload.limit()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -14,7 +14,6 @@ pub(crate) use crate::client::target::Entry;
 use crate::client::target::{build_request, parse_url, request_target, Target};
 use crate::config::LoadConfig;
 use crate::error::{EngineError, Result};
-use crate::load::control::Control;
 use replay::ReplaySource;
 
 /// One distinct request, ready to write.
@@ -40,7 +39,8 @@ pub(crate) struct Workload {
 }
 
 impl Workload {
-    pub(crate) fn build(cfg: &LoadConfig, target: &Target, control: &Control) -> Result<Workload> {
+    /// `stopped` says when to give up reading a log (the caller's Ctrl-C).
+    pub(crate) fn build(cfg: &LoadConfig, target: &Target, stopped: &dyn Fn() -> bool) -> Result<Workload> {
         let mut w = Workload {
             requests: Vec::new(),
             entries: Vec::new(),
@@ -54,7 +54,7 @@ impl Workload {
         if let Some(r) = &cfg.replay {
             let prefix = target.path.trim_end_matches('/').to_string();
             let mut entries = Vec::new();
-            let log = replay::read(r, cfg.requests, control, |method, path, status| {
+            let log = replay::read(r, cfg.requests, stopped, |method, path, status| {
                 let request = w.intern(&mut known, cfg, target, method, &format!("{prefix}{path}"), &[]);
                 entries.push(Entry { request, status });
             })?;

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::config::{ReplayConfig, MAX_RATE_RPS};
 use crate::error::{EngineError, Result};
-use crate::load::control::Control;
 use corebench_accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, MAX_LINE_BYTES};
 
 const EXAMPLES: usize = 5;
@@ -77,7 +76,7 @@ fn bad(key: &'static str, reason: String) -> EngineError {
 pub(crate) fn read(
     cfg: &ReplayConfig,
     requests: Option<u64>,
-    control: &Control,
+    stopped: &dyn Fn() -> bool,
     mut on_request: impl FnMut(&str, &str, u16),
 ) -> Result<ReplayLog> {
     let format = match &cfg.log_format {
@@ -102,15 +101,15 @@ pub(crate) fn read(
     let sent = if timed { None } else { requests };
     let limit = cfg.limit.unwrap_or(u64::MAX).min(sent.unwrap_or(u64::MAX));
     let mut reader = BufReader::with_capacity(1 << 16, file);
-    let mut stopped = false;
+    let mut gave_up = false;
     let outcome = read_lines(&mut reader, MAX_LINE_BYTES, |no, line| {
         if src.replayed >= limit {
             src.stopped_at_limit = true;
             return ControlFlow::Break(());
         }
         // Every few thousand lines: a log of gigabytes takes minutes.
-        if no % STOP_CHECK_LINES == 0 && control.stopped() {
-            stopped = true;
+        if no % STOP_CHECK_LINES == 0 && stopped() {
+            gave_up = true;
             return ControlFlow::Break(());
         }
         src.lines = no;
@@ -132,7 +131,7 @@ pub(crate) fn read(
         ControlFlow::Continue(())
     });
     outcome.map_err(|e| bad("replay", format!("cannot read {}: {e}", cfg.path)))?;
-    if stopped {
+    if gave_up {
         return Err(EngineError::Stopped(format!("reading {} (line {})", cfg.path, src.lines)));
     }
     if src.replayed == 0 {
@@ -259,7 +258,7 @@ mod tests {
         };
         let read_with = |cfg: &ReplayConfig, requests| {
             let mut seen = 0;
-            let log = read(cfg, requests, &Control::default(), |_, _, _| seen += 1).unwrap();
+            let log = read(cfg, requests, &|| false, |_, _, _| seen += 1).unwrap();
             (log.source.lines, seen, log.source.stopped_at_limit)
         };
         assert_eq!(read_with(&cfg, Some(3)), (3, 3, true));
