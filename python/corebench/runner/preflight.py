@@ -36,6 +36,7 @@ class Checked:
 
 def check(exp: ExperimentPlan) -> Checked:
     online = online_cpus()
+    logs_read: set[str] = set()
     for p in exp.points:
         _check_cpus(exp, p, online)
         if p.target.recipe:
@@ -45,7 +46,7 @@ def check(exp: ExperimentPlan) -> Checked:
                 raise UsageError(f"{_at(exp, 'target', 'settings')}: {e} (at {p.label()})") from None
         try:
             cfg = run_config(exp.plan, p.load, p.target.url or "http://127.0.0.1:1/", exp.path.parent)
-            engine.check(cfg, local=exp.plan.cluster is None)
+            engine.check(_log_read_once(cfg, logs_read), local=exp.plan.cluster is None)
         except SettingError as e:
             raise UsageError(f"{_at(exp, 'load', e.key)}: {e} (at {p.label()})") from None
         _check_reach(exp, p, cfg)
@@ -59,6 +60,20 @@ def check(exp: ExperimentPlan) -> Checked:
             f"({host.DROP_CACHES} is not writable): run corebench as root, or remove drop_caches"
         )
     return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online))
+
+
+def _log_read_once(cfg: LoadConfig, read: set[str]) -> LoadConfig:
+    """The engine's check reads a replayed log as the run would, whole for a
+    timed replay: the first point with a given log (and way of reading it)
+    is checked so; the others check their own settings on the log's first
+    request, as a log of millions of lines is otherwise read once per point."""
+    if cfg.replay is None:
+        return cfg
+    key = f"{cfg.replay.model_dump_json()} {cfg.requests}"
+    if key not in read:
+        read.add(key)
+        return cfg
+    return cfg.model_copy(update={"replay": cfg.replay.model_copy(update={"limit": 1})})
 
 
 def _too_few_cores(exp: ExperimentPlan, online: list[int]) -> list[str]:
