@@ -9,12 +9,20 @@ use corebench_engine::{run, LoadConfig};
 use corebench_serve::{serve, Model, ServeConfig};
 
 fn with_server(model: Model, test: impl FnOnce(&str)) {
+    with_workers(model, 2, |addr| test(&format!("http://{addr}")));
+}
+
+/// Runs `test` (given the server's address) against a server of `model`
+/// with `workers` on its own thread; returns how long `serve` took to
+/// return once told to stop after it.
+fn with_workers(model: Model, workers: u32, test: impl FnOnce(&str)) -> Duration {
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel();
+    let mut stopping = Duration::ZERO;
     std::thread::scope(|s| {
         let stop = &stop;
-        s.spawn(move || {
-            let cfg = ServeConfig { model, workers: 2, ..Default::default() };
+        let server = s.spawn(move || {
+            let cfg = ServeConfig { model, workers, ..Default::default() };
             serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
         });
         // The server stops however the test ends: a failed assertion
@@ -27,8 +35,13 @@ fn with_server(model: Model, test: impl FnOnce(&str)) {
         }
         let _stop = Stop(stop);
         let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server ready");
-        test(&format!("http://{addr}"));
+        test(&addr.to_string());
+        stop.store(true, Ordering::SeqCst);
+        let began = std::time::Instant::now();
+        server.join().unwrap();
+        stopping = began.elapsed();
     });
+    stopping
 }
 
 #[test]
@@ -105,39 +118,9 @@ fn answer(mut s: std::net::TcpStream) -> (String, Duration) {
     (text.lines().next().unwrap_or("").to_string(), began.elapsed())
 }
 
-/// A threads-model server of 8 workers on its own thread, for `test`
-/// (given the address and the stop switch); the time `serve` took to
-/// return once the switch was set.
-fn with_threads(test: impl FnOnce(&str, &AtomicBool)) -> Duration {
-    let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel();
-    let mut stopping = Duration::ZERO;
-    std::thread::scope(|s| {
-        let stop = &stop;
-        let server = s.spawn(move || {
-            let cfg = ServeConfig { model: Model::Threads, workers: 8, ..Default::default() };
-            serve(&cfg, stop, &|addr| tx.send(addr).unwrap()).unwrap();
-        });
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::SeqCst);
-            }
-        }
-        let _stop = Stop(stop);
-        let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server ready");
-        test(&addr.to_string(), stop);
-        stop.store(true, Ordering::SeqCst);
-        let began = std::time::Instant::now();
-        server.join().unwrap();
-        stopping = began.elapsed();
-    });
-    stopping
-}
-
 #[test]
 fn workers_whose_clients_left_are_freed_and_leave_the_queue() {
-    with_threads(|addr, _| {
+    with_workers(Model::Threads, 8, |addr| {
         // Every worker sleeping a minute for a client that has gone.
         let ghosts: Vec<_> = (0..8).map(|_| send(addr, "/sleep?ms=60000")).collect();
         std::thread::sleep(Duration::from_millis(300));
@@ -158,7 +141,7 @@ fn workers_whose_clients_left_are_freed_and_leave_the_queue() {
 #[test]
 fn a_stop_ends_a_worker_in_a_long_sleep() {
     let mut client = None;
-    let stopping = with_threads(|addr, _| {
+    let stopping = with_workers(Model::Threads, 8, |addr| {
         client = Some(send(addr, "/sleep?ms=60000"));
         std::thread::sleep(Duration::from_millis(300));
     });
