@@ -74,8 +74,14 @@ def test_the_best_and_what_the_family_says_of_each_other():
     a = point({"mpm": "event"}, [1000, 1010, 990, 1005])
     b = point({"mpm": "worker"}, [995, 1012, 985, 1000])
     c = point({"mpm": "prefork"}, [800, 805, 795, 802])
-    (line, _) = best_at_matched_load([a, b, c], set())
+    (found, _) = best_at_matched_load([a, b, c], set())
+    line = found.sentence
     assert line.startswith("At the plan's one load, best throughput: mpm=event at 1,001 req/s"), line
+    # The record behind the sentence: worker cannot be told from event, so event is not shown best.
+    assert found.outcome == "not shown best" and found.subject.endswith(": mpm=event")
+    assert found.interval is not None and found.interval.unit == "req/s"
+    assert found.figure("mpm=event") == pytest.approx(1001.25)
+    assert found.interval.low < found.interval.estimate == found.figure("mpm=event") < found.interval.high
     assert "cannot be told from it: mpm=worker (the best +0.3%, 95% CI −2.0% to +2.7%, equivalent)" in line
     assert "mpm=prefork lower: the best's throughput +25.1% (95% CI, simultaneous over 3 (Bonferroni) +2" in line
 
@@ -153,7 +159,9 @@ def test_lower_is_better_for_p99():
         runs({"mpm": m}, [1000.0] * 5, list(rng.normal(ms, 0.5, 5)))
         for m, ms in (("event", 10.0), ("worker", 14.0), ("prefork", 10.3))
     )
-    (_, line) = best_at_matched_load([slow, fast, slower], set())
+    (_, found) = best_at_matched_load([slow, fast, slower], set())
+    line = found.sentence
+    assert found.figures[0].unit == "ms" and found.outcome == "not shown best"
     assert line.startswith("At the plan's one load, lowest p99: mpm=event at 9.96 ms (the mean of its runs' p99"), line
     assert "cannot be told from it: mpm=prefork" in line, "10.3 ms cannot be told from 10"
     assert "mpm=worker higher: the best's p99 −28.3%" in line, "14 ms can"
@@ -165,13 +173,15 @@ def test_one_configuration_and_untested_ones():
     lone = point({"mpm": "worker"}, [700])  # one run: cannot be tested, not ranked
     poor = point({"mpm": "prefork"}, [500, 505, 495])
     assert mcb([[1.0], [2.0, 2.1]]).tested == [False, True]
-    (line, _) = best_at_matched_load([only, lone, poor], set())
+    (found, _) = best_at_matched_load([only, lone, poor], set())
+    line = found.sentence
     assert line.startswith("At the plan's one load, best throughput: mpm=event at 1,000 req/s"), line
     assert "cannot be told from it" not in line, "an untested configuration is not worded as a result"
     assert "not ranked, fewer than 2 measured runs: mpm=worker" in line, line
     # Only one configuration with 2 runs or more: the means, not a ranking.
-    (line,) = best_at_matched_load([lone, point({"mpm": "event"}, [1000])], set())
-    assert "not ranked" in line and "best" not in line, line
+    (found,) = best_at_matched_load([lone, point({"mpm": "event"}, [1000])], set())
+    assert "not ranked" in found.sentence and "best" not in found.sentence, found
+    assert found.outcome == "not tested" and found.interval is None
 
 
 def test_load_levels_are_never_offered_as_the_best_configuration():

@@ -202,6 +202,10 @@ precision = "5%"
     assert rep.returncode == 0, rep.stderr
     assert "To serve 500 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout
     assert "Capacity within the objective" in (tmp_path / "r.html").read_text()
+    doc = json.loads(run_cli("report", str(store), "--format", "json").stdout)
+    (cap,) = [f for f in doc["findings"] if f["subject"].startswith("capacity within")]
+    rates = {r["point"]: r["sustained_rps"] for r in doc["capacity"]}
+    assert {f["name"]: f["value"] for f in cap["figures"]} == rates and set(rates) == {"cpus=1", "cpus=2"}
     from corebench.report import charts
     from corebench.report.data import load
 

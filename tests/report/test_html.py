@@ -146,6 +146,11 @@ def test_report_in_a_real_browser(store, tmp_path):
 def test_markdown_and_exports(store, tmp_path):
     md = run_cli("report", str(store), "--format", "md")
     assert md.returncode == 0 and md.stdout.startswith("# cores") and "## Points" in md.stdout
+    js = run_cli("report", str(store), "--format", "json")
+    assert js.returncode == 0, js.stderr
+    found = json.loads(js.stdout)["findings"]
+    assert [f["sentence"] for f in found] == report.load(store).verdicts
+    assert any(f["kind"] == "verdict" and f["outcome"] for f in found), "the comparisons carry their outcome"
     import csv
     import io
 

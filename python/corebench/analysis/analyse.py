@@ -17,6 +17,7 @@ from corebench.analysis.baseline import sentence as baseline_sentence
 from corebench.analysis.capacity import capacities, cores_needed
 from corebench.analysis.capacity import table as capacity_table
 from corebench.analysis.diagnose import diagnose
+from corebench.analysis.finding import Figure, Finding
 from corebench.analysis.findings import Findings, Knee, ScalingFit
 from corebench.analysis.gates import judge
 from corebench.analysis.gates import lines as gate_lines
@@ -27,7 +28,7 @@ from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.processes import processes
 from corebench.analysis.scaling import ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
-from corebench.analysis.verdict import Slo, verdicts
+from corebench.analysis.verdict import Slo, compare
 from corebench.errors import UsageError
 from corebench.plan.thresholds import parse as parse_threshold
 from corebench.store import HostFacts, Level, Store, StoredExperiment, StoredRun, StoreError
@@ -59,7 +60,7 @@ def analyse(
     prices = cast(dict[str, dict[str, float]], _table(settings.get("machine")).get("price_per_hour") or {})
     load = _table(settings.get("load"))
     searched = settings.get("search") is not None
-    found.add("verdict", *verdicts(points, prices, slo, factors, load_factors(factors, load), searched))
+    found.add("verdict", *compare(points, prices, slo, factors, load_factors(factors, load), searched))
     found.fits = scaling_fits(points, factors)
     found.clock_ghz, found.clock_source = clock(settings, host)
     found.scaling = cores_table(points, factors, found.clock_ghz)
@@ -125,8 +126,15 @@ def _capacity(found: Findings, traffic_rps: float | None) -> None:
         rates = "; ".join(r.sentence() for r in found.capacity)
         found.add(
             "capacity",
-            f"Capacity within {caps[0].objective} ({caps[0].arrivals} arrivals), by capacity search, the mean "
-            f"sustained rate over each configuration's searches: {rates}.",
+            Finding(
+                "capacity",
+                f"Capacity within {caps[0].objective} ({caps[0].arrivals} arrivals), by capacity search, the mean "
+                f"sustained rate over each configuration's searches: {rates}.",
+                method="a bracketing search of open-loop rates, each step judged against the objective "
+                "(docs/capacity.md)",
+                subject=f"capacity within {caps[0].objective}",
+                figures=tuple(Figure(r.point, r.sustained_rps, "req/s") for r in found.capacity),
+            ),
             "A closed loop (a fixed number of clients) can show more throughput at the same latency than this "
             "open-loop capacity: its clients wait for each response, so its queue never grows past them, while "
             "open-loop arrivals keep coming whatever the latency (Schroeder, Wierman & Harchol-Balter 2006, "

@@ -9,6 +9,7 @@ import math
 
 from corebench.analysis.effect import Effect, bound, change_size
 from corebench.analysis.family import Family, p99_ms
+from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.load import at_matched_load, split, where
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm, p_is
@@ -29,7 +30,7 @@ def best_at_matched_load(
     load: set[str],
     failing: list[PointStats] | None = None,
     family: Family | None = None,
-) -> list[str]:
+) -> list[Finding]:
     """Configurations compared at each load level, never load levels with
     each other: the best by goodput and by p99, each other configuration
     shown below it or not told from it by the family's comparisons, and a
@@ -37,8 +38,11 @@ def best_at_matched_load(
     think time sets the rate, throughput is not compared at all."""
     if not any(k not in load for p in points for k in p.levels):
         return [
-            "No configuration to compare: the factors set the load only; its effect is in the throughput and "
-            "latency curves and the knee below."
+            Finding(
+                "verdict",
+                "No configuration to compare: the factors set the load only; its effect is in the throughput and "
+                "latency curves and the knee below.",
+            )
         ]
     families = {True: family or Family(points, load), False: Family(points, load, p99_ms)}
     out = []
@@ -48,9 +52,15 @@ def best_at_matched_load(
         if len(ps) == 1 and lost:
             only = ps[0]
             out.append(
-                f"{here}, best throughput: {split(only, load)[1]} at {only.goodput_rps.mean:,.0f} req/s, the only "
-                f"configuration without failures ({', '.join(split(p, load)[1] for p in lost)} failing)."
-                + caveat([only])
+                Finding(
+                    "verdict",
+                    f"{here}, best throughput: {split(only, load)[1]} at {only.goodput_rps.mean:,.0f} req/s, the "
+                    f"only configuration without failures ({', '.join(split(p, load)[1] for p in lost)} failing).",
+                    subject=f"best throughput {here.lower()}",
+                    figures=(Figure(split(only, load)[1], only.goodput_rps.mean, "req/s"),),
+                    outcome="only one",
+                    caveats=caveats(caveat([only])),
+                )
             )
         if len(ps) < 2:
             continue
@@ -62,16 +72,38 @@ def best_at_matched_load(
             out.append(_set_by_think(here, ps))
         else:
             best, line, tied = _best(ps, load, True, families[True])
-            out.append(f"{here}, {line}{_untested_note(ps, load)}." + caveat([best, *tied]))
+            out.append(_ranked(here, best, f"{here}, {line}{_untested_note(ps, load)}.", tied, load, True))
             slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
             out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load)
             out += _steadiest(best, tied, here, load)
         low, line, tied = _best(ps, load, False, families[False])
-        out.append(f"{here}, {line}." + caveat([low, *tied], latency=True))
+        out.append(_ranked(here, low, f"{here}, {line}.", tied, load, False))
     return out
 
 
-def _set_by_think(here: str, ps: list[PointStats]) -> str:
+def _ranked(here: str, best: PointStats, text: str, tied: list[PointStats], load: set[str], higher: bool) -> Finding:
+    """The best at one load level as a record: its mean with the t interval
+    over its runs, and whether the family's comparisons show it best."""
+    name = split(best, load)[1]
+    s, scale = (best.goodput_rps, 1.0) if higher else (best.p99_us, 1e-3)
+    unit = "req/s" if higher else "ms"
+    what = "throughput" if higher else "p99"
+    interval = None
+    if s.n >= 2 and not math.isnan(s.ci_low):
+        method = "the mean of its runs, Student's t interval"
+        interval = Interval(s.mean * scale, s.ci_low * scale, s.ci_high * scale, unit, method=method)
+    return Finding(
+        "verdict",
+        text,
+        subject=f"best {what} {here.lower()}: {name}",
+        figures=(Figure(name, s.mean * scale, unit),),
+        interval=interval,
+        outcome="not shown best" if tied else "shown best",
+        caveats=caveats(caveat([best, *tied], latency=not higher)),
+    )
+
+
+def _set_by_think(here: str, ps: list[PointStats]) -> Finding:
     """Users who pause Z s between requests offer at most N / (Z + R)
     requests per second (the interactive response time law, Denning & Buzen
     1978): their rate is the load's, whatever the configuration."""
@@ -80,9 +112,13 @@ def _set_by_think(here: str, ps: list[PointStats]) -> str:
     if (bound := p.users_offer_rps) is not None:
         offered = f", at most N/(Z+R) = {p.clients}/({p.think_s:g} + {p.response_s:.3f}) ≈ "
         offered += f"{bound:,.0f} req/s in a steady state"
-    return (
+    return Finding(
+        "verdict",
         f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
-        "by the configuration: it is not compared here; the configurations are compared by latency."
+        "by the configuration: it is not compared here; the configurations are compared by latency.",
+        subject=f"throughput {here.lower()}",
+        figures=() if bound is None else (Figure("users' offered rate", bound, "req/s"),),
+        outcome="load-limited",
     )
 
 
@@ -163,7 +199,7 @@ def _request_spread(p: PointStats) -> tuple[float, float] | None:
     return mean, math.sqrt(var)
 
 
-def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str]) -> list[str]:
+def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str]) -> list[Finding]:
     """The fourth field report's trade-off, where there is one: the fastest
     configuration against the one, among those shown slower, whose
     requests' latency varies least (the sd of every request, ab's ±sd), when
@@ -179,16 +215,25 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
         return []
     faster = best.goodput_rps.mean / steady.goodput_rps.mean - 1
     return [
-        f"{here}, speed against steadiness: {split(best, load)[1]} serves the most ({faster:+.0%} over "
-        f"{split(steady, load)[1]}, shown above), but {split(steady, load)[1]}'s requests vary less: latency "
-        f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
-        f"request, the field report's measure; no test). Which to run weighs the two; the run-to-run variation of "
-        f"throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question."
-        + caveat([best, steady], latency=True)
+        Finding(
+            "verdict",
+            f"{here}, speed against steadiness: {split(best, load)[1]} serves the most ({faster:+.0%} over "
+            f"{split(steady, load)[1]}, shown above), but {split(steady, load)[1]}'s requests vary less: latency "
+            f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
+            f"request, the field report's measure; no test). Which to run weighs the two; the run-to-run variation "
+            f"of throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question.",
+            subject=f"{split(steady, load)[1]} against {split(best, load)[1]} {here.lower()}",
+            figures=(
+                Figure(f"latency sd of {split(steady, load)[1]}", ss / 1000, "ms"),
+                Figure(f"latency sd of {split(best, load)[1]}", sb / 1000, "ms"),
+            ),
+            outcome="trade-off",
+            caveats=caveats(caveat([best, steady], latency=True)),
+        )
     ]
 
 
-def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[str]) -> list[str]:
+def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[str]) -> list[Finding]:
     """Where throughput cannot tell the best from others, there is no
     speed to trade: which of them serves requests with the least spread
     (the sd of every request, the fourth field report's measure; no test)."""
@@ -204,13 +249,21 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
     )
     m, sd = spread[id(steady)]
     return [
-        f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, and "
-        f"its requests vary least: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of every "
-        "request, the field report's measure; no test)." + caveat([steady, *others], latency=True)
+        Finding(
+            "verdict",
+            f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, "
+            f"and its requests vary least: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of "
+            "every request, the field report's measure; no test).",
+            subject=f"steadiest {here.lower()}: {split(steady, load)[1]}",
+            figures=tuple(
+                Figure(f"latency sd of {split(p, load)[1]}", spread[id(p)][1] / 1000, "ms") for p in [steady, *others]
+            ),
+            caveats=caveats(caveat([steady, *others], latency=True)),
+        )
     ]
 
 
-def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str]) -> list[str]:
+def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str]) -> list[Finding]:
     """A configuration steadier run to run than the fastest, only where
     Brown–Forsythe's test of spread says their spreads differ (Holm-adjusted)."""
     rest = [p for p in ps if p is not fast]
@@ -219,19 +272,35 @@ def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str])
     for p, q in zip(rest, adjusted, strict=True):
         if not math.isnan(q) and q < ALPHA and p.goodput_rps.cv < fast.goodput_rps.cv:
             out.append(
-                f"{here}, {split(p, load)[1]} is steadier run to run than {split(fast, load)[1]} (coefficient of "
-                f"variation {p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, Holm-adjusted "
-                f"p {p_is(q)})." + caveat([p, fast])
+                Finding(
+                    "verdict",
+                    f"{here}, {split(p, load)[1]} is steadier run to run than {split(fast, load)[1]} (coefficient "
+                    f"of variation {p.goodput_rps.cv:.1%} vs {fast.goodput_rps.cv:.1%}; Brown–Forsythe test, "
+                    f"Holm-adjusted p {p_is(q)}).",
+                    subject=f"{split(p, load)[1]} against {split(fast, load)[1]} {here.lower()}",
+                    figures=(
+                        Figure(f"CV of {split(p, load)[1]}", p.goodput_rps.cv, "share"),
+                        Figure(f"CV of {split(fast, load)[1]}", fast.goodput_rps.cv, "share"),
+                        Figure("adjusted p", q, "p"),
+                    ),
+                    outcome="steadier",
+                    caveats=caveats(caveat([p, fast])),
+                )
             )
     return out
 
 
-def _unranked(here: str, ps: list[PointStats], load: set[str]) -> str:
+def _unranked(here: str, ps: list[PointStats], load: set[str]) -> Finding:
     """Too few runs to rank: the means, said as means, with no pick."""
     means = ", ".join(f"{split(p, load)[1]} {p.goodput_rps.mean:,.0f}" for p in sorted(ps, key=_goodput, reverse=True))
-    return (
+    return Finding(
+        "verdict",
         f"{here}, throughput (req/s, mean of each configuration's runs): {means}; not ranked: a comparison needs 2 "
-        f"or more measured runs a side, and at most one configuration here has them." + caveat(ps)
+        f"or more measured runs a side, and at most one configuration here has them.",
+        subject=f"throughput {here.lower()}",
+        figures=tuple(Figure(split(p, load)[1], p.goodput_rps.mean, "req/s") for p in ps),
+        outcome="not tested",
+        caveats=caveats(caveat(ps)),
     )
 
 

@@ -24,8 +24,9 @@ from typing import Any
 from scipy import stats as st
 
 from corebench.analysis.anova import MARGIN
-from corebench.analysis.effect import POWER, Effect, change_size, counted, effect
+from corebench.analysis.effect import POWER, VERDICTS, Effect, change_size, counted, effect
 from corebench.analysis.family import Family
+from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
 from corebench.analysis.sessions import combine
 from corebench.analysis.stats import ALPHA
@@ -40,7 +41,7 @@ class Compared:
 
 def factor_effects(
     points: list[PointStats], factors: dict[str, list[Any]], load: set[str], family: Family
-) -> list[str]:
+) -> list[Finding]:
     """Each level of each configuration factor (cpus and load factors aside)
     against the factor's first level, at each combination of the other
     factors (load included, so always at matched load)."""
@@ -64,16 +65,41 @@ def factor_effects(
     return out
 
 
-def row(label: str, compared: list[Compared]) -> str:
+def row(label: str, compared: list[Compared]) -> Finding:
     es = [c.gain for c in compared]
     ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
     median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
     n = len(es)
-    demand = _demand([c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2])
-    return (
+    measured = [c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2]
+    demand = _demand(measured)
+    together = pool(es)
+    figures = [Figure("comparisons", n, "count")]
+    figures += [
+        Figure(f"comparisons {v}", sum(e.verdict == v for e in es), "count")
+        for v in VERDICTS
+        if any(e.verdict == v for e in es)
+    ]
+    if ratios:
+        figures.append(Figure("median ratio", statistics.median(ratios), "ratio"))
+    if detect := [e.detectable for e in es if e.verdict == "inconclusive"]:
+        figures.append(Figure("detectable change", statistics.median(detect), "share"))
+    if demand_ratios := [e.ratio for e in _demand_effects(measured) if e.tested]:
+        figures.append(Figure("median CPU per request ratio", statistics.median(demand_ratios), "ratio"))
+    if together is not None:
+        interval, outcome = together.interval(), together.outcome
+    elif n == 1:
+        interval, outcome = Interval.of(es[0]), es[0].verdict
+    else:
+        interval, outcome = None, ""
+    return Finding(
+        "verdict",
         f"{label}: throughput {counted(es)} of {n} matched comparison{'s' if n != 1 else ''}{median}"
-        f"{combined(es)}.{could_see(es)}{demand}{limited_note([(c.a, c.b) for c in compared])}"
-        f"{_transport_note(compared)}"
+        f"{said(together)}.{could_see(es)}{demand}",
+        subject=label,
+        figures=tuple(figures),
+        interval=interval,
+        outcome=outcome,
+        caveats=caveats(limited_note([(c.a, c.b) for c in compared]), _transport_note(compared)),
     )
 
 
@@ -117,32 +143,71 @@ def limited_note(pairs: list[tuple[PointStats, PointStats]]) -> str:
     )
 
 
-def combined(es: list[Effect], what: str = "over them") -> str:
-    """The matched comparisons as strata of one effect, where they agree."""
+@dataclass(frozen=True)
+class Pooled:
+    """Matched comparisons as strata of one effect (the module's note):
+    the combined ratio and its interval, and Cochran's Q of their agreement."""
+
+    ratio: float
+    low: float
+    high: float
+    q: float
+    p_q: float
+    k: int  # the comparisons combined
+    spread: tuple[float, float]  # the lowest and highest of their ratios
+
+    @property
+    def agree(self) -> bool:
+        return self.p_q >= ALPHA
+
+    @property
+    def outcome(self) -> str:
+        """The combined effect's class, or "disagree" where Q rejects one effect."""
+        if not self.agree:
+            return "disagree"
+        bound = 1 + MARGIN
+        if self.low > 1 or self.high < 1:
+            return "higher" if self.low > 1 else "lower"
+        return "equivalent" if 1 / bound < self.low and self.high < bound else "inconclusive"
+
+    def interval(self) -> Interval | None:
+        if not self.agree:
+            return None
+        method = f"DerSimonian–Laird over {self.k} comparisons, Hartung–Knapp interval on {self.k - 1} df"
+        return Interval(self.ratio, self.low, self.high, "ratio", method=method)
+
+
+def pool(es: list[Effect]) -> Pooled | None:
+    """The comparisons that can be combined (tested, with a spread), as one effect."""
     usable = [e for e in es if e.tested and e.se > 0]
     if len(usable) < 2:
-        return ""
+        return None
     c = combine([math.log(e.ratio) for e in usable], [e.se**2 for e in usable], [], knapp=True)
     p_q = float(st.chi2.sf(c.q, len(usable) - 1))
-    if p_q < ALPHA:
-        lo, hi = min(e.ratio for e in usable), max(e.ratio for e in usable)
+    ratios = [e.ratio for e in usable]
+    return Pooled(c.ratio, math.exp(c.low), math.exp(c.high), c.q, p_q, len(usable), (min(ratios), max(ratios)))
+
+
+def said(c: Pooled | None, what: str = "over them") -> str:
+    """The pooled effect as a clause of a verdict, "" where there is none."""
+    if c is None:
+        return ""
+    if not c.agree:
+        lo, hi = c.spread
         return (
-            f"; the comparisons disagree (Cochran's Q = {c.q:.1f}, p = {p_q:.2g}), from {_pct(lo - 1)} to "
+            f"; the comparisons disagree (Cochran's Q = {c.q:.1f}, p = {c.p_q:.2g}), from {_pct(lo - 1)} to "
             f"{_pct(hi - 1)}: no one effect summarises them"
         )
-    low, high = math.exp(c.low), math.exp(c.high)
-    bound = 1 + MARGIN
-    if low > 1 or high < 1:
-        kind = "higher" if low > 1 else "lower"
-    elif 1 / bound < low and high < bound:
-        kind = f"within ±{MARGIN:.0%}"
-    else:
-        kind = "inconclusive"
+    kind = f"within ±{MARGIN:.0%}" if c.outcome == "equivalent" else c.outcome
     return (
-        f"; combined {what} (Cochran's Q does not reject their agreement, p = {p_q:.2g}; DerSimonian–Laird "
-        f"weights, Hartung–Knapp interval on {len(usable) - 1} df; one test per line, not adjusted): "
-        f"{_pct(c.ratio - 1)} (95% CI {_pct(low - 1)} to {_pct(high - 1)}), {kind}"
+        f"; combined {what} (Cochran's Q does not reject their agreement, p = {c.p_q:.2g}; DerSimonian–Laird "
+        f"weights, Hartung–Knapp interval on {c.k - 1} df; one test per line, not adjusted): "
+        f"{_pct(c.ratio - 1)} (95% CI {_pct(c.low - 1)} to {_pct(c.high - 1)}), {kind}"
     )
+
+
+def _demand_effects(compared: list[Compared]) -> list[Effect]:
+    return [effect(c.a.demand_ms, c.b.demand_ms) for c in compared]
 
 
 def _demand(compared: list[Compared]) -> str:
@@ -151,12 +216,11 @@ def _demand(compared: list[Compared]) -> str:
     one MPM using less CPU."""
     if not compared:
         return ""
-    es = [effect(c.a.demand_ms, c.b.demand_ms) for c in compared]
-    said = combined(es, "over them")
+    es = _demand_effects(compared)
     ratios = [e.ratio for e in es if e.tested]
     if not ratios:
         return ""
-    return f" CPU per request (service demand): median change {_pct(statistics.median(ratios) - 1)}{said}."
+    return f" CPU per request (service demand): median change {_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
 
 
 def _pct(share: float) -> str:

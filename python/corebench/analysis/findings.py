@@ -1,7 +1,8 @@
 """What the analysis found, as records the reports render and the gates
-read: each finding a sentence with its kind (and its method where the
-sentence does not name it); `Findings` holds them in one declared order with
-the tables they were drawn from."""
+read: each finding a record (`analysis.finding`: its kind, subject,
+figures, interval, outcome, method and caveats, with the sentence written
+from them); `Findings` holds them in one declared order with the tables
+they were drawn from."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from corebench.analysis.anova import Anova
 from corebench.analysis.baseline import BaselineRow
 from corebench.analysis.capacity import CapacityRow
 from corebench.analysis.diagnose import Diagnosis
+from corebench.analysis.finding import Finding
 from corebench.analysis.gates import Judged
 from corebench.analysis.points import PointStats
 from corebench.analysis.processes import ProcessRow
@@ -31,13 +33,6 @@ KINDS = (
     "baseline",  # the CPU baseline's speedup beside the server's
     "scope",  # what was not fitted, and why
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # one of KINDS
-    text: str  # the sentence, as every report prints it
-    method: str = ""  # how it was found, with its source, where the sentence does not say it
 
 
 @dataclass
@@ -88,9 +83,13 @@ class Findings:
     # Plans with [search]: each configuration's sustained rate within the objective.
     capacity: list[CapacityRow] = field(default_factory=list)
 
-    def add(self, kind: str, *texts: str, method: str = "") -> None:
+    def add(self, kind: str, *found: str | Finding, method: str = "") -> None:
+        """Findings of `kind`; a bare sentence is one that states no figure of its own."""
         assert kind in KINDS, kind
-        self.said += [Finding(kind, t, method=method) for t in texts]
+        for f in found:
+            record = f if isinstance(f, Finding) else Finding(kind, f, method=method)
+            assert record.kind == kind, (record.kind, kind)
+            self.said.append(record)
 
     def ordered(self) -> None:
         """Findings in KINDS order; within a kind, in the order found."""
@@ -99,11 +98,7 @@ class Findings:
     @property
     def verdicts(self) -> list[str]:
         """Every finding's sentence, in order."""
-        return [f.text for f in self.said]
+        return [f.sentence for f in self.said]
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.said if f.kind == kind]
-
-    @property
-    def thresholds_failed(self) -> list[Judged]:
-        return [j for j in self.thresholds if not j.ok]

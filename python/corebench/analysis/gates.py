@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from corebench.analysis.finding import Figure, Finding
 from corebench.analysis.points import PointStats
 from corebench.plan.thresholds import Threshold
 
@@ -45,8 +46,8 @@ def judge(thresholds: list[Threshold], points: list[PointStats]) -> list[Judged]
     return out
 
 
-def lines(judged: list[Judged]) -> list[str]:
-    """One line per threshold: how many points pass, and the ones that do not."""
+def lines(judged: list[Judged]) -> list[Finding]:
+    """One finding per threshold: how many points pass, and the ones that do not."""
     out = []
     for t in dict.fromkeys(j.threshold for j in judged):
         mine = [j for j in judged if j.threshold == t]
@@ -57,5 +58,6 @@ def lines(judged: list[Judged]) -> list[str]:
                 f"{j.point.label()} ({t.shown(j.value) if j.point.measured else 'no measured run'})" for j in bad[:5]
             )
             text += f"; FAILED at {shown}{', ...' if len(bad) > 5 else ''}"
-        out.append(text)
+        figures = (Figure("points", len(mine), "count"), Figure("points failing", len(bad), "count"))
+        out.append(Finding("threshold", text, subject=t.text, figures=figures, outcome="fail" if bad else "pass"))
     return out

@@ -9,9 +9,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.effect import Effect, counted, effect
-from corebench.analysis.factor_effects import combined, could_see, limited_note
+from corebench.analysis.effect import VERDICTS, Effect, counted, effect
+from corebench.analysis.factor_effects import could_see, limited_note, pool, said
 from corebench.analysis.family import Family
+from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
 
 # Beyond this many matched groups a step is summarised in one line.
@@ -32,7 +33,7 @@ class Step:
         return self.hi / self.lo
 
 
-def core_steps(points: list[PointStats], family: Family) -> list[str]:
+def core_steps(points: list[PointStats], family: Family) -> list[Finding]:
     """Each step from one CPU level to the next, for each combination of the
     other factors: never a CPU level's best point against another's, which
     would compare load levels. Each step is the family's comparison of its
@@ -58,11 +59,15 @@ def core_steps(points: list[PointStats], family: Family) -> list[str]:
             out += [_detail(s) for s in these]
         else:
             out.append(_summary(these))
-            out += [_superlinear(s).strip() for s in these]
+            out += [Finding("verdict", line, subject=_subject(s)) for s in these if (line := _superlinear(s).strip())]
     for by_cpus in groups.values():
         levels = sorted(by_cpus)
-        out += _odd_demand([by_cpus[c] for c in levels], levels)
-    return [line for line in out if line]
+        out += [Finding("verdict", line) for line in _odd_demand([by_cpus[c] for c in levels], levels)]
+    return out
+
+
+def _subject(s: Step) -> str:
+    return f"cpus={s.hi:g} against cpus={s.lo:g}" + (f" at {s.at}" if s.at else "")
 
 
 def _mean_ratio(s: Step) -> float:
@@ -70,27 +75,54 @@ def _mean_ratio(s: Step) -> float:
     return b / a if a > 0 else math.nan
 
 
-def _detail(s: Step) -> str:
+def _detail(s: Step) -> Finding:
     at = f" at {s.at}" if s.at else ""
     line = (
         f"From {s.lo:g} to {s.hi:g} CPUs{at}: {s.gain.words()}; ideal scaling would give "
         f"{(s.ideal - 1) * 100:.0f}% more ({s.a.goodput_rps.mean:,.0f} → {s.b.goodput_rps.mean:,.0f} req/s, "
         f"means of {len(s.a.measured)} and {len(s.b.measured)} runs)."
     )
-    return line + _superlinear(s) + _demand_step(s) + caveat([s.a, s.b])
+    figures = [
+        Figure(f"goodput at {s.lo:g} CPUs", s.a.goodput_rps.mean, "req/s"),
+        Figure(f"goodput at {s.hi:g} CPUs", s.b.goodput_rps.mean, "req/s"),
+        Figure("ideal ratio", s.ideal, "ratio"),
+    ]
+    if s.gain.verdict == "inconclusive":
+        figures.append(Figure("detectable change", s.gain.detectable, "share"))
+    return Finding(
+        "verdict",
+        line + _superlinear(s) + _demand_step(s),
+        subject=_subject(s),
+        figures=tuple(figures),
+        interval=Interval.of(s.gain),
+        outcome=s.gain.verdict,
+        caveats=caveats(caveat([s.a, s.b])),
+    )
 
 
-def _summary(steps: list[Step]) -> str:
+def _summary(steps: list[Step]) -> Finding:
     lo, hi = steps[0].lo, steps[0].hi
-    said = counted([s.gain for s in steps])
+    gains = [s.gain for s in steps]
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
-    together = combined([s.gain for s in steps])
-    return (
+    together = pool(gains)
+    figures = [Figure("comparisons", len(steps), "count"), Figure("ideal ratio", hi / lo, "ratio")]
+    figures += [
+        Figure(f"comparisons {v}", sum(e.verdict == v for e in gains), "count")
+        for v in VERDICTS
+        if any(e.verdict == v for e in gains)
+    ]
+    if ratios:
+        figures.append(Figure("median ratio", statistics.median(ratios), "ratio"))
+    return Finding(
+        "verdict",
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
-        f"{said} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){together}."
-        + could_see([s.gain for s in steps])
-        + limited_note([(s.a, s.b) for s in steps])
+        f"{counted(gains)} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){said(together)}." + could_see(gains),
+        subject=f"cpus={hi:g} against cpus={lo:g}",
+        figures=tuple(figures),
+        interval=together.interval() if together else None,
+        outcome=together.outcome if together else "",
+        caveats=caveats(limited_note([(s.a, s.b) for s in steps])),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from corebench.analysis.best import best_at_matched_load
 from corebench.analysis.factor_effects import factor_effects
 from corebench.analysis.family import Family
+from corebench.analysis.finding import Figure, Finding, Interval, caveats, said
 from corebench.analysis.lines import short_lines
 from corebench.analysis.load import at_matched_load, load_factors, split, where
 from corebench.analysis.points import FAILING_SHARE, PointStats
@@ -66,31 +67,48 @@ def verdicts(
     load: set[str] | None = None,
     searched: bool = False,
 ) -> list[str]:
-    """`searched`: the runs were capacity searches, whose sustained rates
-    carry the comparison (analysis.capacity); the throughput of the step
-    stored for each is not compared again here."""
+    """The sentences of `compare`'s findings, in order."""
+    return [f.sentence for f in compare(points, prices, slo, factors, load, searched)]
+
+
+def compare(
+    points: list[PointStats],
+    prices: dict[str, dict[str, float]] | None = None,
+    slo: Slo | None = None,
+    factors: dict[str, list[Any]] | None = None,
+    load: set[str] | None = None,
+    searched: bool = False,
+) -> list[Finding]:
+    """The verdicts: what failed, what limited the measurement, and each
+    comparison of configurations at matched load. `searched`: the runs
+    were capacity searches, whose sustained rates carry the comparison
+    (analysis.capacity); the throughput of the step stored for each is not
+    compared again here."""
     measured = [p for p in points if p.measured and not math.isnan(p.goodput_rps.mean) and p.goodput_rps.mean > 0]
     ok = [p for p in measured if not p.failing]
     failing = [p for p in points if p.failing and any(not r.warmup for r in p.runs)]
-    out = _failing(failing)
+    out = said("verdict", _failing(failing))
     if not ok:
-        return [*out, "No point has a successful measured run without failures: nothing to conclude."]
+        return [
+            *out,
+            Finding("verdict", "No point has a successful measured run without failures: nothing to conclude."),
+        ]
     load = load if load is not None else load_factors(factors or {})
-    out += short_lines(ok) + _limited(ok)
+    out += said("verdict", short_lines(ok) + _limited(ok))
     if not searched:
         # Where users' think time sets the rate, throughput says nothing of
         # the configuration: those points are compared by latency only.
         rated = [p for p in ok if not p.think_s]
         family = Family(rated, load)
         if family.size:
-            out.append(f"Comparisons: {family.method()}.")
+            out.append(Finding("verdict", f"Comparisons: {family.method()}."))
         if rated:
             out += core_steps(rated, family) + factor_effects(rated, factors or {}, load, family)
         out += best_at_matched_load(ok, load, failing, family)
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
         out += _costs(ok, prices or {}, slo, load, family)
-    return out + _steal(measured) + _interference(measured) + replication(ok, load) + _covers(ok)
+    return out + said("verdict", _steal(measured) + _interference(measured) + replication(ok, load) + _covers(ok))
 
 
 def _failing(failing: list[PointStats]) -> list[str]:
@@ -198,7 +216,7 @@ def _steal(points: list[PointStats]) -> list[str]:
     ]
 
 
-def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str]:
+def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Finding]:
     """At each load level, which configurations meet the latency objective
     (the median over runs of the percentile it names, the tables' figure),
     how many of their runs did, and by what margin; prices are not needed."""
@@ -206,6 +224,7 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str
     for at, ps in at_matched_load(points, load):
         met: list[str] = []
         missed: list[str] = []
+        figures = []
         for p in sorted(ps, key=lambda p: _tail(p, slo.percentile)):
             value = _tail(p, slo.percentile)
             name = split(p, load)[1] or "the target"
@@ -214,13 +233,20 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[str
             (met if slo.met(value) else missed).append(
                 f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'under' if margin >= 0 else 'over'}; {runs})"
             )
+            figures.append(Figure(name, value / 1000, "ms"))
         where = f" at {at}" if at else ""
         out.append(
-            f"{slo}{where}, by the median of each point's runs: "
-            + (f"met by {', '.join(met)}" if met else "met by no configuration")
-            + (f"; missed by {', '.join(missed)}" if missed else "")
-            + "."
-            + caveat(ps, latency=True)
+            Finding(
+                "verdict",
+                f"{slo}{where}, by the median of each point's runs: "
+                + (f"met by {', '.join(met)}" if met else "met by no configuration")
+                + (f"; missed by {', '.join(missed)}" if missed else "")
+                + ".",
+                subject=f"{slo}{where}",
+                figures=tuple(figures),
+                outcome="missed" if missed else "met",
+                caveats=caveats(caveat(ps, latency=True)),
+            )
         )
     return out
 
@@ -235,7 +261,7 @@ def _runs_meeting(p: PointStats, slo: Slo) -> str:
 
 def _costs(
     points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None, load: set[str], family: Family
-) -> list[str]:
+) -> list[Finding]:
     """The cheapest configuration per request at each load level: a pick
     among configurations serving the same load, never among loads, with the
     runner-up's cost against it: the price ratio over the family's
@@ -248,31 +274,56 @@ def _costs(
         here = where(at)
         ranked = sorted(priced, key=lambda pc: cost_per_million(*pc))
         (p, c), (q, d) = ranked[0], ranked[1]
+        dearer, interval = _dearer(p, c, q, d, load, family)
         out.append(
-            f"{here}, cheapest per request: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per million "
-            f"requests (mean throughput; price per hour from the plan); {_dearer(p, c, q, d, load, family)}."
-            + caveat([p, q])
+            Finding(
+                "verdict",
+                f"{here}, cheapest per request: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per million "
+                f"requests (mean throughput; price per hour from the plan); {dearer}.",
+                subject=f"cheapest per request {here.lower()}: {split(p, load)[1]}",
+                figures=tuple(
+                    Figure(split(x, load)[1], cost_per_million(x, y), "$ per million requests") for x, y in ranked
+                ),
+                interval=interval,
+                outcome="" if interval is None else ("shown cheaper" if interval.low > 1 else "not shown cheaper"),
+                caveats=caveats(caveat([p, q])),
+            )
         )
         if slo is not None:
             meeting = [(p, c) for p, c in priced if slo.met(_tail(p, slo.percentile))]
             if meeting:
                 p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
                 out.append(
-                    f"{here}, lowest cost meeting {slo}: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per "
-                    "million requests (by mean throughput; the line above says whether it is shown cheaper)."
+                    Finding(
+                        "verdict",
+                        f"{here}, lowest cost meeting {slo}: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} "
+                        "per million requests (by mean throughput; the line above says whether it is shown cheaper).",
+                        subject=f"lowest cost meeting {slo} {here.lower()}: {split(p, load)[1]}",
+                        figures=(Figure(split(p, load)[1], cost_per_million(p, c), "$ per million requests"),),
+                        outcome="met",
+                    )
                 )
             else:
-                out.append(f"{here}, no configuration meets {slo}.")
+                out.append(
+                    Finding(
+                        "verdict",
+                        f"{here}, no configuration meets {slo}.",
+                        subject=f"{slo} {here.lower()}",
+                        outcome="missed",
+                    )
+                )
     return out
 
 
-def _dearer(p: PointStats, c: float, q: PointStats, d: float, load: set[str], family: Family) -> str:
+def _dearer(
+    p: PointStats, c: float, q: PointStats, d: float, load: set[str], family: Family
+) -> tuple[str, Interval | None]:
     """The runner-up's cost per request over the cheapest's, with the
-    interval the throughput comparison gives it."""
+    interval the throughput comparison gives it (None untested)."""
     e = family.get(q, p)  # p's throughput over q's
     name = split(q, load)[1]
     if not e.tested:
-        return f"{name} costs {cost_per_million(q, d) / cost_per_million(p, c) - 1:+.0%} per request, untested"
+        return f"{name} costs {cost_per_million(q, d) / cost_per_million(p, c) - 1:+.0%} per request, untested", None
     prices = d / c
     low, high = prices * e.low, prices * e.high
     cheapest = split(p, load)[1]
@@ -281,8 +332,10 @@ def _dearer(p: PointStats, c: float, q: PointStats, d: float, load: set[str], fa
         if low > 1
         else f"so {cheapest} is not shown cheaper: the interval holds equal costs"
     )
-    said = (
+    text = (
         f"{name} costs {prices * e.ratio - 1:+.0%} per request against it (95% CI {low - 1:+.0%} to "
         f"{high - 1:+.0%}, from the throughput comparison's interval), {shown}"
     )
-    return said.replace("-", "−")
+    method = "the price ratio over the family's throughput ratio and its simultaneous interval"
+    interval = Interval(prices * e.ratio, low, high, "ratio", simultaneous_over=e.family, method=method)
+    return text.replace("-", "−"), interval

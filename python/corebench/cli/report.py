@@ -35,9 +35,13 @@ def _slo(text: str | None) -> Slo | None:
 def report(
     store: Path = typer.Argument(..., help="The experiment's store (SQLite)."),
     out: Path | None = typer.Option(
-        None, "-o", "--output", help="Where to write (default: report.html or stdout for md)."
+        None, "-o", "--output", help="Where to write (default: report.html, or stdout for md and json)."
     ),
-    fmt: str = typer.Option("html", "--format", help="html (self-contained, offline) or md (Markdown summary)."),
+    fmt: str = typer.Option(
+        "html",
+        "--format",
+        help="html (self-contained, offline), md (Markdown summary) or json (the findings as records).",
+    ),
     experiment: int | None = EXPERIMENT,
     slo: str | None = typer.Option(
         None,
@@ -53,8 +57,8 @@ def report(
     """Write the experiment's report: statistics, scaling fits, diagnosis and verdicts."""
     from corebench import report as rep
 
-    if fmt not in ("html", "md"):
-        raise UsageError(f"--format {fmt!r}: choose html or md")
+    if fmt not in rep.formats():
+        raise UsageError(f"--format {fmt!r}: choose one of {', '.join(rep.formats())}")
     if traffic is not None and not traffic > 0:
         raise UsageError(f"--traffic {traffic:g}: give a positive rate in requests per second")
     data = rep.load(store, experiment, _slo(slo), traffic)

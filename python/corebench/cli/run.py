@@ -106,9 +106,10 @@ def _gates(exp: ExperimentPlan, store_path: Path, experiment_id: int) -> bool:
     from corebench.analysis.analyse import analyse, read
 
     found = analyse(*read(store_path, experiment_id))
-    for finding in found.of("threshold"):
-        print(f"corebench: {finding.text}")
-    return bool(found.thresholds_failed)
+    gates = found.of("threshold")
+    for finding in gates:
+        print(f"corebench: {finding.sentence}")
+    return any(f.outcome == "fail" for f in gates)
 
 
 @app.command("run")

@@ -1,5 +1,5 @@
 """The report stage: one small interface, one file per format (html.py,
-md.py), over data derived from the store alone (data.py)."""
+md.py, json.py), over data derived from the store alone (data.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,17 @@ class ReportFormat(Protocol):
     def render(self, d: ReportData) -> str: ...
 
 
-def get(name: str) -> ReportFormat:
+def formats() -> dict[str, ReportFormat]:
+    """Every format, by the name `--format` takes."""
     from corebench.report.html import Html
+    from corebench.report.json import Json
     from corebench.report.md import Markdown
 
-    formats = {f.name: f for f in (Html(), Markdown())}
-    return formats[name]
+    return {f.name: f for f in (Html(), Markdown(), Json())}
 
 
-__all__ = ["ReportData", "load", "get"]
+def get(name: str) -> ReportFormat:
+    return formats()[name]
+
+
+__all__ = ["ReportData", "load", "get", "formats"]
