@@ -69,8 +69,15 @@ def register(argv: list[str] | None = None) -> None:
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    print(f"corebench: error: {message}", file=sys.stderr)
+    print(f"corebench: error: {one_line(message)}", file=sys.stderr)
     return typer.Exit(code)
+
+
+def one_line(message: str) -> str:
+    """A user error is one line: a control character the user gave (a CR
+    or LF in a factor level, an escape) is shown escaped, never acted on by
+    the terminal or split into lines."""
+    return "".join(repr(ch)[1:-1] if ch < " " or ch == "\x7f" else ch for ch in message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         # folded into one line like every other user error.
         # A subcommand's path; the root's is "corebench", already said.
         where = f"{ctx.command_path}: " if ctx is not None and ctx.parent is not None else ""
-        print(f"corebench: error: {where}{e.format_message()}", file=sys.stderr)
+        print(f"corebench: error: {one_line(where + e.format_message())}", file=sys.stderr)
         return e.exit_code
     except UsageError as e:
-        print(f"corebench: error: {e}", file=sys.stderr)
+        print(f"corebench: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except typer.Abort:
         return 130

@@ -339,11 +339,14 @@ def _cookies(s: LoadSettings) -> list[tuple[str, str]]:
         return []
     pairs = []
     for c in s.cookies:
+        _utf8("cookies", c)
         parts = [p.strip() for p in c.split(";") if p.strip()]
         for pair in parts or [c]:
             name, eq, _ = pair.partition("=")
             if not eq or not name.strip() or any(ch in pair for ch in "\r\n"):
                 raise SettingError("cookies", f"{c!r}: give a cookie as name=value (repeat the flag for more)")
+        if any(ch < " " and ch != "\t" or ch == "\x7f" for ch in c):
+            raise SettingError("cookies", f"{c!r} holds a control character: a cookie is visible text")
         pairs += parts
     if _given(s, "Cookie"):
         raise SettingError("cookies", "a Cookie header is given too (-H): give the cookies one way")

@@ -19,6 +19,17 @@ pub(crate) struct Target {
 }
 
 pub(crate) fn parse_url(raw: &str) -> Result<url::Url> {
+    // The URL standard drops every tab, CR and LF and trims controls and
+    // spaces at either end: the request would go to another URL than the
+    // one given, so such a URL is refused rather than silently changed.
+    if raw.contains(['\t', '\r', '\n']) {
+        let reason = "it holds a tab, CR or LF, which URL parsing drops: percent-encode it (%09, %0D, %0A)";
+        return Err(EngineError::BadUrl { url: raw.into(), reason: reason.into() });
+    }
+    if raw.starts_with(|c: char| c <= ' ') || raw.ends_with(|c: char| c <= ' ') {
+        let reason = "it starts or ends with a space or a control character, which URL parsing trims";
+        return Err(EngineError::BadUrl { url: raw.into(), reason: reason.into() });
+    }
     let u = url::Url::parse(raw).map_err(|e| EngineError::BadUrl { url: raw.into(), reason: e.to_string() })?;
     match u.scheme() {
         "http" | "https" => {}
@@ -243,6 +254,12 @@ mod tests {
         assert!(matches!(parse_url("127.0.0.1:80"), Err(EngineError::BadUrl { .. })));
         assert!(matches!(parse_url("ftp://127.0.0.1/"), Err(EngineError::BadScheme { .. })));
         assert!(matches!(parse_url("http://"), Err(EngineError::BadUrl { .. })));
+        for changed in
+            ["http://127.0.0.1/a\r\nb", "http://127.0.0.1/a\tb", "http://127.0.0.1/ ", "\x01http://127.0.0.1/"]
+        {
+            assert!(matches!(parse_url(changed), Err(EngineError::BadUrl { .. })), "{changed:?}");
+        }
+        assert_eq!(parse_url("http://127.0.0.1/a%0D%0Ab").unwrap().path(), "/a%0D%0Ab");
         let err = Target::from_config(&cfg("http://192.0.2.1/")).unwrap_err();
         assert!(matches!(err, EngineError::NotLoopback { .. }));
         assert!(matches!(Target::from_config(&cfg("http://no-such-host.invalid/")), Err(EngineError::Resolve { .. })));

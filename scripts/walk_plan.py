@@ -1,0 +1,75 @@
+"""Follow a plan through `run_experiment`, as issue 39 asked to count it.
+
+    .venv/bin/python scripts/walk_plan.py run PLAN --store S.sqlite
+
+runs `corebench run` under a profiler (main thread only) and, from
+`run_experiment`'s entry to its return, counts the corebench modules whose
+code ran, the distinct calls from one module's function to another's, and
+the calls that were handed the plan object itself (the old
+`plan.Experiment`, today's `ExperimentPlan`): how often the plan is passed
+by hand. With PYTHONPATH pointing at an older checkout (and its engine
+built), the same counts for that version."""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import Any
+
+PLAN_TYPES = {"Experiment", "ExperimentPlan"}
+
+modules: set[str] = set()
+edges: set[tuple[str, str]] = set()
+plan_calls: list[str] = []
+inside = 0  # run_experiment frames open
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+def _ours(frame: FrameType) -> bool:
+    return _module(frame).startswith("corebench")
+
+
+def _profile(frame: FrameType, event: str, _arg: Any) -> None:
+    global inside
+    is_entry = frame.f_code.co_name == "run_experiment" and _ours(frame)
+    if event == "return" and is_entry:
+        inside -= 1
+    if event != "call":
+        return
+    inside += is_entry
+    if not inside or not _ours(frame):
+        return
+    here = _module(frame)
+    modules.add(here)
+    code = frame.f_code
+    args = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    if any(type(frame.f_locals.get(a)).__name__ in PLAN_TYPES for a in args):
+        plan_calls.append(f"{here}:{code.co_name}")
+    caller = frame.f_back
+    while caller is not None and not _ours(caller):
+        caller = caller.f_back
+    if caller is not None and _module(caller) != here:
+        edges.add((f"{_module(caller)}:{caller.f_code.co_name}", f"{here}:{code.co_name}"))
+
+
+def main() -> None:
+    from corebench.cli import main as corebench
+
+    sys.setprofile(_profile)
+    try:
+        corebench(sys.argv[1:])
+    finally:
+        sys.setprofile(None)
+    plan_modules = {c.split(":")[0] for c in plan_calls}
+    print(
+        f"modules run: {len(modules)}; cross-module call edges: {len(edges)}; the plan passed as an argument: "
+        f"{len(plan_calls)} calls to {len(set(plan_calls))} functions in {len(plan_modules)} modules",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
