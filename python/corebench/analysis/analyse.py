@@ -80,6 +80,7 @@ def analyse(
     found.add("schedule", *schedule_lines(_table(settings.get("experiment")), runs, points))
     found.add("generator", *generator_lines(experiment, points))
     found.add("replay", *replay_lines(runs))
+    found.add("scope", *_exporter_lines(runs))
     found.baseline = baseline_rows(experiment.baseline)
     yardstick = baseline_sentence(experiment.baseline, found.scaling)
     if yardstick:
@@ -117,6 +118,27 @@ def read(store_path: Path, experiment_id: int | None = None) -> tuple[StoredExpe
         raise UsageError(str(e)) from None
     finally:
         store.close()
+
+
+def _exporter_lines(runs: list[StoredRun]) -> list[str]:
+    """How a host corebench does not control was measured ([target] monitor)."""
+    watched = [m for r in runs if not r.warmup and (m := r.monitor) is not None and m.source != "local"]
+    if not watched:
+        return []
+    failed = sum(m.scrape_errors for m in watched)
+    resets = sum(m.counter_resets for m in watched)
+    blind = sum(not m.cores for m in watched)
+    said = (
+        f"The target's host was measured through {watched[0].source.split(' ', 1)[0]} "
+        f"({watched[0].source.split(' ', 1)[-1]}): {sum(m.scrapes for m in watched)} scrapes over "
+        f"{len(watched)} measured runs, {failed} failed, {resets} interval(s) cut by a counter going back. "
+        "Its CPU is everything that ran on that host, so the CPU per request (service demand) is an upper bound "
+        "of the server's own."
+    )
+    if blind:
+        first = next((m.scrape_error for m in watched if m.scrape_error), None)
+        said += f" {blind} run(s) got no figures from it" + (f" (first error: {first})." if first else ".")
+    return [said]
 
 
 def _capacity(found: Findings, traffic_rps: float | None) -> None:

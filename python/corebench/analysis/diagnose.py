@@ -63,9 +63,8 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
             "load, not the server, set the rate",
         )
     if p.target_cpu is None:
-        return Diagnosis("unknown", "no target CPU figures (a server corebench did not start)")
-    allowed = f"{cpus:g} CPUs it was given" if cpus else f"all {host_cpus} of this machine's CPUs"
-    cpus = cpus or (float(host_cpus) if host_cpus else None)
+        return _no_cpu(p)
+    allowed, cpus = _allowed(p, cpus, host_cpus)
     if not cpus:
         return Diagnosis("unknown", f"target used {p.target_cpu:.2f} cores; how many it could use is unknown")
     share = p.target_cpu / cpus
@@ -89,6 +88,21 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
             f"{cpus / (statistics.fmean(p.demand_ms) / 1000):,.0f}: about {needed:.0f} clients would keep them busy",
         )
     return Diagnosis("waiting", f"{used}: consistent with a limit other than the CPU (I/O, locks, the network, sleeps)")
+
+
+def _no_cpu(p: PointStats) -> Diagnosis:
+    if p.exporter_error:
+        return Diagnosis("unknown", f"no CPU figures from the target's host: node_exporter {p.exporter_error}")
+    return Diagnosis("unknown", "no target CPU figures (a server corebench did not start)")
+
+
+def _allowed(p: PointStats, cpus: float | None, host_cpus: int | None) -> tuple[str, float | None]:
+    """The CPUs the target could use, in words and in number."""
+    if (remote := p.exporter_cores) is not None:
+        # node_exporter's figures: the whole host's CPU, the target's and everything else's.
+        return f"{remote} CPUs of its host (node_exporter: all it ran)", float(remote)
+    allowed = f"{cpus:g} CPUs it was given" if cpus else f"all {host_cpus} of this machine's CPUs"
+    return allowed, cpus or (float(host_cpus) if host_cpus else None)
 
 
 def _cpu_full(p: PointStats, cpus: float, used: str, gen: str) -> Diagnosis | None:

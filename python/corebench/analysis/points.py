@@ -61,6 +61,10 @@ class PointStats:
     sharing_runs: int = 0
     # The first line of the first failed run's error, where a run failed.
     failure: str | None = None
+    # A host measured through node_exporter ([target] monitor): its cores,
+    # and why a run got no figures from it, where one did not.
+    exporter_cores: int | None = None
+    exporter_error: str | None = None
 
     @property
     def failing(self) -> bool:
@@ -173,6 +177,8 @@ def _point(rs: list[StoredRun]) -> PointStats:
         think_s=_mean([sum(x.think_s) / 2 for x in results if x.think_s is not None]),
         failure=failed[0].splitlines()[0] if failed else None,
         sharing_runs=sum(bool(r.layout is not None and r.layout.sharing) for r in measured),
+        exporter_cores=next((len(m.cores) for m in all_monitors if m.source != "local" and m.cores), None),
+        exporter_error=next((m.scrape_error for m in all_monitors if m.scrape_error), None),
     )
 
 

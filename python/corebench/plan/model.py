@@ -312,6 +312,11 @@ class Target(_Section):
     services: dict[str, Service] = {}
     # "config": restart when a factor of the target changes; "point": for every point.
     restart: Literal["config", "point"] = "config"
+    # A running server's host, measured through Prometheus node_exporter
+    # (its /metrics URL) during each run: per-core CPU, disk, network
+    # (`monitor.exporter`). Only with url: a target corebench starts has
+    # the local monitor.
+    monitor: str | None = None
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
         classmethod(lambda _cls, v: _duration(v))
@@ -338,6 +343,10 @@ class Target(_Section):
             raise ValueError("page sizes are bytes from 0 to 100 MiB")
         if self.command is not None and not self.command:
             raise ValueError("command is an empty argument list")
+        if self.monitor is not None and self.url is None:
+            raise ValueError("monitor (a node_exporter URL) measures a running server's host: give it with url")
+        if self.monitor is not None and not self.monitor.startswith(("http://", "https://")):
+            raise ValueError(f"monitor {self.monitor!r}: give node_exporter's URL, e.g. http://HOST:9100/metrics")
         if self.url is not None and self.cpus is not None:
             raise ValueError("cpus limits a target corebench starts; a running server (url) is not started here")
         if self.url is not None and self.services:

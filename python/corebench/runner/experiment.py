@@ -7,6 +7,7 @@ it, and the run is committed to the store the moment it ends."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -20,6 +21,7 @@ from corebench.analysis import precision
 from corebench.errors import UsageError
 from corebench.machine import Claim
 from corebench.monitor import Monitor
+from corebench.monitor.exporter import Exporter
 from corebench.plan import ExperimentPlan
 from corebench.plan.engine_config import run_config
 from corebench.result import LoadResult
@@ -77,6 +79,8 @@ class Measured:
     # Other corebench measurements on this machine when the run began.
     sharing: list[str] = field(default_factory=list)
     monitor: Monitor | None = None
+    # A running server's host, through node_exporter ([target] monitor).
+    exporter: Exporter | None = None
     search: Capacity | None = None
 
 
@@ -160,7 +164,11 @@ class ExperimentRun:
         if e.drop_caches and not run.warmup:
             host.drop_caches()
         result, error, found = None, None, None
-        with Monitor(t.pid, len(t.layout.generator_cpus), t.devices(), t.groups(), t.accounting()) as monitor:
+        watch = Exporter(run.point.target.monitor) if run.point.target.monitor else None
+        with (
+            Monitor(t.pid, len(t.layout.generator_cpus), t.devices(), t.groups(), t.accounting()) as monitor,
+            watch or contextlib.nullcontext(),
+        ):
             try:
                 if self.exp.plan.search is None or run.warmup:
                     result = self.backend.run(cfg, self.show.tick)
@@ -179,14 +187,16 @@ class ExperimentRun:
             # Measured and kept, but not a healthy run: nothing succeeded.
             error = f"no request succeeded: {result.requests:,} sent; {result.failures()}"
         error = t.exited() or error
-        return Measured(began, time.time(), result, error, monitor=monitor, search=found, sharing=sharing)
+        return Measured(
+            began, time.time(), result, error, monitor=monitor, exporter=watch, search=found, sharing=sharing
+        )
 
     def _store(self, run: schedule.Run, m: Measured) -> None:
         """The run committed to the store, and its line on the display."""
         t = self.target
         assert t is not None  # _target_for set it
         result, error = m.result, m.error
-        summary = self._summary(run, m.monitor, result)
+        summary = self._summary(run, m, result)
         ceiling = calibrate.ceiling_for(self.ceilings, t.layout, run.point.load)
         layout = self.backend.layout(t.layout.record())
         if ceiling is not None:
@@ -232,10 +242,12 @@ class ExperimentRun:
         self.out.measured_s += result.duration_s
         self.show.end(ran_line(result, bound))
 
-    def _summary(self, run: schedule.Run, monitor: Monitor | None, result: LoadResult | None) -> MonitorSummary | None:
-        if monitor is None:
+    def _summary(self, run: schedule.Run, m: Measured, result: LoadResult | None) -> MonitorSummary | None:
+        if m.monitor is None:
             return None
-        summary = monitor.summary(busy_poll=(run.point.load.busy_poll or 0) > 0)
+        summary = m.monitor.summary(busy_poll=(run.point.load.busy_poll or 0) > 0)
+        if m.exporter is not None:
+            summary = m.exporter.summary(summary)
         return self.backend.monitor(summary, result) if result is not None else summary
 
 

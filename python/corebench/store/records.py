@@ -226,6 +226,19 @@ class MonitorSummary(_Part):
     steal_cpu: float | None = None
     steal_s: float = 0.0
     steal_notable: bool = False
+    # Where the figures of the target's host came from: "local" (this
+    # machine's /proc, the target's process tree), or "node_exporter URL"
+    # for a host corebench does not control (`monitor.exporter`): then the
+    # cores are that host's, and the target's CPU is the whole host's.
+    source: str = "local"
+    host_cpu: float | None = None  # the monitored host's busy cores' worth (node_exporter)
+    scrapes: int = 0
+    scrape_errors: int = 0
+    scrape_error: str | None = None  # the first failed scrape's reason
+    counter_resets: int = 0  # intervals a counter going back cut out
+    net_rx_bps: float | None = None
+    net_tx_bps: float | None = None
+    memory_available_min_bytes: float | None = None
 
 
 class TargetInfo(_Part):

@@ -8,6 +8,9 @@ sends HTTP load.
 - `MisbehavingServer`: an HTTP/1.1 server that answers in one chosen hostile
   way (garbage, resets, stalls, lies about lengths...), for showing that a
   client classifies the failure and ends in time.
+- `NodeExporter`: Debian's Prometheus node_exporter on a free loopback
+  port, to try a plan's `[target] monitor` (a running server's host
+  measured through its exporter) on one machine.
 - `free_port()`: a loopback port nobody listens on.
 
     import corebench
@@ -22,5 +25,6 @@ sends HTTP load.
 from corebench.targets.process import free_port
 from corebench.testing.misbehaving import MODES, MisbehavingServer
 from corebench.testing.nginx import Nginx
+from corebench.testing.node_exporter import NodeExporter
 
-__all__ = ["MODES", "MisbehavingServer", "Nginx", "free_port"]
+__all__ = ["MODES", "MisbehavingServer", "Nginx", "NodeExporter", "free_port"]
