@@ -13,7 +13,7 @@ def test_the_table_names_each_command_and_its_module() -> None:
     for name, command in commands.items():
         module = command.callback.__module__
         assert module == f"corebench.cli.{COMMANDS[name]}", (name, module)
-    assert MODULES == ("capacity", "cleanup", "fit", "load", "replay", "report", "run", "serve")
+    assert MODULES == ("capacity", "cleanup", "fit", "load", "replay", "report", "run", "serve", "system")
 
 
 def test_a_command_alone_imports_its_module_only() -> None:

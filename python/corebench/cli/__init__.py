@@ -55,6 +55,7 @@ COMMANDS = {
     "run": "run",
     "sweep": "run",
     "serve": "serve",
+    "system": "system",
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -90,7 +90,7 @@ class Calibration:
 
 
 def _layout_cpus(control: CpuControl, cpus: float | None, own: dict[str, float]) -> tuple[list[int], list[int]]:
-    target, generator, _ = plan_layout(cpus, control.online, own)
+    target, generator, _ = plan_layout(cpus, control.online, own, control.topology)
     return target, generator
 
 

@@ -152,6 +152,9 @@ class RunLayout(_Part):
     generator: str | None = None  # "ray agents" when the load came from a cluster
     # Other corebench measurements on this machine during the run (--force).
     sharing: list[str] = []
+    # The physical cores and NUMA nodes of the target's CPUs (system.topology).
+    target_physical_cores: int | None = None
+    target_nodes: list[int] = []
 
     @property
     def controlled(self) -> bool:

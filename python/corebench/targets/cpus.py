@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from corebench.store import RunLayout
+from corebench.system import cpusets
+from corebench.system.topology import Topology, TopologyError
+from corebench.system.topology import read as read_topology
 from corebench.targets import owned
 
 CGROUP = Path("/sys/fs/cgroup")
@@ -45,6 +48,10 @@ class Layout:
     accounting: list[str] = field(default_factory=list)
     # Each service's placement: its own cores, or the target's.
     services: dict[str, Layout] = field(default_factory=dict)
+    # The physical cores and NUMA nodes the target's CPUs are on (None, []
+    # where the topology could not be read).
+    target_physical_cores: int | None = None
+    target_nodes: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,25 +81,42 @@ def check(cpus: float | None, online: list[int], services: Mapping[str, float] |
         )
 
 
+def topology(online: list[int]) -> Topology | None:
+    """This machine's topology over the CPUs corebench may use; None where
+    the kernel does not give it (the CPUs are then taken in their order)."""
+    try:
+        return read_topology(allowed=online)
+    except (TopologyError, OSError):
+        return None
+
+
 def plan_layout(
-    cpus: float | None, online: list[int], services: Mapping[str, float] | None = None
+    cpus: float | None,
+    online: list[int],
+    services: Mapping[str, float] | None = None,
+    topo: Topology | None = None,
 ) -> tuple[list[int], list[int], float | None]:
-    """The target takes the first ceil(cpus) cores, services with cores of
-    their own the next ones, the generator the rest (all of them, shared,
-    when nothing is left)."""
+    """The target takes ceil(cpus) distinct physical cores (one NUMA node
+    first, `system.cpusets.by_core`), services with cores of their own the
+    next ones, the generator the CPUs on no core of theirs (all of them,
+    shared, when nothing is left)."""
     if cpus is None:
         return online, online, None
     whole = math.ceil(cpus)
-    target, rest = online[:whole], online[whole:]
-    rest = rest[sum(math.ceil(c) for c in (services or {}).values()) :]
+    order = cpusets.by_core(topo, online)
+    target = sorted(order[:whole])
+    used = order[: whole + sum(math.ceil(c) for c in (services or {}).values())]
     quota = cpus if cpus != whole else None
-    return target, rest or online, quota
+    return target, cpusets.apart_of(topo, online, used) or online, quota
 
 
-def _service_cores(cpus: float, online: list[int], services: Mapping[str, float]) -> dict[str, list[int]]:
+def _service_cores(
+    cpus: float, online: list[int], services: Mapping[str, float], topo: Topology | None = None
+) -> dict[str, list[int]]:
+    order = cpusets.by_core(topo, online)
     at, out = math.ceil(cpus), {}
     for name, c in services.items():
-        out[name] = online[at : at + math.ceil(c)]
+        out[name] = sorted(order[at : at + math.ceil(c)])
         at += math.ceil(c)
     return out
 
@@ -136,6 +160,7 @@ class CpuControl:
         self.counter = 0
         # Read once: the runner later narrows its own affinity to the generator's cores.
         self.online = online_cpus()
+        self.topology = topology(self.online)
 
     def layout(self, cpus: float | None, services: Mapping[str, float | None] | None = None) -> Layout:
         """Where the target and each of `services` (name: its own cpus, or
@@ -143,16 +168,20 @@ class CpuControl:
         online, names = self.online, list(services or {})
         own = {n: c for n, c in (services or {}).items() if c is not None}
         check(cpus, online, own)
-        target, generator, quota = plan_layout(cpus, online, own)
+        target, generator, quota = plan_layout(cpus, online, own, self.topology)
         self._made: list[str] = []  # for cleaning up a half-made layout
         if cpus is None:
             layout = Layout("none", target, generator, None, shared=True)
         else:
             layout = Layout(self.method, target, generator, quota, shared=generator == online)
+        if self.topology is not None:
+            on = [c for c in self.topology.cpus if c.id in target]
+            layout.target_physical_cores = len({c.physical for c in on})
+            layout.target_nodes = sorted({c.node for c in on})
         try:
             if layout.method in ("cgroup2", "cgroup1"):
                 layout.groups = self._groups(target, quota)
-            for name, cores in _service_cores(cpus or 0, online, own).items():
+            for name, cores in _service_cores(cpus or 0, online, own, self.topology).items():
                 c = own[name]
                 sub = Layout(layout.method, cores, generator, c if c != math.ceil(c) else None, layout.shared)
                 if sub.method in ("cgroup2", "cgroup1"):
@@ -164,17 +193,19 @@ class CpuControl:
             self.method = layout.method = "affinity"
             layout.groups, layout.services = [], {}
         if layout.method == "affinity":
-            self._affinity(layout, cpus, own, online)
+            self._affinity(layout, cpus, own, online, self.topology)
         for name in names:
             layout.services.setdefault(name, Layout(**{**asdict(layout), "services": {}}))
         self._accounting(layout, names)
         return layout
 
     @staticmethod
-    def _affinity(layout: Layout, cpus: float | None, own: dict[str, float], online: list[int]) -> None:
+    def _affinity(
+        layout: Layout, cpus: float | None, own: dict[str, float], online: list[int], topo: Topology | None
+    ) -> None:
         if layout.quota_cpus is not None or any(c != math.ceil(c) for c in own.values()):
             raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written")
-        for name, cores in _service_cores(cpus or 0, online, own).items():
+        for name, cores in _service_cores(cpus or 0, online, own, topo).items():
             layout.services[name] = Layout("affinity", cores, layout.generator_cpus, None, layout.shared)
 
     def _accounting(self, layout: Layout, services: list[str]) -> None:
