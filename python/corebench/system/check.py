@@ -1,0 +1,291 @@
+"""What will make this machine's numbers noisy or unlike production, each
+said in one line with the command that fixes it (`corebench system
+check`), and the fixes applied and undone (`system tune`, `--reset`).
+
+Modelled on pyperf's `system show/tune/reset` (Victor Stinner, "My journey
+to stable benchmark", 2016): the frequency governor and turbo change the
+clock between runs; SMT siblings share a core's units; interrupts handled
+on the target's cores take its CPU; swap turns a memory shortage into disk
+waits; steal and other busy processes take CPU the runs were given.
+
+Every path is under two roots (COREBENCH_SYSFS_ROOT, COREBENCH_PROCFS_ROOT;
+default /sys and /proc), so that the checks and the tuning can be tested on
+copies of a machine's trees, never only on the machine that runs them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from corebench.system.topology import Topology, format_list, parse_list, sysfs_root
+
+PROC_ENV = "COREBENCH_PROCFS_ROOT"
+# Steal above this share of the CPUs over the sample: a VM sharing its host.
+STEAL_NOTABLE = 0.01
+# Others' CPU above this share of the machine: busy before the first run.
+BUSY_NOTABLE = 0.10
+SAMPLE_S = 0.5
+
+
+def procfs_root() -> Path:
+    return Path(os.environ.get(PROC_ENV) or "/proc")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool | None  # None: nothing to check here (the knob does not exist)
+    said: str
+    fix: str = ""  # the command that fixes it, where one does
+
+    def line(self) -> str:
+        mark = {True: "ok", False: "WARN", None: "n/a"}[self.ok]
+        return f"{mark:>4}  {self.name}: {self.said}" + (f" Fix: {self.fix}" if self.fix and not self.ok else "")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def governors(sys: Path) -> dict[int, str]:
+    out = {}
+    for p in sorted((sys / "devices" / "system" / "cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        g = _read(p)
+        if g:
+            out[int(p.parent.parent.name[3:])] = g
+    return out
+
+
+def turbo(sys: Path) -> tuple[Path, bool] | None:
+    """The turbo knob and whether turbo is on: intel_pstate's no_turbo
+    (1 = off), else cpufreq's boost (1 = on); None where neither exists."""
+    no_turbo = sys / "devices" / "system" / "cpu" / "intel_pstate" / "no_turbo"
+    if (v := _read(no_turbo)) is not None:
+        return no_turbo, v == "0"
+    boost = sys / "devices" / "system" / "cpu" / "cpufreq" / "boost"
+    if (v := _read(boost)) is not None:
+        return boost, v == "1"
+    return None
+
+
+def irqs_on(proc: Path, cpus: list[int]) -> list[int]:
+    """Interrupts that fired on `cpus` (/proc/interrupts) and may still be
+    sent there (their smp_affinity_list)."""
+    table = _read(proc / "interrupts") or ""
+    lines = table.splitlines()
+    if not lines:
+        return []
+    columns = [int(c[3:]) for c in lines[0].split() if c.startswith("CPU")]
+    out = []
+    for line in lines[1:]:
+        name, _, rest = line.partition(":")
+        if not name.strip().isdigit():
+            continue
+        counts = rest.split()[: len(columns)]
+        fired = {cpu for cpu, n in zip(columns, counts, strict=False) if n.isdigit() and int(n) > 0}
+        allowed = parse_list(_read(proc / "irq" / name.strip() / "smp_affinity_list") or "")
+        if fired & set(cpus) and set(allowed) & set(cpus):
+            out.append(int(name))
+    return out
+
+
+def _cpu_times(proc: Path) -> list[float]:
+    first = (_read(proc / "stat") or "cpu 0").splitlines()[0].split()[1:]
+    return [float(x) for x in first]
+
+
+def check(t: Topology, target: list[int], sys: Path | None = None, proc: Path | None = None) -> list[Check]:
+    """Every check, for a target on `target` (its CPUs)."""
+    sys, proc = sys or sysfs_root(), proc or procfs_root()
+    checks = [_governor(sys), _turbo(sys), _smt(t, sys), _irqs(proc, target), _swap(proc)]
+    return [*checks, *_load(proc, len(t.cpus))]
+
+
+def _governor(sys: Path) -> Check:
+    g = governors(sys)
+    if not g:
+        return Check("clock governor", None, "no cpufreq here (common in VMs): the clock is not controllable.")
+    slow = sorted(c for c, v in g.items() if v != "performance")
+    if not slow:
+        return Check("clock governor", True, "performance on every CPU.")
+    kinds = ", ".join(sorted({g[c] for c in slow}))
+    return Check(
+        "clock governor",
+        False,
+        f"{kinds} on CPUs {format_list(slow)}: the clock follows the load, so runs differ by the clock they got.",
+        "corebench system tune (or: cpupower frequency-set -g performance)",
+    )
+
+
+def _turbo(sys: Path) -> Check:
+    knob = turbo(sys)
+    if knob is None:
+        return Check("turbo", None, "no turbo control here (no intel_pstate/no_turbo, no cpufreq/boost).")
+    if not knob[1]:
+        return Check("turbo", True, f"off ({knob[0].name}).")
+    return Check(
+        "turbo",
+        False,
+        "on: the clock rises with fewer busy cores and with temperature, so more cores look worse than they are.",
+        f"corebench system tune (or: echo {'1' if knob[0].name == 'no_turbo' else '0'} > {knob[0]})",
+    )
+
+
+def _smt(t: Topology, sys: Path) -> Check:
+    control = _read(sys / "devices" / "system" / "cpu" / "smt" / "control")
+    if not t.smt:
+        return Check("SMT", True, f"no sibling threads ({control or 'no smt control'}): a CPU is a core.")
+    return Check(
+        "SMT",
+        False,
+        "on: a core's sibling threads share its units; corebench gives the target whole cores and keeps the "
+        "generator off them, but other processes can still run on the siblings.",
+        "corebench system tune --smt-off (or: echo off > /sys/devices/system/cpu/smt/control)",
+    )
+
+
+def _irqs(proc: Path, target: list[int]) -> Check:
+    hits = irqs_on(proc, target)
+    if not (proc / "interrupts").exists():
+        return Check("interrupts", None, "no /proc/interrupts here.")
+    if not hits:
+        return Check("interrupts", True, f"none handled on the target's CPUs {format_list(target)}.")
+    return Check(
+        "interrupts",
+        False,
+        f"{len(hits)} interrupt(s) handled on the target's CPUs {format_list(target)} "
+        f"(IRQ {', '.join(map(str, hits[:8]))}{', ...' if len(hits) > 8 else ''}): their handling is CPU the "
+        "target does not get.",
+        f"corebench system tune --cpus {len(target)} (moves them to the other CPUs; --reset puts them back)",
+    )
+
+
+def _swap(proc: Path) -> Check:
+    lines = (_read(proc / "swaps") or "").splitlines()[1:]
+    if not lines:
+        return Check("swap", True, "none: a memory shortage fails fast instead of waiting on the disk.")
+    return Check(
+        "swap",
+        False,
+        f"{len(lines)} swap area(s) on: a run that pages measures the disk.",
+        "swapoff -a (corebench does not change swap)",
+    )
+
+
+def _load(
+    proc: Path, cpus: int, sample_s: float = SAMPLE_S, sleep: Callable[[float], None] = time.sleep
+) -> list[Check]:
+    """Steal and others' CPU over a short sample of /proc/stat."""
+    a = _cpu_times(proc)
+    sleep(sample_s)
+    b = _cpu_times(proc)
+    d = [y - x for x, y in zip(a, b, strict=False)]
+    total = sum(d)
+    if total <= 0:
+        said = f"no CPU time passed in /proc/stat over {sample_s:g} s: nothing to read."
+        return [Check("steal", None, said), Check("busy", None, said)]
+    idle = sum(d[3:5]) if len(d) >= 5 else 0.0  # idle, iowait
+    steal = d[7] if len(d) >= 8 else 0.0
+    busy = (total - idle - steal) / total
+    out = [
+        Check("steal", True, f"{steal / total:.1%} of the CPUs' time over {sample_s:g} s.")
+        if steal / total < STEAL_NOTABLE
+        else Check(
+            "steal",
+            False,
+            f"{steal / total:.1%} of the CPUs' time went to the hypervisor over {sample_s:g} s: a VM sharing its "
+            "host gives less than its vCPUs.",
+            "measure on dedicated hosts, or repeat the runs and read their steal flags",
+        )
+    ]
+    out.append(
+        Check("busy", True, f"{busy:.0%} of {cpus} CPUs busy before any run.")
+        if busy < BUSY_NOTABLE
+        else Check(
+            "busy",
+            False,
+            f"{busy:.0%} of {cpus} CPUs busy before any run: other processes will take CPU from the runs.",
+            "find them (top, pidstat 1) and stop them",
+        )
+    )
+    return out
+
+
+# --- tune and reset ---------------------------------------------------------
+
+
+def state_file() -> Path:
+    return Path(os.environ.get("COREBENCH_STATE_DIR") or "/var/lib/corebench") / "tune.json"
+
+
+def tune(
+    t: Topology, target: list[int], smt_off: bool = False, sys: Path | None = None, proc: Path | None = None
+) -> list[str]:
+    """Applies the fixes this machine has knobs for, after saving what each
+    knob held (`reset` restores it); says what it did, and what it could not."""
+    sys, proc = sys or sysfs_root(), proc or procfs_root()
+    saved: dict[str, str] = {}
+    done: list[str] = []
+    for cpu, g in governors(sys).items():
+        path = sys / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq" / "scaling_governor"
+        if g != "performance" and _write(path, "performance", saved):
+            done.append(f"cpu{cpu}: governor {g} -> performance")
+    knob = turbo(sys)
+    if knob is not None and knob[1]:
+        off = "1" if knob[0].name == "no_turbo" else "0"
+        if _write(knob[0], off, saved):
+            done.append(f"turbo off ({knob[0]})")
+    smt = sys / "devices" / "system" / "cpu" / "smt" / "control"
+    if smt_off and _read(smt) == "on" and _write(smt, "off", saved):
+        done.append("SMT off")
+    others = [c.id for c in t.cpus if c.id not in target]
+    for irq in irqs_on(proc, target) if others else []:
+        path = proc / "irq" / str(irq) / "smp_affinity_list"
+        if _write(path, format_list(others), saved):
+            done.append(f"IRQ {irq} -> CPUs {format_list(others)}")
+    if saved:
+        f = state_file()
+        old = json.loads(f.read_text()) if f.exists() else {}
+        f.parent.mkdir(parents=True, exist_ok=True)
+        # A second tune keeps the first one's saved values: reset restores the machine as it was found.
+        f.write_text(json.dumps({**saved, **old}, indent=1))
+    return done
+
+
+def reset() -> list[str]:
+    """Restores every knob `tune` changed, then forgets them."""
+    f = state_file()
+    if not f.exists():
+        return []
+    saved: dict[str, str] = json.loads(f.read_text())
+    done = []
+    for path, value in saved.items():
+        try:
+            Path(path).write_text(value + "\n")
+            done.append(f"{path}: {value}")
+        except OSError as e:
+            done.append(f"{path}: could not restore {value!r} ({e.strerror})")
+    f.unlink()
+    with contextlib.suppress(OSError):
+        f.parent.rmdir()  # ours, when tune made it and nothing else is in it
+    return done
+
+
+def _write(path: Path, value: str, saved: dict[str, str]) -> bool:
+    before = _read(path)
+    if before is None:
+        return False
+    try:
+        path.write_text(value + "\n")
+    except OSError:
+        return False
+    saved.setdefault(str(path), before)
+    return True
