@@ -1,7 +1,7 @@
-"""Ctrl-C and SIGTERM at moments drawn at random, for the long commands
-that have their own stages: `capacity` (its probe, a step, the settling
-after a missed step) and `run` (the generator's calibration, a run, a
-capacity search of a plan's [search]). Each must end within STOP_S with
+"""Ctrl-C and SIGTERM at moments drawn at random, for the long commands:
+`capacity` (its probe, a step, the settling after a missed step), `run`
+(the generator's calibration, a run, a capacity search of a plan's
+[search]), `load` and `replay` (any moment of their first seconds). Each must end within STOP_S with
 128 + the signal, lose nothing it measured whole (every run line printed is
 in the store, a search's whole steps are in its --json), leave no target,
 folder or cgroup of its own, and a `--resume` must finish the experiment.
@@ -28,7 +28,7 @@ import pytest
 from corebench.store import Store, StoredExperiment, StoredRun
 from corebench.targets import cpus, filesystem
 from corebench.targets.owned import OWNER_FILE
-from tests.conftest import CLI
+from tests.conftest import ACCESS_LOG, CLI
 
 # "Every long command stops on SIGINT/SIGTERM within 2 s", with room for
 # a busy two-core machine scheduling the interpreter.
@@ -216,3 +216,26 @@ def _loading(proc: subprocess.Popen[str]) -> bool:
         return any(c.raddr for c in psutil.Process(proc.pid).net_connections("tcp"))
     except psutil.Error:
         return False
+
+
+# A load and a replay signalled at any moment of their first seconds.
+LOAD_MOMENTS = (0.1, 3.0)
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("command", ["load", "replay"])
+def test_load_and_replay_stop_on_a_signal_and_keep_what_they_measured(tmp_path, server, command, sig):
+    own, url = server
+    out_json = tmp_path / "result.json"
+    if command == "load":
+        argv = [*CLI, "load", "-c", "4", "-k", "-t", "60s", "--json", str(out_json), url]
+    else:
+        # The shipped log spans 83 hours: about 83 s at 3600 times its pace.
+        base = url.split("/dynamic", 1)[0]
+        argv = [*CLI, "replay", str(ACCESS_LOG), "--target", base, "--speed", "3600", "--json", str(out_json)]
+    rc, out, took_s, since, pid = _signalled(argv, DRAW.uniform(*LOAD_MOMENTS), sig, _loading)
+    assert rc in (130, 128 + sig), out
+    assert took_s <= STOP_S + SLACK_S, f"{took_s:.2f} s after the signal\n{out}"
+    doc = json.loads(out_json.read_text())
+    assert doc["interrupted"] is True and doc["requests"] > 0, "what was measured before the signal is kept"
+    assert not _ours_left(pid, since, {own})

@@ -356,7 +356,9 @@ def run_and_report(
         outputs = Outputs(files={k: v for k, v in files.items() if v})
     outputs.check()
     try:
-        with machine.Claim(f"corebench {command}", force) as claim:
+        # SIGTERM as Ctrl-C: the load stops and what it measured is reported
+        # and written, never lost to the default action's instant death.
+        with stopped_by_signals() as got, machine.Claim(f"corebench {command}", force) as claim:
             result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
             sharing = claim.others(claim.began_unix)
     except SettingError as e:
@@ -389,7 +391,7 @@ def run_and_report(
     said_sharing(sharing, "measured")
     failed = _judge(criteria or [], result, aside)
     if result.interrupted:
-        raise typer.Exit(130)
+        raise typer.Exit(128 + (got[0] if got else signal.SIGINT))
     if dead:
         raise typer.Exit(1)
     if failed:
