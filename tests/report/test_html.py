@@ -98,6 +98,7 @@ def test_report_in_a_real_browser(store, tmp_path):
     p = run_cli("report", str(store), "-o", str(html), timeout=120)
     assert p.returncode == 0, p.stderr
     text = html.read_text()
+    assert "CPUs: target (cores, nodes) | generator" in text and '<td class="l">0 (1 core, node 0) | 1</td>' in text
     fetched = re.findall(r'(?:src|href)\s*=\s*"(?:https?:)?//|url\(\s*["\']?(?:https?:)?//|@import', text)
     assert not fetched, "nothing is fetched from elsewhere"
     dom_run = chromium("--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000", "--dump-dom", html.as_uri())

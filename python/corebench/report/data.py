@@ -61,6 +61,18 @@ class ReportData(Findings):
             return RunFigures(run.stored_throughput_rps, None)
         return RunFigures(run.result.goodput_rps, run.result.failed_requests)
 
+    @staticmethod
+    def placement(run: StoredRun) -> str:
+        """Where the run's target and generator ran: "0,2 (2 cores, node 0) | 4-11"."""
+        from corebench.system.topology import format_list
+
+        layout = run.layout
+        if layout is None or not layout.controlled:
+            return "not placed (a server corebench did not start, or no cpus asked)"
+        cores = layout.target_physical_cores
+        where = f" ({cores} core{'s' if cores != 1 else ''}, node {format_list(layout.target_nodes)})" if cores else ""
+        return f"{format_list(layout.target_cpus)}{where} | {format_list(layout.generator_cpus)}"
+
     def agent_rows(self) -> list[AgentRow]:
         """Distributed runs: one row per agent of each stored result."""
         return [
