@@ -131,3 +131,28 @@ def test_the_system_command_on_each_tree(trees, name, monkeypatch):
     monkeypatch.setenv(ROOT_ENV, "/nonexistent")
     gone = run_cli("system")
     assert gone.returncode == 2 and ROOT_ENV in gone.stderr and len(gone.stderr.strip().splitlines()) == 1
+
+
+def test_a_plans_smt_and_numa_choose_the_layout(trees):
+    t = read(trees["xeon-2s-8c-smt"])
+    online = [c.id for c in t.cpus]
+    target, generator, _ = plan_layout(2, online, {"db": 1}, t, smt="on")
+    assert target == [0, 1, 16, 17], "two cores with their siblings"
+    assert not {2, 18} & set(generator), "the service's core and its sibling are its own"
+    spread, _, _ = plan_layout(2, online, None, t, numa="spread")
+    assert spread == [0, 8] and {t.cpu(c).node for c in spread} == {0, 1}
+
+
+def test_smt_and_numa_are_refused_where_they_cannot_be_given(trees, tmp_path):
+    from corebench.targets.cpus import check
+
+    t = read(trees["ryzen-1s-6c-smt"])
+    with pytest.raises(ValueError, match="6 free"):
+        check(8, [c.id for c in t.cpus], None, "on", "one", t)
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[target]\nbuiltin = {}\ncpus = 1.5\nsmt = "on"\n[load]\npath = "/"\n')
+    p = run_cli("run", str(plan), "--dry-run")
+    assert p.returncode == 2 and "whole cpus" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    plan.write_text('[target]\nbuiltin = {}\nnuma = "spread"\n[load]\npath = "/"\n')
+    p = run_cli("run", str(plan), "--dry-run")
+    assert p.returncode == 2 and "give cpus" in p.stderr, p.stderr

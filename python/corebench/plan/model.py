@@ -304,6 +304,11 @@ class Target(_Section):
     # Prints the server's version, stored with the host facts.
     version_command: list[str] | None = None
     cpus: float | None = Field(None, gt=0, le=4096)
+    # How the cpus are chosen (system.cpusets): "off", one thread of each
+    # physical core; "on", the cores with their sibling threads. "one": on
+    # one NUMA node while one holds them; "spread": over the nodes in turn.
+    smt: Literal["off", "on"] = "off"
+    numa: Literal["one", "spread"] = "one"
     filesystem: Filesystem | None = None
     # Run before each start, in the plan's folder, after the target's files
     # are in place (e.g. static files generated into {dir}/htdocs).
@@ -328,6 +333,14 @@ class Target(_Section):
     _check_services = field_validator("services")(classmethod(lambda _cls, v: _services(v)))
 
     _signal = field_validator("stop_signal")(classmethod(lambda _cls, v: _signal_name(v)))
+
+    @model_validator(mode="after")
+    def _chosen_cpus(self) -> Target:
+        if (self.smt, self.numa) != ("off", "one") and self.cpus is None:
+            raise ValueError("smt and numa choose the CPUs of cpus = N: give cpus")
+        if self.smt == "on" and self.cpus is not None and self.cpus != int(self.cpus):
+            raise ValueError('smt = "on" takes whole cores with their siblings: give whole cpus')
+        return self
 
     @model_validator(mode="after")
     def _one_kind(self) -> Target:

@@ -36,6 +36,7 @@ from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Target
 from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
+from corebench.system.cpusets import Numa, Smt
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
 
@@ -55,19 +56,28 @@ def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[
     """One ceiling per distinct layout and protocol of the plan's points."""
     connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
     threads = max((p.load.threads or 0 for p in exp.points), default=0) or None
-    seen: dict[
-        tuple[tuple[int, ...], tuple[int, ...], bool, str, LoopModel], tuple[float | None, dict[str, float]]
-    ] = {}
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...], bool, str, LoopModel], Asked] = {}
     for p in exp.points:
         cpus = p.target.cpus if p.target.url is None else None
         # Services with cores of their own leave the generator fewer.
         own = {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None}
-        target, generator = _layout_cpus(control, cpus, own)
-        seen.setdefault((tuple(target), tuple(generator), *protocol(p.load), loop_model(p.load)), (cpus, own))
+        asked = Asked(cpus, own, p.target.smt, p.target.numa)
+        target, generator = _layout_cpus(control, asked)
+        seen.setdefault((tuple(target), tuple(generator), *protocol(p.load), loop_model(p.load)), asked)
     return [
-        _measure(control, cpus, own, Calibration(connections, threads, keep_alive, http, model), work_dir)
-        for (_, _, keep_alive, http, model), (cpus, own) in seen.items()
+        _measure(control, asked, Calibration(connections, threads, keep_alive, http, model), work_dir)
+        for (_, _, keep_alive, http, model), asked in seen.items()
     ]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The CPUs a point's target asks for: its cpus, its services' own, and how they are chosen."""
+
+    cpus: float | None
+    own: dict[str, float]
+    smt: Smt = "off"
+    numa: Numa = "one"
 
 
 def protocol(load: LoadSettings) -> tuple[bool, str]:
@@ -89,16 +99,16 @@ class Calibration:
     model: LoopModel = "closed"
 
 
-def _layout_cpus(control: CpuControl, cpus: float | None, own: dict[str, float]) -> tuple[list[int], list[int]]:
-    target, generator, _ = plan_layout(cpus, control.online, own, control.topology)
+def _layout_cpus(control: CpuControl, a: Asked) -> tuple[list[int], list[int]]:
+    target, generator, _ = plan_layout(a.cpus, control.online, a.own, control.topology, a.smt, a.numa)
     return target, generator
 
 
-def _measure(control: CpuControl, cpus: float | None, own: dict[str, float], how: Calibration, work: Path) -> Ceiling:
+def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Ceiling:
     try:
-        layout = control.layout(cpus, own)
+        layout = control.layout(a.cpus, a.own, a.smt, a.numa)
     except (OSError, RuntimeError, ValueError) as e:
-        target, generator = _layout_cpus(control, cpus, own)
+        target, generator = _layout_cpus(control, a)
         return _failed(target, generator, generator == control.online, how, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)

@@ -21,7 +21,7 @@ from corebench.plan.source import where
 from corebench.runner import baseline, host, schedule
 from corebench.targets import filesystem, recipes
 from corebench.targets.cpus import check as check_cpus
-from corebench.targets.cpus import control_method, online_cpus
+from corebench.targets.cpus import control_method, online_cpus, topology
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,10 @@ def _at(exp: ExperimentPlan, *key: str) -> str:
 
 
 def _check_cpus(exp: ExperimentPlan, p: Point, online: list[int]) -> None:
+    own = {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None}
+    t = p.target
     try:
-        check_cpus(p.target.cpus, online, {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None})
+        check_cpus(t.cpus, online, own, t.smt, t.numa, topology(online) if (t.smt, t.numa) != ("off", "one") else None)
     except ValueError as e:
         raise UsageError(f"{_at(exp, 'target', 'cpus')}: {e}") from None
     if p.target.cpus is not None and p.target.cpus != int(p.target.cpus) and control_method() == "affinity":

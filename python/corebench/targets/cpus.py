@@ -68,8 +68,18 @@ def online_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def check(cpus: float | None, online: list[int], services: Mapping[str, float] | None = None) -> None:
+def check(
+    cpus: float | None,
+    online: list[int],
+    services: Mapping[str, float] | None = None,
+    smt: cpusets.Smt = "off",
+    numa: cpusets.Numa = "one",
+    topo: Topology | None = None,
+) -> None:
+    """Refuses a layout this machine cannot give (ValueError, in words)."""
     own = dict(services or {})
+    if cpus is not None and (smt != "off" or numa != "one"):
+        _place(cpus, online, own, topo, smt, numa)
     if cpus is not None and cpus > len(online):
         raise ValueError(f"cpus = {cpus:g} is more than the {len(online)} CPUs this machine lets corebench use")
     need = math.ceil(cpus or 0) + sum(math.ceil(c) for c in own.values())
@@ -95,30 +105,55 @@ def plan_layout(
     online: list[int],
     services: Mapping[str, float] | None = None,
     topo: Topology | None = None,
+    smt: cpusets.Smt = "off",
+    numa: cpusets.Numa = "one",
 ) -> tuple[list[int], list[int], float | None]:
     """The target takes ceil(cpus) distinct physical cores (one NUMA node
-    first, `system.cpusets.by_core`), services with cores of their own the
-    next ones, the generator the CPUs on no core of theirs (all of them,
-    shared, when nothing is left)."""
+    first, `system.cpusets`; with `smt` on, with their sibling threads),
+    services with cores of their own the next ones, the generator the CPUs
+    on no core of theirs (all of them, shared, when nothing is left)."""
     if cpus is None:
         return online, online, None
-    whole = math.ceil(cpus)
-    order = cpusets.by_core(topo, online)
-    target = sorted(order[:whole])
-    used = order[: whole + sum(math.ceil(c) for c in (services or {}).values())]
-    quota = cpus if cpus != whole else None
+    target, _, used = _place(cpus, online, services or {}, topo, smt, numa)
+    quota = cpus if cpus != math.ceil(cpus) else None
     return target, cpusets.apart_of(topo, online, used) or online, quota
 
 
 def _service_cores(
-    cpus: float, online: list[int], services: Mapping[str, float], topo: Topology | None = None
+    cpus: float,
+    online: list[int],
+    services: Mapping[str, float],
+    topo: Topology | None = None,
+    smt: cpusets.Smt = "off",
+    numa: cpusets.Numa = "one",
 ) -> dict[str, list[int]]:
-    order = cpusets.by_core(topo, online)
-    at, out = math.ceil(cpus), {}
-    for name, c in services.items():
-        out[name] = sorted(order[at : at + math.ceil(c)])
-        at += math.ceil(c)
-    return out
+    return _place(cpus, online, services, topo, smt, numa)[1]
+
+
+def _place(
+    cpus: float, online: list[int], services: Mapping[str, float], topo: Topology | None, smt: str, numa: str
+) -> tuple[list[int], dict[str, list[int]], list[int]]:
+    """The target's CPUs, each service's, and all of them."""
+    whole = math.ceil(cpus)
+    if topo is None or (smt == "off" and numa == "one"):
+        # A prefix of the cores in order: the layout every plan had before smt and numa.
+        order = cpusets.by_core(topo, online)
+        at, own = whole, {}
+        for name, c in services.items():
+            own[name] = sorted(order[at : at + math.ceil(c)])
+            at += math.ceil(c)
+        return sorted(order[:whole]), own, order[:at]
+    if topo is None:
+        raise ValueError(f"smt = {smt!r}, numa = {numa!r} need the CPU topology, which this kernel does not give")
+    taken: set[int] = set()
+    placed = []
+    for n in [whole, *(math.ceil(c) for c in services.values())]:
+        s = cpusets.choose(topo, n, "on" if smt == "on" else "off", "spread" if numa == "spread" else "one", taken)
+        if s.notes:
+            raise ValueError(f"cpus = {n} with smt = {smt!r}: {s.notes[0]}")
+        placed.append(s.cpus)
+        taken |= set(s.cpus)
+    return placed[0], dict(zip(services, placed[1:], strict=True)), sorted(taken)
 
 
 def _writable_v2() -> bool:
@@ -162,13 +197,20 @@ class CpuControl:
         self.online = online_cpus()
         self.topology = topology(self.online)
 
-    def layout(self, cpus: float | None, services: Mapping[str, float | None] | None = None) -> Layout:
+    def layout(
+        self,
+        cpus: float | None,
+        services: Mapping[str, float | None] | None = None,
+        smt: cpusets.Smt = "off",
+        numa: cpusets.Numa = "one",
+    ) -> Layout:
         """Where the target and each of `services` (name: its own cpus, or
-        None to share the target's) run, their groups made."""
+        None to share the target's) run, their groups made; `smt`, `numa`:
+        `system.cpusets.choose`."""
         online, names = self.online, list(services or {})
         own = {n: c for n, c in (services or {}).items() if c is not None}
-        check(cpus, online, own)
-        target, generator, quota = plan_layout(cpus, online, own, self.topology)
+        check(cpus, online, own, smt, numa, self.topology)
+        target, generator, quota = plan_layout(cpus, online, own, self.topology, smt, numa)
         self._made: list[str] = []  # for cleaning up a half-made layout
         if cpus is None:
             layout = Layout("none", target, generator, None, shared=True)
@@ -181,7 +223,7 @@ class CpuControl:
         try:
             if layout.method in ("cgroup2", "cgroup1"):
                 layout.groups = self._groups(target, quota)
-            for name, cores in _service_cores(cpus or 0, online, own, self.topology).items():
+            for name, cores in _service_cores(cpus or 0, online, own, self.topology, smt, numa).items():
                 c = own[name]
                 sub = Layout(layout.method, cores, generator, c if c != math.ceil(c) else None, layout.shared)
                 if sub.method in ("cgroup2", "cgroup1"):
@@ -193,7 +235,7 @@ class CpuControl:
             self.method = layout.method = "affinity"
             layout.groups, layout.services = [], {}
         if layout.method == "affinity":
-            self._affinity(layout, cpus, own, online, self.topology)
+            self._affinity(layout, cpus, own, online, (self.topology, smt, numa))
         for name in names:
             layout.services.setdefault(name, Layout(**{**asdict(layout), "services": {}}))
         self._accounting(layout, names)
@@ -201,11 +243,15 @@ class CpuControl:
 
     @staticmethod
     def _affinity(
-        layout: Layout, cpus: float | None, own: dict[str, float], online: list[int], topo: Topology | None
+        layout: Layout,
+        cpus: float | None,
+        own: dict[str, float],
+        online: list[int],
+        how: tuple[Topology | None, cpusets.Smt, cpusets.Numa],
     ) -> None:
         if layout.quota_cpus is not None or any(c != math.ceil(c) for c in own.values()):
             raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written")
-        for name, cores in _service_cores(cpus or 0, online, own, topo).items():
+        for name, cores in _service_cores(cpus or 0, online, own, *how).items():
             layout.services[name] = Layout("affinity", cores, layout.generator_cpus, None, layout.shared)
 
     def _accounting(self, layout: Layout, services: list[str]) -> None:

@@ -169,8 +169,8 @@ class LocalHost:
         t = point.target
         try:
             own = {name: svc.cpus for name, svc in t.services.items()}
-            layout = self.control.layout(t.cpus, own) if t.url is None else self.control.layout(None)
-        except (OSError, RuntimeError) as e:
+            layout = self.control.layout(t.cpus, own, t.smt, t.numa) if t.url is None else self.control.layout(None)
+        except (OSError, RuntimeError, ValueError) as e:
             return TargetSession(key, t, self.control.layout(None), f"CPU layout: {e}")
         session = TargetSession(key, t, layout)
         if t.url is not None:
