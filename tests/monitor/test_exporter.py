@@ -65,12 +65,33 @@ def test_a_counter_going_back_cuts_its_interval_out():
     busy = {**MODES0, "user": 101.0}
     restarted = {m: v / 100 for m, v in MODES0.items()}  # the host rebooted: counters from zero
     e.scrapes = [parse(page({0: MODES0}), t) for t in (0.0,)]
-    e.scrapes += [parse(page({0: busy}), 1.0), parse(page({0: restarted}), 2.0), parse(page({0: restarted}), 3.0)]
+    later = {**restarted, "user": restarted["user"] + 0.5, "idle": restarted["idle"] + 0.5}
+    e.scrapes += [parse(page({0: busy}), 1.0), parse(page({0: restarted}), 2.0), parse(page({0: later}), 3.0)]
     done, resets = e.intervals()
     assert resets == 1 and len(done) == 2
     s = e.summary(MonitorSummary())
     assert s.counter_resets == 1 and s.source.startswith("node_exporter") and s.host_cpu is not None
-    assert s.host_cpu == pytest.approx(0.5), "the reset's interval is neither a negative rate nor a zero"
+    assert s.host_cpu == pytest.approx(0.75), "the reset's interval is neither a negative rate nor a zero"
+
+
+def test_the_cores_share_is_of_its_own_counters_not_the_arrival_times():
+    """A scrape that arrived late (0.6 s between arrivals over 1 s of
+    counters) must not read as more than the cores there are."""
+    full = {**MODES0, "user": 101.0}  # one second, all of it user
+    i = between(parse(page({0: MODES0}), 10.0), parse(page({0: full}), 10.6))
+    assert i is not None and i.busy_cores == pytest.approx(1.0)
+
+
+def test_a_scrape_missing_a_mode_or_a_cpu_gives_no_interval():
+    no_steal = {m: v for m, v in MODES0.items() if m != "idle"}
+    assert between(parse(page({0: MODES0}), 0.0), parse(page({0: no_steal}), 1.0)) is None
+    e = Exporter("http://127.0.0.1:1/metrics")
+    two = {0: MODES0, 1: MODES0}
+    step = {c: {**MODES0, "user": MODES0["user"] + t} for c in (0, 1) for t in (0.5,)}
+    e.scrapes = [parse(page(two), 0.0), parse(page(step), 1.0), parse(page({0: step[0]}), 2.0)]
+    e.scrapes.append(parse(page({0: {**step[0], "idle": step[0]["idle"] + 1}}), 3.0))
+    s = e.summary(MonitorSummary())  # a CPU went offline and stayed off: no IndexError
+    assert s.counter_resets == 2 and len(s.cores) in (1, 2)
 
 
 @pytest.mark.parametrize(

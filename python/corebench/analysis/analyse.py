@@ -131,10 +131,17 @@ def _exporter_lines(runs: list[StoredRun]) -> list[str]:
     said = (
         f"The target's host was measured through {watched[0].source.split(' ', 1)[0]} "
         f"({watched[0].source.split(' ', 1)[-1]}): {sum(m.scrapes for m in watched)} scrapes over "
-        f"{len(watched)} measured runs, {failed} failed, {resets} interval(s) cut by a counter going back. "
+        f"{len(watched)} measured runs, {failed} failed, {resets} interval(s) cut by a counter going back or a "
+        "change of its CPUs. "
         "Its CPU is everything that ran on that host, so the CPU per request (service demand) is an upper bound "
-        "of the server's own."
+        "of the server's own, and the diagnosis weighs it against all of the host's CPUs: a server held to fewer "
+        "(a container, a cpuset) or single-threaded is not seen as such."
     )
+    if any(m.exporter_local for m in watched):
+        said += (
+            f" That host ({watched[0].exporter_host}) is the one that generated the load: its CPU holds the "
+            "generator's too, so the CPU per request is not the server's."
+        )
     if blind:
         first = next((m.scrape_error for m in watched if m.scrape_error), None)
         said += f" {blind} run(s) got no figures from it" + (f" (first error: {first})." if first else ".")

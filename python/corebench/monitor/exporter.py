@@ -18,6 +18,9 @@ an upper bound of the target's own."""
 
 from __future__ import annotations
 
+import http.client
+import platform
+import re
 import threading
 import time
 import urllib.error
@@ -40,7 +43,13 @@ MAX_BYTES = 16 * 1024 * 1024  # a node_exporter page is tens of kB; more is not 
 # The modes of node_cpu_seconds_total that are work; iowait is idle time
 # with a disk request out, steal the hypervisor's.
 BUSY_MODES = ("user", "nice", "system", "irq", "softirq")
-_LOOPBACK_DEVICES = ("lo",)
+# A counter that goes back by more than this many seconds was reset.
+BACKWARDS_S = 0.05
+# Interfaces and block devices whose bytes are another device's too
+# (loopback, bridges, veth pairs, tunnels; device-mapper and md over
+# disks, partitions of a counted disk are not listed by node_exporter).
+_VIRTUAL_NET = re.compile(r"^(lo|veth.*|br-.*|br\d+|docker\d*|virbr.*|cni\d*|flannel.*|tun\d+|tap\d+|vxlan.*)$")
+_VIRTUAL_DISK = re.compile(r"^(dm-\d+|md\d+|loop\d+|ram\d+|zram\d+)$")
 
 
 class ExporterError(Exception):
@@ -56,6 +65,7 @@ class Scrape:
     net_rx_bytes: float = 0.0
     net_tx_bytes: float = 0.0
     memory_available_bytes: float | None = None
+    nodename: str | None = None  # node_uname_info's, where the uname collector runs
 
 
 def parse(text: str, t_s: float) -> Scrape:
@@ -63,6 +73,7 @@ def parse(text: str, t_s: float) -> Scrape:
     cpu: dict[int, dict[str, float]] = {}
     sums = {"read": 0.0, "written": 0.0, "rx": 0.0, "tx": 0.0}
     memory = None
+    nodename = None
     try:
         families = list(text_string_to_metric_families(text))
     except ValueError as e:
@@ -72,26 +83,30 @@ def parse(text: str, t_s: float) -> Scrape:
             name, labels, value = s.name, s.labels, float(s.value)
             if name == "node_cpu_seconds_total" and labels.get("cpu", "").isdigit():
                 cpu.setdefault(int(labels["cpu"]), {})[labels.get("mode", "")] = value
-            elif name == "node_disk_read_bytes_total":
-                sums["read"] += value
-            elif name == "node_disk_written_bytes_total":
-                sums["written"] += value
+            elif name in ("node_disk_read_bytes_total", "node_disk_written_bytes_total"):
+                if not _VIRTUAL_DISK.match(labels.get("device", "")):
+                    sums["read" if "read" in name else "written"] += value
             elif name in ("node_network_receive_bytes_total", "node_network_transmit_bytes_total"):
-                if labels.get("device") not in _LOOPBACK_DEVICES:
+                if not _VIRTUAL_NET.match(labels.get("device", "")):
                     sums["rx" if "receive" in name else "tx"] += value
+            elif name == "node_uname_info":
+                nodename = labels.get("nodename")
             elif name == "node_memory_MemAvailable_bytes":
                 memory = value
     if not cpu:
         raise ExporterError("the page has no node_cpu_seconds_total: is it node_exporter with its cpu collector?")
-    return Scrape(t_s, cpu, sums["read"], sums["written"], sums["rx"], sums["tx"], memory)
+    return Scrape(t_s, cpu, sums["read"], sums["written"], sums["rx"], sums["tx"], memory, nodename)
 
 
 def fetch(url: str, timeout_s: float = TIMEOUT_S) -> str:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 (the plan's http URL)
             body: bytes = r.read(MAX_BYTES + 1)
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        raise ExporterError(f"{url}: {getattr(e, 'reason', e)}") from None
+            announced = r.headers.get("Content-Length")
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as e:
+        raise ExporterError(f"{url}: {getattr(e, 'reason', None) or type(e).__name__ + ' ' + str(e)}") from None
+    if announced is not None and announced.isdigit() and len(body) < int(announced):
+        raise ExporterError(f"{url}: the page was cut off ({len(body):,} of {int(announced):,} bytes)")
     if len(body) > MAX_BYTES:
         raise ExporterError(f"{url}: a page over {MAX_BYTES // 1024 // 1024} MiB is not node_exporter's")
     return body.decode("utf-8", errors="replace")
@@ -102,6 +117,7 @@ class Interval:
     """Two consecutive good scrapes: each core's shares, and rates."""
 
     dt_s: float
+    cpus: tuple[int, ...]  # the CPUs' numbers, in the order of `cores`
     cores: list[CoreTimes]
     busy_cores: float  # cores' worth in BUSY_MODES
     steal_cores: float
@@ -112,17 +128,27 @@ class Interval:
 
 
 def between(a: Scrape, b: Scrape) -> Interval | None:
-    """None where a counter went back (a restart) or the cores changed."""
+    """None where a counter went back (a restart), a scrape lacks a mode
+    the other has, or the CPUs changed. Each core's shares are of its own
+    counters' time, and the busy cores' worth is the sum of those shares:
+    when a scrape arrives late, both ends of its interval move together,
+    where the arrival times would not."""
     dt = b.t_s - a.t_s
     if dt <= 0 or set(a.cpu) != set(b.cpu):
         return None
     cores, busy, steal = [], 0.0, 0.0
     for c in sorted(b.cpu):
         x, y = a.cpu[c], b.cpu[c]
-        d = {m: y.get(m, 0.0) - x.get(m, 0.0) for m in y}
-        if any(v < 0 for v in d.values()):
+        if set(x) != set(y):
             return None
-        total = sum(d.values()) or 1e-9
+        d = {m: y[m] - x[m] for m in y}
+        if any(v < -BACKWARDS_S for v in d.values()):
+            return None
+        # iowait may go back a little (proc(5)): read as none.
+        d = {m: max(0.0, v) for m, v in d.items()}
+        total = sum(d.values())
+        if total <= 0:
+            return None
         share = {m: v / total for m, v in d.items()}
         cores.append(
             CoreTimes(
@@ -134,8 +160,8 @@ def between(a: Scrape, b: Scrape) -> Interval | None:
                 steal=share.get("steal", 0.0),
             )
         )
-        busy += sum(d.get(m, 0.0) for m in BUSY_MODES) / dt
-        steal += d.get("steal", 0.0) / dt
+        busy += sum(share.get(m, 0.0) for m in BUSY_MODES)
+        steal += share.get("steal", 0.0)
     rates = [
         b.disk_read_bytes - a.disk_read_bytes,
         b.disk_written_bytes - a.disk_written_bytes,
@@ -144,7 +170,7 @@ def between(a: Scrape, b: Scrape) -> Interval | None:
     ]
     if any(r < 0 for r in rates):
         return None
-    return Interval(dt, cores, busy, steal, *(r / dt for r in rates))
+    return Interval(dt, tuple(sorted(b.cpu)), cores, busy, steal, *(r / dt for r in rates))
 
 
 @dataclass
@@ -195,16 +221,32 @@ class Exporter:
         machine's cores, and the host's CPU as the target's (the module's note);
         the generator's own figures stay this machine's."""
         done, resets = self.intervals()
+        if done:
+            # Intervals over the same CPUs only: one taken offline changes the set.
+            sets = [i.cpus for i in done]
+            common = max(set(sets), key=sets.count)
+            resets += len(done) - sets.count(common)
+            done = [i for i in done if i.cpus == common]
+        nodenames = {s.nodename for s in self.scrapes if s.nodename}
         about = {
             "source": f"node_exporter {self.url}",
             "scrapes": len(self.scrapes),
             "scrape_errors": len(self.errors),
             "scrape_error": self.errors[0] if self.errors else None,
             "counter_resets": resets,
+            "exporter_host": next(iter(nodenames), None),
+            "exporter_local": platform.node() in nodenames if nodenames else None,
         }
         if not done:
             # No figures from the host: none of this machine's stand in for them.
-            return local.model_copy(update={**about, "cores": [], "target_cpu": None, "steal_cpu": None})
+            none: dict[str, object] = {
+                "cores": [],
+                "target_cpu": None,
+                "steal_cpu": None,
+                "steal_s": 0.0,
+                "steal_notable": False,
+            }
+            return local.model_copy(update={**about, **none})
         span = sum(i.dt_s for i in done)
 
         def mean(values: Iterable[float]) -> float:

@@ -238,7 +238,9 @@ class MonitorSummary(_Part):
     scrapes: int = 0
     scrape_errors: int = 0
     scrape_error: str | None = None  # the first failed scrape's reason
-    counter_resets: int = 0  # intervals a counter going back cut out
+    counter_resets: int = 0  # intervals a counter going back, or a change of the CPUs, cut out
+    exporter_host: str | None = None  # the exporter's host name (node_uname_info), where it gives one
+    exporter_local: bool | None = None  # that host is the one that generated the load
     net_rx_bps: float | None = None
     net_tx_bps: float | None = None
     memory_available_min_bytes: float | None = None

@@ -1,5 +1,5 @@
 """Debian's Prometheus node_exporter on a free loopback port, with the
-collectors corebench reads (cpu, diskstats, netdev, meminfo): a stand-in
+collectors corebench reads (cpu, diskstats, netdev, meminfo, uname): a stand-in
 for the exporter on a server host, to try a plan's `[target] monitor`
 before the lab exists."""
 
@@ -13,7 +13,7 @@ from corebench.monitor.exporter import ExporterError, fetch
 from corebench.targets.process import free_port
 
 BINARY = "prometheus-node-exporter"
-COLLECTORS = ("cpu", "diskstats", "netdev", "meminfo")
+COLLECTORS = ("cpu", "diskstats", "netdev", "meminfo", "uname")
 
 
 class NodeExporter:
