@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corebench.system.cpusets import apart, by_core, choose
+from corebench.system.cpusets import apart, choose
 from corebench.system.topology import ROOT_ENV, TopologyError, format_list, parse_list, read
 from corebench.targets.cpus import plan_layout
 from tests.conftest import run_cli
@@ -91,7 +91,14 @@ def test_the_layout_takes_physical_cores_and_keeps_the_generator_off_them(trees)
     target, generator, quota = plan_layout(4, online, {"db": 2}, t)
     assert target == [0, 1, 2, 3] and quota is None
     assert not set(generator) & {0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20, 21}, "no target's or service's core"
-    assert by_core(t, online)[:8] == list(range(8)) and by_core(t, online)[16:18] == [16, 17]
+    # Where every core is the target's, the generator gets their free siblings before sharing.
+    ryzen = read(trees["ryzen-1s-6c-smt"])
+    target, generator, _ = plan_layout(6, [c.id for c in ryzen.cpus], None, ryzen)
+    assert target == [0, 2, 4, 6, 8, 10] and generator == [1, 3, 5, 7, 9, 11]
+    from corebench.system.cpusets import share_cores
+
+    assert share_cores(ryzen, target, generator), "siblings share their cores: the layout says shared"
+    assert not share_cores(t, [0, 1], [2, 3]) and share_cores(t, [0], [16])
     # Without a topology (the kernel gave none): the CPUs in their order, as before.
     assert plan_layout(2, [0, 1, 2, 3], None, None) == ([0, 1], [2, 3], None)
 

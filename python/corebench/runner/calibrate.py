@@ -36,7 +36,7 @@ from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Target
 from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
-from corebench.system.cpusets import Numa, Smt
+from corebench.system.cpusets import Numa, Smt, share_cores
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
 
@@ -109,7 +109,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         layout = control.layout(a.cpus, a.own, a.smt, a.numa)
     except (OSError, RuntimeError, ValueError) as e:
         target, generator = _layout_cpus(control, a)
-        return _failed(target, generator, generator == control.online, how, str(e))
+        return _failed(target, generator, share_cores(control.topology, target, generator), how, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)
     started = None

@@ -410,7 +410,11 @@ class StoredRun(_Record):
         understated. Told from the CPU sets, whether or not corebench placed
         the target (unplaced, both run on every core)."""
         layout = self.layout
-        return layout is not None and layout.shared and bool(set(layout.target_cpus) & set(layout.generator_cpus))
+        if layout is None or not layout.shared:
+            return False
+        # Placed here, on SMT siblings of the target's cores: shared without a CPU in common.
+        siblings = layout.controlled and layout.generator is None and layout.target_physical_cores is not None
+        return siblings or bool(set(layout.target_cpus) & set(layout.generator_cpus))
 
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.point.items())

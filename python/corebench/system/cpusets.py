@@ -82,25 +82,6 @@ def apart(t: Topology, used: list[int]) -> list[int]:
     return [c.id for c in t.cpus if c.physical not in cores]
 
 
-def by_core(t: Topology | None, online: list[int]) -> list[int]:
-    """`online` in the order a prefix of it is a set of distinct physical
-    cores, node by node: every core's first thread (node 0's cores, then
-    node 1's...), then the second threads. Without a topology, as given."""
-    if t is None:
-        return list(online)
-    mine = [c for c in t.cpus if c.id in online]
-    cores = sorted(dict.fromkeys(c.physical for c in mine), key=lambda core: (t.cpu(t.threads(core)[0]).node,))
-    rank = {core: i for i, core in enumerate(cores)}
-    seen: dict[tuple[int, int], int] = {}
-    keyed = []
-    for c in sorted(mine, key=lambda c: c.id):
-        thread = seen.get(c.physical, 0)
-        seen[c.physical] = thread + 1
-        keyed.append(((thread, rank[c.physical]), c.id))
-    ordered = [cpu for _, cpu in sorted(keyed)]
-    return ordered + [c for c in online if c not in ordered]
-
-
 def apart_of(t: Topology | None, online: list[int], used: list[int]) -> list[int]:
     """The CPUs of `online` on physical cores none of `used` is on."""
     if t is None:
@@ -108,3 +89,14 @@ def apart_of(t: Topology | None, online: list[int], used: list[int]) -> list[int
     cores = {t.cpu(c).physical for c in used if any(x.id == c for x in t.cpus)}
     known = {c.id for c in t.cpus}
     return [c for c in online if c in known and t.cpu(c).physical not in cores]
+
+
+def share_cores(t: Topology | None, a: list[int], b: list[int]) -> bool:
+    """Whether some CPU of `a` and some of `b` are on one physical core
+    (the same CPU, or SMT siblings)."""
+    if set(a) & set(b):
+        return True
+    if t is None:
+        return False
+    known = {c.id for c in t.cpus}
+    return bool({t.cpu(c).physical for c in a if c in known} & {t.cpu(c).physical for c in b if c in known})

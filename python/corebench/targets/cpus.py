@@ -116,7 +116,9 @@ def plan_layout(
         return online, online, None
     target, _, used = _place(cpus, online, services or {}, topo, smt, numa)
     quota = cpus if cpus != math.ceil(cpus) else None
-    return target, cpusets.apart_of(topo, online, used) or online, quota
+    # Off the target's cores; where none is left, its free siblings; else shared.
+    rest = cpusets.apart_of(topo, online, used) or [c for c in online if c not in used]
+    return target, rest or online, quota
 
 
 def _service_cores(
@@ -133,23 +135,24 @@ def _service_cores(
 def _place(
     cpus: float, online: list[int], services: Mapping[str, float], topo: Topology | None, smt: str, numa: str
 ) -> tuple[list[int], dict[str, list[int]], list[int]]:
-    """The target's CPUs, each service's, and all of them."""
+    """The target's CPUs, each service's, and all of them: each set on
+    physical cores none of the others uses (`system.cpusets.choose`)."""
     whole = math.ceil(cpus)
-    if topo is None or (smt == "off" and numa == "one"):
-        # A prefix of the cores in order: the layout every plan had before smt and numa.
-        order = cpusets.by_core(topo, online)
+    asked = (smt, numa) != ("off", "one")
+    if topo is None:
+        if asked:
+            raise ValueError(f"smt = {smt!r}, numa = {numa!r} need the CPU topology, which this kernel does not give")
+        # The CPUs in their order: the target first, each service next.
         at, own = whole, {}
         for name, c in services.items():
-            own[name] = sorted(order[at : at + math.ceil(c)])
+            own[name] = online[at : at + math.ceil(c)]
             at += math.ceil(c)
-        return sorted(order[:whole]), own, order[:at]
-    if topo is None:
-        raise ValueError(f"smt = {smt!r}, numa = {numa!r} need the CPU topology, which this kernel does not give")
+        return online[:whole], own, online[:at]
     taken: set[int] = set()
     placed = []
     for n in [whole, *(math.ceil(c) for c in services.values())]:
         s = cpusets.choose(topo, n, "on" if smt == "on" else "off", "spread" if numa == "spread" else "one", taken)
-        if s.notes:
+        if s.notes and asked:
             raise ValueError(f"cpus = {n} with smt = {smt!r}: {s.notes[0]}")
         placed.append(s.cpus)
         taken |= set(s.cpus)
@@ -215,7 +218,8 @@ class CpuControl:
         if cpus is None:
             layout = Layout("none", target, generator, None, shared=True)
         else:
-            layout = Layout(self.method, target, generator, quota, shared=generator == online)
+            shared = cpusets.share_cores(self.topology, target, generator)
+            layout = Layout(self.method, target, generator, quota, shared=shared)
         if self.topology is not None:
             on = [c for c in self.topology.cpus if c.id in target]
             layout.target_physical_cores = len({c.physical for c in on})
