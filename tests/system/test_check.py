@@ -59,6 +59,7 @@ def test_each_noise_is_said_with_its_fix(machine):
     assert found["SMT"].ok is False and "smt/control" in found["SMT"].fix
     assert found["interrupts"].ok is False and "IRQ 40, 41" in found["interrupts"].said, found["interrupts"]
     assert "50" not in found["interrupts"].said, "IRQ 50 fired on CPU 10 only"
+    assert "CPUs 0-3,16-19" in found["interrupts"].said, "the target's cores: its CPUs and their siblings"
     assert found["swap"].ok is False
     assert found["steal"].ok is None and "no CPU time passed" in found["busy"].said, (
         "a recorded /proc/stat stands still"
@@ -66,23 +67,52 @@ def test_each_noise_is_said_with_its_fix(machine):
     assert all(c.line().count("\n") == 0 for c in found.values())
 
 
-def test_tune_then_reset_leaves_the_machine_as_it_was_found(machine):
+def test_tune_then_reset_leaves_the_machine_as_it_was_found(machine, monkeypatch):
     sys, proc = machine
     before = snapshot(sys) | snapshot(proc)
     t = read(sys)
-    done = sc.tune(t, [0, 1, 2, 3], smt_off=True, sys=sys, proc=proc)
-    assert any("governor powersave -> performance" in d for d in done) and "SMT off" in done
+    done, failed = sc.tune(t, [0, 1, 2, 3], smt_off=True, sys=sys, proc=proc)
+    assert any("governor powersave -> performance" in d for d in done) and "SMT off" in done and not failed
     cpu = sys / "devices" / "system" / "cpu"
     assert (cpu / "cpu7" / "cpufreq" / "scaling_governor").read_text().strip() == "performance"
     assert (cpu / "intel_pstate" / "no_turbo").read_text().strip() == "1"
-    assert (proc / "irq" / "40" / "smp_affinity_list").read_text().strip() == "4-31"
+    assert (proc / "irq" / "40" / "smp_affinity_list").read_text().strip() == "4-15,20-31", "off the siblings too"
     assert (proc / "irq" / "50" / "smp_affinity_list").read_text().strip() == "0-31", "not on the target's CPUs"
     # A second tune changes nothing more and keeps what the first one saved.
-    assert sc.tune(t, [0, 1, 2, 3], smt_off=True, sys=sys, proc=proc) == []
-    restored = sc.reset()
+    assert sc.tune(t, [0, 1, 2, 3], smt_off=True, sys=sys, proc=proc) == ([], [])
+    monkeypatch.setenv(ROOT_ENV, str(sys))
+    restored = sc.reset(proc)
     assert len(restored) == len(done)
+    smt_at = next(i for i, line in enumerate(restored) if "smt/control" in line)
+    first_governor = next(i for i, line in enumerate(restored) if "scaling_governor" in line)
+    assert smt_at < first_governor, "SMT back on before its siblings' governors"
     assert snapshot(sys) | snapshot(proc) == before
-    assert sc.reset() == [], "nothing left to restore"
+    assert sc.reset(proc) == [], "nothing left to restore"
+
+
+def test_a_state_that_cannot_be_saved_changes_nothing(machine, monkeypatch, tmp_path):
+    sys, proc = machine
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("COREBENCH_STATE_DIR", str(blocker / "under-a-file"))
+    before = snapshot(sys) | snapshot(proc)
+    with pytest.raises(sc.TuneError):
+        sc.tune(read(sys), [0, 1], sys=sys, proc=proc)
+    assert snapshot(sys) | snapshot(proc) == before
+
+
+def test_a_restore_that_fails_is_kept_for_the_next_reset(machine, monkeypatch):
+    sys, proc = machine
+    monkeypatch.setenv(ROOT_ENV, str(sys))
+    sc.tune(read(sys), [0, 1], sys=sys, proc=proc)
+    gov = sys / "devices" / "system" / "cpu" / "cpu3" / "cpufreq" / "scaling_governor"
+    gov.unlink()
+    gov.mkdir()  # a write there fails
+    said = sc.reset(proc)
+    assert any("could not restore" in line and "cpu3" in line for line in said)
+    assert sc.state_file().exists()
+    gov.rmdir()
+    assert [line for line in sc.reset(proc) if "cpu3" in line] and not sc.state_file().exists()
 
 
 def test_a_machine_without_the_knobs_says_so(tmp_path, monkeypatch):
@@ -94,7 +124,7 @@ def test_a_machine_without_the_knobs_says_so(tmp_path, monkeypatch):
     found = {c.name: c for c in sc.check(t, [0], sys, tmp_path / "noproc")}
     assert found["clock governor"].ok is None and "no cpufreq" in found["clock governor"].said
     assert found["turbo"].ok is None and found["SMT"].ok is True and found["interrupts"].ok is None
-    assert sc.tune(t, [0], sys=sys, proc=tmp_path / "noproc") == [] and not (tmp_path / "state").exists()
+    assert sc.tune(t, [0], sys=sys, proc=tmp_path / "noproc") == ([], []) and not (tmp_path / "state").exists()
 
 
 def test_the_commands_on_a_tree(machine, monkeypatch):
@@ -108,6 +138,9 @@ def test_the_commands_on_a_tree(machine, monkeypatch):
     assert tuned.returncode == 0 and "turbo off" in tuned.stdout, tuned.stdout + tuned.stderr
     back = run_cli("system", "tune", "--reset")
     assert back.returncode == 0 and "no_turbo: 0" in back.stdout, back.stdout
+    monkeypatch.delenv(sc.PROC_ENV)
+    half = run_cli("system", "tune")
+    assert half.returncode == 2 and "or neither" in half.stderr, "a copy's CPUs never tune this machine"
 
 
 def test_check_on_this_machine():

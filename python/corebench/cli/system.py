@@ -103,20 +103,27 @@ def tune(
     reset: bool = typer.Option(False, "--reset", help="Put back every setting the last tune changed."),
 ) -> None:
     """Apply the fixes this machine has knobs for (governor, turbo, IRQs off the target's CPUs; SMT with --smt-off)."""
-    trees = os.environ.get(ROOT_ENV) or os.environ.get(checks.PROC_ENV)
-    if os.geteuid() != 0 and not trees:
+    roots = [bool(os.environ.get(ROOT_ENV)), bool(os.environ.get(checks.PROC_ENV))]
+    if any(roots) and not all(roots):
+        # One tree of a copy and the other the machine's would write this machine's settings from the copy's CPUs.
+        raise UsageError(f"system tune: set both {ROOT_ENV} and {checks.PROC_ENV}, or neither")
+    if os.geteuid() != 0 and not any(roots):
         raise UsageError("system tune writes kernel settings: run it as root")
-    if reset:
-        done = checks.reset()
-        print("\n".join(f"restored {d}" for d in done) if done else "Nothing to reset: no tune is saved.")
-        return
-    t = _topology()
-    done = checks.tune(t, _target(t, cpus), smt_off=smt_off)
-    if not done:
+    try:
+        if reset:
+            restored = checks.reset()
+            print("\n".join(f"restored {d}" for d in restored) if restored else "Nothing to reset: no tune is saved.")
+            return
+        t = _topology()
+        done, failed = checks.tune(t, _target(t, cpus), smt_off=smt_off)
+    except checks.TuneError as e:
+        raise UsageError(f"system tune: {e}; nothing was changed") from None
+    for line in done + [f"could not: {f}" for f in failed]:
+        print(line)
+    if not done and not failed:
         print("Nothing to tune: this machine has no knob left to set (see corebench system check).")
-        return
-    print("\n".join(done))
-    print(f"Saved what each setting held in {checks.state_file()}: corebench system tune --reset puts it back.")
+    elif done:
+        print(f"Saved what each setting held in {checks.state_file()}: corebench system tune --reset puts it back.")
 
 
 def _levels(cores: int) -> list[int]:

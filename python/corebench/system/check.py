@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from corebench.system.cpusets import apart
 from corebench.system.topology import Topology, format_list, parse_list, sysfs_root
 
 PROC_ENV = "COREBENCH_PROCFS_ROOT"
@@ -98,14 +99,15 @@ def irqs_on(proc: Path, cpus: list[int]) -> list[int]:
 
 
 def _cpu_times(proc: Path) -> list[float]:
-    first = (_read(proc / "stat") or "cpu 0").splitlines()[0].split()[1:]
+    """The machine's CPU times (proc(5)): user ... steal; guest time is in user already."""
+    first = (_read(proc / "stat") or "cpu 0").splitlines()[0].split()[1:9]
     return [float(x) for x in first]
 
 
 def check(t: Topology, target: list[int], sys: Path | None = None, proc: Path | None = None) -> list[Check]:
     """Every check, for a target on `target` (its CPUs)."""
     sys, proc = sys or sysfs_root(), proc or procfs_root()
-    checks = [_governor(sys), _turbo(sys), _smt(t, sys), _irqs(proc, target), _swap(proc)]
+    checks = [_governor(sys), _turbo(sys), _smt(t, sys), _irqs(proc, target, core_cpus(t, target)), _swap(proc)]
     return [*checks, *_load(proc, len(t.cpus))]
 
 
@@ -152,19 +154,21 @@ def _smt(t: Topology, sys: Path) -> Check:
     )
 
 
-def _irqs(proc: Path, target: list[int]) -> Check:
-    hits = irqs_on(proc, target)
+def _irqs(proc: Path, target: list[int], cores: list[int]) -> Check:
+    """Interrupts on the target's cores: its CPUs and their SMT siblings."""
+    hits = irqs_on(proc, cores)
     if not (proc / "interrupts").exists():
         return Check("interrupts", None, "no /proc/interrupts here.")
     if not hits:
-        return Check("interrupts", True, f"none handled on the target's CPUs {format_list(target)}.")
+        return Check("interrupts", True, f"none handled on the target's cores (CPUs {format_list(cores)}).")
     return Check(
         "interrupts",
         False,
-        f"{len(hits)} interrupt(s) handled on the target's CPUs {format_list(target)} "
-        f"(IRQ {', '.join(map(str, hits[:8]))}{', ...' if len(hits) > 8 else ''}): their handling is CPU the "
+        f"{len(hits)} interrupt(s) handled on the target's cores (CPUs {format_list(cores)}; "
+        f"IRQ {', '.join(map(str, hits[:8]))}{', ...' if len(hits) > 8 else ''}): their handling is CPU the "
         "target does not get.",
-        f"corebench system tune --cpus {len(target)} (moves them to the other CPUs; --reset puts them back)",
+        f"corebench system tune --cpus {len(target)} (moves them to the other cores; --reset puts them back; "
+        "a running irqbalance moves them again: stop it for the measurement)",
     )
 
 
@@ -226,66 +230,114 @@ def state_file() -> Path:
     return Path(os.environ.get("COREBENCH_STATE_DIR") or "/var/lib/corebench") / "tune.json"
 
 
+class TuneError(Exception):
+    """Tuning could not start: nothing was changed."""
+
+
+def boot_id(proc: Path) -> str:
+    """This boot's id: values saved in an earlier boot are the kernel's
+    defaults again, and IRQ numbers may name other devices."""
+    return _read(proc / "sys" / "kernel" / "random" / "boot_id") or "unknown"
+
+
+class Saved:
+    """What tune replaced, in the order it did, on disk before each write:
+    a state that cannot be saved stops tune before it changes anything."""
+
+    def __init__(self, proc: Path) -> None:
+        self.file = state_file()
+        self.boot = boot_id(proc)
+        self.stale = False
+        data = json.loads(self.file.read_text()) if self.file.exists() else {}
+        self.entries: list[list[str]] = data.get("entries", [])
+        if self.entries and data.get("boot") != self.boot:
+            self.entries, self.stale = [], True
+
+    def keep(self, path: Path, before: str) -> None:
+        if any(p == str(path) for p, _ in self.entries):
+            return  # a second tune keeps the first one's value: reset restores the machine as it was found
+        self.entries.append([str(path), before])
+        self.flush()
+
+    def flush(self) -> None:
+        if not self.entries:
+            self.file.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.file.parent.rmdir()  # ours, when tune made it and nothing else is in it
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"boot": self.boot, "entries": self.entries}, indent=1))
+            tmp.replace(self.file)
+        except OSError as e:
+            raise TuneError(f"cannot save the settings to restore in {self.file} ({e.strerror})") from None
+
+
 def tune(
     t: Topology, target: list[int], smt_off: bool = False, sys: Path | None = None, proc: Path | None = None
-) -> list[str]:
-    """Applies the fixes this machine has knobs for, after saving what each
-    knob held (`reset` restores it); says what it did, and what it could not."""
+) -> tuple[list[str], list[str]]:
+    """Applies the fixes this machine has knobs for, each after saving what
+    it held (`reset` restores it); (what it did, what it could not)."""
     sys, proc = sys or sysfs_root(), proc or procfs_root()
-    saved: dict[str, str] = {}
+    saved = Saved(proc)
     done: list[str] = []
+    failed: list[str] = []
+
+    def write(path: Path, value: str, said: str) -> None:
+        before = _read(path)
+        if before is None or before == value:
+            return
+        saved.keep(path, before)
+        try:
+            path.write_text(value + "\n")
+            done.append(said)
+        except OSError as e:
+            failed.append(f"{said}: {path} refused ({e.strerror})")
+
     for cpu, g in governors(sys).items():
-        path = sys / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq" / "scaling_governor"
-        if g != "performance" and _write(path, "performance", saved):
-            done.append(f"cpu{cpu}: governor {g} -> performance")
+        gov = sys / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq" / "scaling_governor"
+        write(gov, "performance", f"cpu{cpu}: governor {g} -> performance")
     knob = turbo(sys)
     if knob is not None and knob[1]:
-        off = "1" if knob[0].name == "no_turbo" else "0"
-        if _write(knob[0], off, saved):
-            done.append(f"turbo off ({knob[0]})")
-    smt = sys / "devices" / "system" / "cpu" / "smt" / "control"
-    if smt_off and _read(smt) == "on" and _write(smt, "off", saved):
-        done.append("SMT off")
-    others = [c.id for c in t.cpus if c.id not in target]
-    for irq in irqs_on(proc, target) if others else []:
+        write(knob[0], "1" if knob[0].name == "no_turbo" else "0", f"turbo off ({knob[0]})")
+    if smt_off:
+        write(sys / "devices" / "system" / "cpu" / "smt" / "control", "off", "SMT off")
+    others = apart(t, target)  # not the target's cores, nor their siblings
+    for irq in irqs_on(proc, core_cpus(t, target)) if others else []:
         path = proc / "irq" / str(irq) / "smp_affinity_list"
-        if _write(path, format_list(others), saved):
-            done.append(f"IRQ {irq} -> CPUs {format_list(others)}")
-    if saved:
-        f = state_file()
-        old = json.loads(f.read_text()) if f.exists() else {}
-        f.parent.mkdir(parents=True, exist_ok=True)
-        # A second tune keeps the first one's saved values: reset restores the machine as it was found.
-        f.write_text(json.dumps({**saved, **old}, indent=1))
-    return done
+        write(path, format_list(others), f"IRQ {irq} -> CPUs {format_list(others)}")
+    return done, failed
 
 
-def reset() -> list[str]:
-    """Restores every knob `tune` changed, then forgets them."""
-    f = state_file()
-    if not f.exists():
-        return []
-    saved: dict[str, str] = json.loads(f.read_text())
-    done = []
-    for path, value in saved.items():
+def reset(proc: Path | None = None) -> list[str]:
+    """Restores every setting tune changed, the last changed first (SMT
+    back on before its siblings' governors); keeps what could not be."""
+    proc = proc or procfs_root()
+    saved = Saved(proc)
+    if saved.stale:
+        saved.flush()
+        return ["the saved settings are from an earlier boot, which reset them: discarded"]
+    roots = (str(sysfs_root()), str(proc))
+    done, kept = [], []
+    for path, value in reversed(saved.entries):
+        if not path.startswith(roots):
+            kept.append([path, value])
+            done.append(f"{path}: left, outside the roots in use ({', '.join(roots)})")
+            continue
         try:
             Path(path).write_text(value + "\n")
             done.append(f"{path}: {value}")
         except OSError as e:
-            done.append(f"{path}: could not restore {value!r} ({e.strerror})")
-    f.unlink()
-    with contextlib.suppress(OSError):
-        f.parent.rmdir()  # ours, when tune made it and nothing else is in it
+            kept.append([path, value])
+            done.append(f"{path}: could not restore {value!r} ({e.strerror}); kept for the next --reset")
+    saved.entries = list(reversed(kept))
+    saved.flush()
     return done
 
 
-def _write(path: Path, value: str, saved: dict[str, str]) -> bool:
-    before = _read(path)
-    if before is None:
-        return False
-    try:
-        path.write_text(value + "\n")
-    except OSError:
-        return False
-    saved.setdefault(str(path), before)
-    return True
+def core_cpus(t: Topology, cpus: list[int]) -> list[int]:
+    """`cpus` and their SMT siblings: the CPUs of their physical cores."""
+    known = {c.id for c in t.cpus}
+    cores = {t.cpu(c).physical for c in cpus if c in known}
+    return sorted({c.id for c in t.cpus if c.physical in cores} | set(cpus))
