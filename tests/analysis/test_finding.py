@@ -115,3 +115,15 @@ def test_an_untested_effect_has_no_interval():
     assert Interval.of(effect([1000.0], [1100.0])) is None
     i = Interval.of(effect([1000.0, 1010.0], [1100.0, 1105.0]))
     assert i is not None and i.low < i.estimate < i.high and i.method
+
+
+def test_an_equivalent_record_carries_the_interval_that_showed_it():
+    """Equivalence is the TOST interval inside the margin: the record's
+    interval is that one, at its level, not the 95% test interval."""
+    from corebench.analysis.effect import effect
+
+    e = effect([1000, 1060, 940, 1010, 990, 1000], [1000, 1070, 930, 1015, 985, 1002])
+    assert e.verdict == "equivalent"
+    i = Interval.of(e)
+    assert i is not None and i.level == pytest.approx(0.90) and "TOST" in i.method
+    assert i.low > 1 / 1.05 and i.high < 1.05, "inside the margin, as the outcome says"

@@ -178,6 +178,9 @@ def test_one_configuration_and_untested_ones():
     assert line.startswith("At the plan's one load, best throughput: mpm=event at 1,000 req/s"), line
     assert "cannot be told from it" not in line, "an untested configuration is not worded as a result"
     assert "not ranked, fewer than 2 measured runs: mpm=worker" in line, line
+    assert found.outcome == "shown best", "the untested one's mean is lower"
+    (found, _) = best_at_matched_load([only, point({"mpm": "worker"}, [2000]), poor], set())
+    assert found.outcome == "not shown best", "an untested configuration's mean is higher: nothing shows it best"
     # Only one configuration with 2 runs or more: the means, not a ranking.
     (found,) = best_at_matched_load([lone, point({"mpm": "event"}, [1000])], set())
     assert "not ranked" in found.sentence and "best" not in found.sentence, found

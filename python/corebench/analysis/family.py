@@ -8,7 +8,9 @@ one line and "cannot be told from the best" in the next (ANSWERS.md §6).
 So each such pair is an `Effect` here, held to α over the number of pairs
 (Bonferroni, with simultaneous intervals: `analysis.effect`): every line
 that names a pair says what this family says of it, and the chance of any
-false "higher" or "lower" among all the verdicts' comparisons stays at α.
+false "higher" or "lower" among the family's pairwise verdicts stays at α.
+Lines that combine several pairs into one effect (`factor_effects.pool`)
+are one test each, not adjusted, and say so.
 
 Hsu's multiple comparisons with the best (`stats.mcb`) pools the variance
 of every configuration; runs whose generator shared the target's cores

@@ -24,8 +24,10 @@ class Figure:
 @dataclass(frozen=True)
 class Interval:
     """A confidence interval of the finding's estimate, in `unit`.
-    `simultaneous_over`: the number of comparisons it holds for together
-    (Bonferroni); 1 for an interval of its own."""
+    `level`: its coverage as the sentence states it (a family's 95%
+    intervals hold together over `simultaneous_over` comparisons, by
+    Bonferroni; a TOST interval, 1 − 2α, is at its own level);
+    `simultaneous_over`: 1 for an interval of its own."""
 
     estimate: float
     low: float
@@ -41,14 +43,12 @@ class Interval:
         the delta method on the log scale, Welch's t (`analysis.effect`)."""
         if not e.tested:
             return None
-        return cls(
-            e.ratio,
-            e.low,
-            e.high,
-            "ratio",
-            simultaneous_over=e.family,
-            method="ratio of means, delta method on the log scale, Welch's t",
-        )
+        method = "ratio of means, delta method on the log scale, Welch's t"
+        if e.verdict == "equivalent":
+            # Equivalence is shown by the (1 − 2α) interval inside the margin (Schuirmann's TOST).
+            method += f"; the TOST interval, inside ±{e.margin:.0%}"
+            return cls(e.ratio, e.eq_low, e.eq_high, "ratio", 1 - 2 * e.alpha, e.family, method)
+        return cls(e.ratio, e.low, e.high, "ratio", 1 - e.alpha * e.family, e.family, method)
 
 
 @dataclass(frozen=True)

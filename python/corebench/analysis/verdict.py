@@ -244,7 +244,7 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Fin
                 + ".",
                 subject=f"{slo}{where}",
                 figures=tuple(figures),
-                outcome="missed" if missed else "met",
+                outcome="met by none" if not met else "met by some" if missed else "met by all",
                 caveats=caveats(caveat(ps, latency=True)),
             )
         )
@@ -285,7 +285,11 @@ def _costs(
                     Figure(split(x, load)[1], cost_per_million(x, y), "$ per million requests") for x, y in ranked
                 ),
                 interval=interval,
-                outcome="" if interval is None else ("shown cheaper" if interval.low > 1 else "not shown cheaper"),
+                outcome=""
+                if interval is None
+                else "shown cheaper than the runner-up"
+                if interval.low > 1
+                else "not shown cheaper than the runner-up",
                 caveats=caveats(caveat([p, q])),
             )
         )
@@ -323,7 +327,7 @@ def _dearer(
     e = family.get(q, p)  # p's throughput over q's
     name = split(q, load)[1]
     if not e.tested:
-        return f"{name} costs {cost_per_million(q, d) / cost_per_million(p, c) - 1:+.0%} per request, untested", None
+        return f"{name} costs {_sign(cost_per_million(q, d) / cost_per_million(p, c) - 1)} per request, untested", None
     prices = d / c
     low, high = prices * e.low, prices * e.high
     cheapest = split(p, load)[1]
@@ -333,9 +337,14 @@ def _dearer(
         else f"so {cheapest} is not shown cheaper: the interval holds equal costs"
     )
     text = (
-        f"{name} costs {prices * e.ratio - 1:+.0%} per request against it (95% CI {low - 1:+.0%} to "
-        f"{high - 1:+.0%}, from the throughput comparison's interval), {shown}"
+        f"{name} costs {_sign(prices * e.ratio - 1)} per request against it (95% CI {_sign(low - 1)} to "
+        f"{_sign(high - 1)}, from the throughput comparison's interval), {shown}"
     )
     method = "the price ratio over the family's throughput ratio and its simultaneous interval"
     interval = Interval(prices * e.ratio, low, high, "ratio", simultaneous_over=e.family, method=method)
-    return text.replace("-", "−"), interval
+    return text, interval
+
+
+def _sign(share: float) -> str:
+    """A change in percent with a true minus sign; a name's hyphens stay."""
+    return f"{share:+.0%}".replace("-", "−")
