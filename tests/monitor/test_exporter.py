@@ -243,3 +243,29 @@ def _wait(port: int) -> None:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError("the built-in server did not start")
+
+
+@needs_exporter
+def test_load_with_monitor_says_the_hosts_cpu_per_request():
+    from tests.conftest import run_cli
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "corebench", "serve", "--port", str(port := free_port()), "--workers", "1"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(port)
+        url = f"http://127.0.0.1:{port}/dynamic?work_us=500"
+        with NodeExporter() as ne:
+            p = run_cli("load", "-c", "2", "-k", "-t", "2s", "--monitor", ne.url, url)
+        dead = run_cli("load", "-c", "1", "-n", "50", "--monitor", f"http://127.0.0.1:{free_port()}/metrics", url)
+        bad = run_cli("load", "-n", "1", "--monitor", "127.0.0.1:9100", url)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert p.returncode == 0, p.stderr
+    (line,) = [x for x in p.stdout.splitlines() if x.startswith("Target host CPU:")]
+    assert "CPUs busy over the load (node_exporter" in line and "ms of CPU per successful request" in line
+    assert "that host ran this load too" in line, "the exporter is on the load's own machine here"
+    assert dead.returncode == 0 and "unknown: node_exporter gave no figures" in dead.stdout, dead.stdout
+    assert bad.returncode == 2 and "--monitor" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -106,6 +106,12 @@ TIMEOUT = typer.Option(
     help=f"Per-request timeout (ab's -s, wrk's --timeout; default {_ENGINE_DEFAULTS['timeout_s'].default:g}s).",
 )
 THREADS = typer.Option(None, "--threads", help="Worker threads (default: one per available CPU).")
+MONITOR = typer.Option(
+    None,
+    "--monitor",
+    help="The target's host measured through Prometheus node_exporter during the load (its /metrics URL): "
+    "its CPU, and the CPU per request it implies (an upper bound of the server's).",
+)
 FORCE = typer.Option(
     False,
     "--force",
@@ -343,6 +349,7 @@ def run_and_report(
     quiet: bool = False,
     force: bool = False,
     command: str = "load",
+    monitor: str | None = None,
 ) -> None:
     """Runs the load (here, with the live progress line on a terminal unless
     `quiet`; or on a cluster's agents), prints the text report (unless stdout
@@ -358,7 +365,12 @@ def run_and_report(
     try:
         # SIGTERM as Ctrl-C: the load stops and what it measured is reported
         # and written, never lost to the default action's instant death.
-        with stopped_by_signals() as got, machine.Claim(f"corebench {command}", force) as claim:
+        watch = _watch(monitor)
+        with (
+            stopped_by_signals() as got,
+            machine.Claim(f"corebench {command}", force) as claim,
+            watch or contextlib.nullcontext(),
+        ):
             result = live.run(config, quiet) if cluster is None else _distributed(config, cluster)
             sharing = claim.others(claim.began_unix)
     except SettingError as e:
@@ -388,6 +400,7 @@ def run_and_report(
             file=sys.stderr,
         )
     _watch_generator(result)
+    _say_host(watch, result, aside)
     said_sharing(sharing, "measured")
     failed = _judge(criteria or [], result, aside)
     if result.interrupted:
@@ -396,6 +409,44 @@ def run_and_report(
         raise typer.Exit(1)
     if failed:
         raise typer.Exit(99)
+
+
+def _watch(url: str | None) -> Any:
+    """An exporter to scrape during the load, where --monitor names one."""
+    if url is None:
+        return None
+    from corebench.monitor.exporter import Exporter
+
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--monitor {url!r}: give node_exporter's URL, e.g. http://HOST:9100/metrics")
+    return Exporter(url)
+
+
+def _say_host(watch: Any, result: Any, out: Any) -> None:
+    if watch is not None:
+        out.write(host_line(watch, result) + "\n")
+
+
+def host_line(watch: Any, result: Any) -> str:
+    """The target host's CPU over the load, and the CPU per successful
+    request it implies (D = U / X, Denning & Buzen 1978): the whole host's,
+    so an upper bound of the server's own."""
+    from corebench.store import MonitorSummary
+
+    s = watch.summary(MonitorSummary())
+    if not s.cores or s.host_cpu is None:
+        why = s.scrape_error or "fewer than two good scrapes"
+        return f"Target host CPU:        unknown: node_exporter gave no figures ({why})"
+    per = (
+        f"; {s.host_cpu / result.goodput_rps * 1000:.3f} ms of CPU per successful request"
+        if result.goodput_rps > 0
+        else ""
+    )
+    local = " (that host ran this load too: its CPU holds the generator's)" if s.exporter_local else ""
+    return (
+        f"Target host CPU:        {s.host_cpu:.2f} of its {len(s.cores)} CPUs busy over the load (node_exporter, "
+        f"{s.scrapes} scrapes, {s.scrape_errors} failed){per}, the whole host's: an upper bound of the server's{local}"
+    )
 
 
 def said_sharing(sharing: list[str], did: str) -> None:

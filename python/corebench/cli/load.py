@@ -168,6 +168,7 @@ def load(
     json_out: str | None = common.JSON_OUT,
     quiet: bool = common.QUIET,
     force: bool = common.FORCE,
+    monitor: str | None = common.MONITOR,
     threshold: list[str] | None = common.THRESHOLD,
     print_config: bool = common.PRINT_CONFIG,
     hgrm: Path | None = common.HGRM,
@@ -259,7 +260,7 @@ def load(
         return
     criteria = common.thresholds(threshold)
     cluster = common.cluster(ray, agents, strict_spread, agent_cpus, agent_timeout)
-    common.run_and_report(config, None, None, cluster, criteria, outputs, quiet=quiet, force=force)
+    common.run_and_report(config, None, None, cluster, criteria, outputs, quiet=quiet, force=force, monitor=monitor)
 
 
 def _first_url(path: Path | None) -> str | None:

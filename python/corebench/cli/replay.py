@@ -48,6 +48,7 @@ def replay(
     json_out: str | None = common.JSON_OUT,
     quiet: bool = common.QUIET,
     force: bool = common.FORCE,
+    monitor: str | None = common.MONITOR,
     threshold: list[str] | None = common.THRESHOLD,
     print_config: bool = common.PRINT_CONFIG,
     ray: str | None = common.RAY,
@@ -89,4 +90,6 @@ def replay(
         return
     criteria = common.thresholds(threshold)
     cluster = common.cluster(ray, agents, strict_spread, agent_cpus, agent_timeout)
-    common.run_and_report(config, json_out, hgrm, cluster, criteria, quiet=quiet, force=force, command="replay")
+    common.run_and_report(
+        config, json_out, hgrm, cluster, criteria, quiet=quiet, force=force, command="replay", monitor=monitor
+    )
