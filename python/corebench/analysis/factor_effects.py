@@ -71,19 +71,11 @@ def row(label: str, compared: list[Compared]) -> Finding:
     median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
     n = len(es)
     measured = [c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2]
-    demand = _demand(measured)
+    demand_es = [effect(c.a.demand_ms, c.b.demand_ms) for c in measured]
+    demand = _demand(demand_es)
     together = pool(es)
-    figures = [Figure("comparisons", n, "count")]
-    figures += [
-        Figure(f"comparisons {v}", sum(e.verdict == v for e in es), "count")
-        for v in VERDICTS
-        if any(e.verdict == v for e in es)
-    ]
-    if ratios:
-        figures.append(Figure("median ratio", statistics.median(ratios), "ratio"))
-    if detect := [e.detectable for e in es if e.verdict == "inconclusive"]:
-        figures.append(Figure("detectable change", statistics.median(detect), "share"))
-    if demand_ratios := [e.ratio for e in _demand_effects(measured) if e.tested]:
+    figures = tally(es)
+    if demand_ratios := [e.ratio for e in demand_es if e.tested]:
         figures.append(Figure("median CPU per request ratio", statistics.median(demand_ratios), "ratio"))
     if together is not None:
         interval, outcome = together.interval(), together.outcome
@@ -206,17 +198,24 @@ def said(c: Pooled | None, what: str = "over them") -> str:
     )
 
 
-def _demand_effects(compared: list[Compared]) -> list[Effect]:
-    return [effect(c.a.demand_ms, c.b.demand_ms) for c in compared]
+def tally(es: list[Effect]) -> list[Figure]:
+    """Comparisons as figures: how many, how many of each class, their
+    median ratio, and what the inconclusive ones could have detected."""
+    figures = [Figure("comparisons", len(es), "count")]
+    figures += [Figure(f"comparisons {v}", k, "count") for v in VERDICTS if (k := sum(e.verdict == v for e in es))]
+    if ratios := [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]:
+        figures.append(Figure("median ratio", statistics.median(ratios), "ratio"))
+    if detect := [e.detectable for e in es if e.verdict == "inconclusive"]:
+        figures.append(Figure("detectable change", statistics.median(detect), "share"))
+    return figures
 
 
-def _demand(compared: list[Compared]) -> str:
+def _demand(es: list[Effect]) -> str:
     """The same level's effect on the target's CPU per request (service
     demand), where the monitor measured it: what a field report meant by
     one MPM using less CPU."""
-    if not compared:
+    if not es:
         return ""
-    es = _demand_effects(compared)
     ratios = [e.ratio for e in es if e.tested]
     if not ratios:
         return ""

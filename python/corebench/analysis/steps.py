@@ -9,8 +9,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.effect import VERDICTS, Effect, counted, effect
-from corebench.analysis.factor_effects import could_see, limited_note, pool, said
+from corebench.analysis.effect import Effect, counted, effect
+from corebench.analysis.factor_effects import could_see, limited_note, pool, said, tally
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
@@ -106,14 +106,7 @@ def _summary(steps: list[Step]) -> Finding:
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
     together = pool(gains)
-    figures = [Figure("comparisons", len(steps), "count"), Figure("ideal ratio", hi / lo, "ratio")]
-    figures += [
-        Figure(f"comparisons {v}", sum(e.verdict == v for e in gains), "count")
-        for v in VERDICTS
-        if any(e.verdict == v for e in gains)
-    ]
-    if ratios:
-        figures.append(Figure("median ratio", statistics.median(ratios), "ratio"))
+    figures = [*tally(gains), Figure("ideal ratio", hi / lo, "ratio")]
     return Finding(
         "verdict",
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "

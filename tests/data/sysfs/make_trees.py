@@ -14,26 +14,16 @@ without SMT shows each vCPU as a core of its own."""
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import sys
 import tarfile
 from pathlib import Path
 
+from corebench.system.topology import format_list
+
 HERE = Path(__file__).resolve().parent
 FILES = ("physical_package_id", "core_id", "thread_siblings_list")
-
-
-def fmt(cpus: list[int]) -> str:
-    out, run = [], []
-    for c in sorted(cpus):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
 
 
 def write(name: str, cpus: dict[int, tuple[int, int, int]], l3: list[list[int]], freq: tuple[str, int] | None) -> None:
@@ -42,14 +32,14 @@ def write(name: str, cpus: dict[int, tuple[int, int, int]], l3: list[list[int]],
     shutil.rmtree(root, ignore_errors=True)
     base = root / "devices" / "system" / "cpu"
     base.mkdir(parents=True)
-    (base / "online").write_text(fmt(list(cpus)) + "\n")
+    (base / "online").write_text(format_list(list(cpus)) + "\n")
     for n, (pkg, core, _) in cpus.items():
         siblings = [m for m, (p, c, _) in cpus.items() if (p, c) == (pkg, core)]
         d = base / f"cpu{n}" / "topology"
         d.mkdir(parents=True)
         (d / "physical_package_id").write_text(f"{pkg}\n")
         (d / "core_id").write_text(f"{core}\n")
-        (d / "thread_siblings_list").write_text(fmt(siblings) + "\n")
+        (d / "thread_siblings_list").write_text(format_list(siblings) + "\n")
         shared = next(group for group in l3 if n in group)
         for index, (level, kind, who) in enumerate(
             ((1, "Data", siblings), (1, "Instruction", siblings), (2, "Unified", siblings), (3, "Unified", shared))
@@ -58,7 +48,7 @@ def write(name: str, cpus: dict[int, tuple[int, int, int]], l3: list[list[int]],
             c.mkdir(parents=True)
             (c / "level").write_text(f"{level}\n")
             (c / "type").write_text(f"{kind}\n")
-            (c / "shared_cpu_list").write_text(fmt(who) + "\n")
+            (c / "shared_cpu_list").write_text(format_list(who) + "\n")
         if freq:
             f = base / f"cpu{n}" / "cpufreq"
             f.mkdir()
@@ -67,7 +57,7 @@ def write(name: str, cpus: dict[int, tuple[int, int, int]], l3: list[list[int]],
     for node in sorted({x[2] for x in cpus.values()}):
         d = root / "devices" / "system" / "node" / f"node{node}"
         d.mkdir(parents=True)
-        (d / "cpulist").write_text(fmt([n for n, x in cpus.items() if x[2] == node]) + "\n")
+        (d / "cpulist").write_text(format_list([n for n, x in cpus.items() if x[2] == node]) + "\n")
 
 
 def described() -> None:
@@ -121,7 +111,11 @@ def pack(name: str) -> None:
         return info
 
     root = HERE / name
-    with tarfile.open(HERE / f"{name}.tar.gz", "w:gz", compresslevel=9) as tar:
+    # gzip's header holds a time too: fixed, as the members' are.
+    with (
+        gzip.GzipFile(HERE / f"{name}.tar.gz", "wb", compresslevel=9, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for path in sorted(root.rglob("*")):
             tar.add(path, arcname=str(path.relative_to(root)), recursive=False, filter=same)
     shutil.rmtree(root)
