@@ -215,7 +215,9 @@ concurrency = "{{concurrency}}"
     assert p.returncode == 0, p.stderr
     d = load(tmp_path / "s.sqlite")
     assert all(p.demand_ms and all(x > 0 for x in p.demand_ms) for p in d.points), "CPU per request from the host"
-    assert all("CPUs of its host (node_exporter" in dg.evidence for dg in d.diagnoses), d.diagnoses
+    # A point whose concurrency was not held (Little's law, on a busy machine) is diagnosed by that first.
+    by_cpu = [dg for dg in d.diagnoses if "Little's law" not in dg.evidence]
+    assert by_cpu and all("CPUs of its host (node_exporter" in dg.evidence for dg in by_cpu), d.diagnoses
     (scope,) = [f for f in d.of("scope") if "node_exporter" in f.text]
     assert "0 failed" in scope.text and "upper bound" in scope.text
     runs = [r for r in d.runs if r.monitor is not None]

@@ -16,8 +16,8 @@ def test_steal_is_measured_per_interval_in_cores():
     m = Monitor(None, 1)
     m._start = 0.0
     # Two CPUs over 1 s: 0.1 s and 0.3 s stolen: 0.4 cores' worth.
-    a = (0.0, [Times(1, 1, 1, 0, 0, 2.0), Times(1, 1, 1, 0, 0, 5.0)], Tree(), 0.0, 0, Disk(), {})
-    b = (1.0, [Times(1.5, 1.2, 1.2, 0, 0, 2.1), Times(1.3, 1.1, 1.3, 0, 0, 5.3)], Tree(), 0.0, 0, Disk(), {})
+    a = (0.0, [Times(1, 1, 1, 0, 0, 2.0), Times(1, 1, 1, 0, 0, 5.0)], Tree(), 0.0, 0, Disk(), {}, None)
+    b = (1.0, [Times(1.5, 1.2, 1.2, 0, 0, 2.1), Times(1.3, 1.1, 1.3, 0, 0, 5.3)], Tree(), 0.0, 0, Disk(), {}, None)
     s = m._sample(a, b)
     assert abs(s.steal_cpu - 0.4) < 1e-9
     assert abs(s.cores[1]["steal"] - 0.3) < 1e-9, "0.3 of its 1.0 s"

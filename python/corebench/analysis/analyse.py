@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
@@ -62,7 +62,7 @@ def analyse(
     searched = settings.get("search") is not None
     found.add("verdict", *compare(points, prices, slo, factors, load_factors(factors, load), searched))
     found.fits = scaling_fits(points, factors)
-    found.clock_ghz, found.clock_source = clock(settings, host)
+    found.clock_ghz, found.clock_source = clock(settings, host, points)
     found.scaling = cores_table(points, factors, found.clock_ghz)
     if found.scaling and found.clock_ghz is None:
         found.add(
@@ -70,6 +70,10 @@ def analyse(
             "Requests per second per core-GHz: unknown, this machine's clock was not readable (cpufreq, "
             "/proc/cpuinfo); give it as [machine] clock_ghz.",
         )
+    elif found.scaling and not any(p.clock_mhz for p in points):
+        found.add("clock", f"Per core-GHz figures use {found.clock_source}: the clock was not measured per run.")
+    found.add("machine", *(f"Before the first run, corebench system check warned: {c}" for c in host.checks))
+    found.add("machine", *_not_cores(points))
     found.knees = knees(points, factors)
     found.processes = processes(points)
     found.anova = factor_anova(points, factors)
@@ -181,14 +185,19 @@ def _table(value: object) -> Table:
     return cast(Table, value) if isinstance(value, dict) else {}
 
 
-def clock(plan: Mapping[str, object], host: HostFacts) -> tuple[float | None, str]:
-    """The plan's [machine] clock_ghz, else the clock the host reported when
-    the experiment began (cpufreq or /proc/cpuinfo, through psutil)."""
+def clock(plan: Mapping[str, object], host: HostFacts, points: Sequence[PointStats] = ()) -> tuple[float | None, str]:
+    """The clock measured during the runs (system.clock), their mean; else
+    the plan's [machine] clock_ghz; else the clock the host reported when
+    the experiment began (cpufreq or /proc/cpuinfo, through psutil: in a VM
+    without cpufreq, the nominal rate)."""
+    measured = [p.clock_mhz for p in points if p.clock_mhz]
+    if measured:
+        return round(sum(measured) / len(measured) / 1000, 3), "the clock measured during each run (mean)"
     given = _table(plan.get("machine")).get("clock_ghz")
     if isinstance(given, (int, float)) and given:
         return float(given), "the plan's [machine] clock_ghz"
     if host.mhz:
-        return round(host.mhz / 1000, 3), "the host's reported clock (cpufreq or /proc/cpuinfo)"
+        return round(host.mhz / 1000, 3), "the host's reported clock at the start (cpufreq or /proc/cpuinfo)"
     return None, ""
 
 
@@ -212,10 +221,33 @@ def cores_table(points: list[PointStats], factors: Mapping[str, list[Level]], gh
     for at, by_cpus in groups.items():
         low = min(by_cpus)
         base = by_cpus[low].goodput_rps.mean / low  # per CPU at the lowest level
-        table = [(by_cpus[c].label(), c, by_cpus[c].goodput_rps.mean, ghz) for c in sorted(by_cpus)]
+        # Each point's measured clock where it has one: turbo runs fewer cores faster.
+        table = [(p.label(), c, p.goodput_rps.mean, _ghz(p) or ghz) for c, p in sorted(by_cpus.items())]
         # Speedup over the lowest level, not over one CPU.
         rows += [replace(r, speedup=r.speedup / low, at=at) for r in scaling_table(table, base)]
     return rows
+
+
+def _not_cores(points: list[PointStats]) -> list[str]:
+    """Points whose target got fewer physical cores than asked, SMT
+    siblings filling in: a CPU there is not a core (system.cpusets)."""
+    out = []
+    for p in points:
+        layouts = [r.layout for r in p.measured if r.layout is not None and r.layout.target_physical_cores]
+        if not layouts:
+            continue
+        asked, cores = layouts[0].cores_asked, min(x.target_physical_cores or 0 for x in layouts)
+        if asked is not None and cores < asked:
+            out.append(
+                f"{p.label()}: {asked} physical cores asked, the target's {len(layouts[0].target_cpus)} CPUs were "
+                f"on {cores} (SMT siblings, which share a core's units, filled in): its figures are not those of "
+                f"{asked} cores."
+            )
+    return out
+
+
+def _ghz(p: PointStats) -> float | None:
+    return p.clock_mhz / 1000 if p.clock_mhz else None
 
 
 def knees(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[Knee]:

@@ -27,6 +27,7 @@ KINDS = (
     "threshold",  # the plan's [thresholds], point by point
     "verdict",  # comparisons of configurations, steadiness, cost (analysis.verdict)
     "clock",  # what the per-core-GHz figures could not use
+    "machine",  # what system check warned of before the first run
     "schedule",  # adaptive precision reached; drift across rounds
     "generator",  # the generator's ceiling, lower bounds, load I/O and protocol
     "replay",  # a replay's failures as its log recorded them

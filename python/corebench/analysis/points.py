@@ -12,6 +12,7 @@ from corebench.analysis.stats import Summary, summarize
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
 from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Level, MonitorSummary, StoredRun
+from corebench.system import clock
 
 
 @dataclass
@@ -65,6 +66,12 @@ class PointStats:
     # and why a run got no figures from it, where one did not.
     exporter_cores: int | None = None
     exporter_error: str | None = None
+    # The target's CPUs' clock (system.clock): the mean over the runs that
+    # measured it, MHz; runs more than clock.NOTABLE_SHARE from the median
+    # of the point's runs, and the farthest one's distance.
+    clock_mhz: float | None = None
+    clock_off_runs: int = 0
+    clock_off_max: float = 0.0
 
     @property
     def failing(self) -> bool:
@@ -149,6 +156,8 @@ def _point(rs: list[StoredRun]) -> PointStats:
             ]
         )
     others = [x for x in (share(r) for r in measured) if x is not None]
+    clocks = [m.clock_mhz for m in all_monitors if m.clock_mhz is not None]
+    off = [clock.off_share(c, clocks) for c in clocks] if len(clocks) >= 2 else []
     return PointStats(
         levels=dict(rs[0].point),
         runs=rs,
@@ -179,6 +188,9 @@ def _point(rs: list[StoredRun]) -> PointStats:
         sharing_runs=sum(bool(r.layout is not None and r.layout.sharing) for r in measured),
         exporter_cores=next((len(m.cores) for m in all_monitors if m.source != "local" and m.cores), None),
         exporter_error=next((m.scrape_error for m in all_monitors if m.scrape_error), None),
+        clock_mhz=_mean(clocks),
+        clock_off_runs=sum(x > clock.NOTABLE_SHARE for x in off),
+        clock_off_max=max(off, default=0.0),
     )
 
 

@@ -167,13 +167,20 @@ class ScalingRow:
     # The other factors' levels the row's CPU steps hold equal (matched load
     # and configuration); "" where cpus is the only factor.
     at: str = ""
+    ghz: float | None = None  # the clock per_core_ghz is divided by
 
 
 def scaling_table(rows: list[tuple[str, float, float, float | None]], baseline: float) -> list[ScalingRow]:
     """(label, cores, throughput, GHz) rows against the 1-core throughput."""
     return [
         ScalingRow(
-            label, n, x, speedup(x, baseline), efficiency(x, n, baseline), per_core_ghz(x, n, ghz) if ghz else None
+            label,
+            n,
+            x,
+            speedup(x, baseline),
+            efficiency(x, n, baseline),
+            per_core_ghz(x, n, ghz) if ghz else None,
+            ghz=ghz,
         )
         for label, n, x, ghz in rows
     ]

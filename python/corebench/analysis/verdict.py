@@ -16,6 +16,7 @@ from corebench.analysis.load import at_matched_load, load_factors, split, where
 from corebench.analysis.points import FAILING_SHARE, PointStats
 from corebench.analysis.sessions import replication, sessions
 from corebench.analysis.steps import caveat, core_steps
+from corebench.system import clock
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 _SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
@@ -108,7 +109,8 @@ def compare(
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
         out += _costs(ok, prices or {}, slo, load, family)
-    return out + said("verdict", _steal(measured) + _interference(measured) + replication(ok, load) + _covers(ok))
+    machine = _steal(measured) + _clock(measured) + _interference(measured)
+    return out + said("verdict", machine + replication(ok, load) + _covers(ok))
 
 
 def _failing(failing: list[PointStats]) -> list[str]:
@@ -213,6 +215,22 @@ def _steal(points: list[PointStats]) -> list[str]:
         f"Steal time: {runs} of {total} measured runs lost notable CPU time to the hypervisor (up to {worst:.1f} "
         "CPU-seconds in one run): this VM's vCPUs were ready but not run, so those figures are below what the machine "
         "gives unshared. Repeat them, or measure on dedicated hosts."
+    ]
+
+
+def _clock(points: list[PointStats]) -> list[str]:
+    runs = sum(p.clock_off_runs for p in points)
+    if not runs:
+        return []
+    total = sum(len(p.measured) for p in points)
+    worst = max(p.clock_off_max for p in points)
+    named = ", ".join(p.label() for p in points if p.clock_off_runs)
+    return [
+        f"Clock: in {runs} of {total} measured runs the target's CPUs ran more than "
+        f"{clock.NOTABLE_SHARE:.0%} away from the median clock of their point's runs (up to {worst:.0%}; "
+        f"{named}): the clock moved between runs (turbo, the governor, heat), so those runs measured a "
+        "different machine and their points' comparisons mix the two. Fix the clock (corebench system tune: "
+        "performance governor, turbo off) and repeat them."
     ]
 
 

@@ -19,6 +19,8 @@ import psutil
 from corebench.monitor import cgroups
 from corebench.result import CLIENT_BOUND_SHARE
 from corebench.store import MonitorSummary
+from corebench.system.clock import SOURCE as CLOCK_SOURCE
+from corebench.system.clock import ClockReader
 
 INTERVAL_S = 0.2
 # A shorter tail has too few clock ticks (10 ms each) to say anything.
@@ -57,8 +59,8 @@ class Disk(NamedTuple):
 
 
 # (monotonic s, per-core CPU times, the target's tree, this process's CPU s,
-# context switches, the devices, each service's tree)
-_Reading = tuple[float, Sequence[tuple[float, ...]], Tree, float, int, Disk, dict[str, Tree]]
+# context switches, the devices, each service's tree, the target CPUs' clock)
+_Reading = tuple[float, Sequence[tuple[float, ...]], Tree, float, int, Disk, dict[str, Tree], float | None]
 
 
 def _group_times(pid: int | None, groups: Sequence[str], devices: set[str]) -> Tree:
@@ -168,6 +170,9 @@ class Sample:
     target_io_wait: float | None = None
     target_dev_read_bps: float | None = None
     target_dev_write_bps: float | None = None
+    # The target's CPUs' mean clock at the end of the interval (system.clock);
+    # None where the machine does not give it.
+    clock_mhz: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -184,6 +189,11 @@ class Monitor:
     # Measuring cgroups by process group: "target", and each service's name.
     accounting: dict[str, list[str]] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
+    # The CPUs the target runs on, whose clock is read (all, when not placed).
+    target_cpus: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._clock = ClockReader.of(self.target_cpus or sorted(psutil.Process().cpu_affinity() or []))
 
     def __enter__(self) -> Monitor:
         self._devnums = cgroups.device_numbers(self.devices)
@@ -208,6 +218,7 @@ class Monitor:
             psutil.cpu_stats().ctx_switches,
             disk(self.devices),
             {name: _group_times(pid, self.accounting.get(name, []), self._devnums) for name, pid in groups},
+            self._clock.mhz(),
         )
 
     def _loop(self) -> None:
@@ -253,6 +264,7 @@ class Monitor:
                 max(0.0, getattr(y, "steal", 0.0) - getattr(x, "steal", 0.0)) for x, y in zip(a[1], b[1], strict=False)
             )
             / dt,
+            clock_mhz=b[7],
         )
 
     def summary(self, busy_poll: bool = False) -> MonitorSummary:
@@ -299,8 +311,21 @@ class Monitor:
                 "steal_cpu": steal,
                 "steal_s": sum(x.steal_cpu for x in s) * INTERVAL_S,
                 "steal_notable": steal >= STEAL_NOTABLE_CORES,
+                **self._clock_summary(),
             }
         )
+
+    def _clock_summary(self) -> dict[str, object]:
+        clocks = [x.clock_mhz for x in self.samples if x.clock_mhz is not None]
+        reader = self._clock
+        return {
+            "clock_mhz": sum(clocks) / len(clocks) if clocks else None,
+            "clock_min_mhz": min(clocks, default=None),
+            "clock_max_mhz": max(clocks, default=None),
+            "clock": CLOCK_SOURCE if clocks else reader.why or "not measured: the clock files could not be read",
+            "governor": reader.governor(),
+            "turbo": reader.turbo(),
+        }
 
 
 def _mean_known(values: list[float | None]) -> float | None:

@@ -73,6 +73,19 @@ class ReportData(Findings):
         where = f" ({cores} core{'s' if cores != 1 else ''}, node {format_list(layout.target_nodes)})" if cores else ""
         return f"{format_list(layout.target_cpus)}{where} | {format_list(layout.generator_cpus)}"
 
+    @staticmethod
+    def clock(run: StoredRun) -> str:
+        """The target's CPUs' clock over the run: "2,594 MHz (2,400–2,800), performance, turbo off",
+        or why it was not measured ("" in a store from before it was)."""
+        m = run.monitor
+        if m is None or not m.clock:
+            return ""
+        if m.clock_mhz is None:
+            return "not measured"
+        spread = f" ({m.clock_min_mhz:,.0f}–{m.clock_max_mhz:,.0f})" if m.clock_min_mhz != m.clock_max_mhz else ""
+        turbo = {True: ", turbo on", False: ", turbo off", None: ""}[m.turbo]
+        return f"{m.clock_mhz:,.0f} MHz{spread}" + (f", {m.governor}" if m.governor else "") + turbo
+
     def agent_rows(self) -> list[AgentRow]:
         """Distributed runs: one row per agent of each stored result."""
         return [

@@ -34,6 +34,8 @@ class PointRow:
     failed_share: float
     failing: bool
     limits: tuple[str, ...]  # why its figures are partly the generator's or the machine's
+    clock_mhz: float | None = None  # the target's CPUs' clock, measured during the runs (system.clock)
+    clock_off_runs: int = 0  # runs more than 5% from the median clock of the point's runs
 
 
 @dataclass(frozen=True)
@@ -85,4 +87,6 @@ def _point(p: PointStats) -> PointRow:
         failed_share=p.error_share,
         failing=p.failing,
         limits=tuple(p.limits()),
+        clock_mhz=p.clock_mhz,
+        clock_off_runs=p.clock_off_runs,
     )

@@ -42,7 +42,7 @@ from corebench.store import (
     StoredRun,
     StoreWriteError,
 )
-from corebench.targets.cpus import CpuControl
+from corebench.targets.cpus import CpuControl, plan_layout
 from corebench.targets.session import LocalHost, TargetHost, TargetSession
 
 
@@ -166,7 +166,14 @@ class ExperimentRun:
         result, error, found = None, None, None
         watch = Exporter(run.point.target.monitor) if run.point.target.monitor else None
         with (
-            Monitor(t.pid, len(t.layout.generator_cpus), t.devices(), t.groups(), t.accounting()) as monitor,
+            Monitor(
+                t.pid,
+                len(t.layout.generator_cpus),
+                t.devices(),
+                t.groups(),
+                t.accounting(),
+                target_cpus=t.layout.target_cpus,
+            ) as monitor,
             watch or contextlib.nullcontext(),
         ):
             try:
@@ -284,7 +291,7 @@ def _run_all(
     exp, runs = checked.exp, checked.runs
     control = CpuControl()
     with LocalHost(control) as local:
-        exp_id = open_experiment(exp, store, runs, control.method, local, again != "new")
+        exp_id = open_experiment(exp, store, runs, control, local, again != "new")
         # Every invocation is a session of its own: a resume on another day too.
         stored = store.sessions(exp_id)
         done = store.done(exp_id) if again == "resume" else set()
@@ -363,11 +370,23 @@ def _visit_all(
         xr.out.wall_s = time.monotonic() - started
 
 
+def _widest_target(exp: ExperimentPlan, control: CpuControl) -> list[int]:
+    """The CPUs the plan's largest target would get (all, where none is placed)."""
+    levels = [p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None]
+    if not levels:
+        return control.online
+    return plan_layout(max(levels), control.online, topo=control.topology)[0]
+
+
 def open_experiment(
-    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], cpu_method: str, where: TargetHost, again: bool
+    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], control: CpuControl, where: TargetHost, again: bool
 ) -> int:
     """The experiment's id in the store: a new one, or the last of this
-    exact plan (with its overrides) when resuming it or adding a session."""
+    exact plan (with its overrides) when resuming it or adding a session.
+    What `system check` warns of is said first, and stored with a new one."""
+    checks = host.machine_checks(control.topology, _widest_target(exp, control))
+    for line in checks:
+        Progress.note(f"machine check: {line}")
     if again:
         exp_id = store.latest_experiment(exp.digest)
         if exp_id is None:
@@ -384,7 +403,7 @@ def open_experiment(
             plan_toml=exp.text,
             plan_digest=exp.digest,
             plan=plan_record(exp),
-            host=HostFacts.model_validate(host.facts(cpu_method, server)),
+            host=HostFacts.model_validate(host.facts(control.method, server) | ({"checks": checks} if checks else {})),
             runs_planned=len(runs),
             created_unix=time.time(),
             corebench_version=__version__,

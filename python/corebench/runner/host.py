@@ -9,6 +9,7 @@ from typing import Any
 import psutil
 
 from corebench import __version__
+from corebench.system.topology import Topology
 
 
 def _cpu_model() -> str:
@@ -20,6 +21,21 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+# Short: the monitor measures steal and others' CPU during every run; this
+# is only the warning before the first.
+CHECK_SAMPLE_S = 0.25
+
+
+def machine_checks(topo: Topology | None, target: list[int]) -> list[str]:
+    """What `corebench system check` warns of on this machine, for a target
+    on `target`, one line each with its fix (system.check)."""
+    if topo is None:
+        return []
+    from corebench.system import check
+
+    return [c.line().strip() for c in check.check(topo, target, sample_s=CHECK_SAMPLE_S) if c.ok is False]
 
 
 def facts(cpu_method: str, server: str | None) -> dict[str, Any]:

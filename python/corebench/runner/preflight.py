@@ -59,7 +59,7 @@ def check(exp: ExperimentPlan) -> Checked:
             f"{_at(exp, 'experiment', 'drop_caches')}: dropping the page cache needs root "
             f"({host.DROP_CACHES} is not writable): run corebench as root, or remove drop_caches"
         )
-    return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online))
+    return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online) + _siblings(exp, online))
 
 
 def _log_read_once(cfg: LoadConfig, read: set[str]) -> LoadConfig:
@@ -86,6 +86,21 @@ def _too_few_cores(exp: ExperimentPlan, online: list[int]) -> list[str]:
         f"this machine has {len(online)} CPUs: at cpus = {top:g} the target takes all of them and the load "
         f"generator shares its cores, so those runs are lower bounds; a machine with {math.ceil(top) + 1} or more "
         "CPUs keeps one for the generator (or send the load from a [cluster] of agents)"
+    ]
+
+
+def _siblings(exp: ExperimentPlan, online: list[int]) -> list[str]:
+    """A level of more CPUs than physical cores (smt = "off" takes one thread
+    per core, then siblings), said up front: its CPUs are not cores."""
+    levels = [p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None]
+    topo = topology(online) if levels else None
+    if topo is None or math.ceil(max(levels)) <= len(topo.cores):
+        return []
+    top = max(levels)
+    return [
+        f"cpus = {top:g} is more than this machine's {len(topo.cores)} physical cores ({len(topo.cpus)} CPUs): "
+        "beyond them the target gets SMT siblings, which give less than a core each, so its speedup there is not "
+        "per core (corebench system shows which CPUs each level gets)"
     ]
 
 

@@ -53,6 +53,8 @@ class HostFacts(_Part):
     cpu_control: str | None = None
     server_version: str | None = None
     memory_bytes: int | None = None
+    # What `corebench system check` warned of before the first run, one line each with its fix.
+    checks: list[str] = []
 
     def shown(self) -> dict[str, JsonValue]:
         """The facts this experiment stored, in its order (an older store's
@@ -155,6 +157,9 @@ class RunLayout(_Part):
     # The physical cores and NUMA nodes of the target's CPUs (system.topology).
     target_physical_cores: int | None = None
     target_nodes: list[int] = []
+    # The physical cores asked for (cpus = N, rounded up); more than
+    # target_physical_cores where SMT siblings filled in for missing cores.
+    cores_asked: int | None = None
 
     @property
     def controlled(self) -> bool:
@@ -244,6 +249,15 @@ class MonitorSummary(_Part):
     net_rx_bps: float | None = None
     net_tx_bps: float | None = None
     memory_available_min_bytes: float | None = None
+    # The target's CPUs' clock over the run (system.clock): the mean of the
+    # samples and their range, MHz; `clock` says where it came from, or why
+    # it was not measured ("" in stores from before it was).
+    clock_mhz: float | None = None
+    clock_min_mhz: float | None = None
+    clock_max_mhz: float | None = None
+    clock: str = ""
+    governor: str | None = None
+    turbo: bool | None = None
 
 
 class TargetInfo(_Part):

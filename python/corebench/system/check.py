@@ -104,11 +104,14 @@ def _cpu_times(proc: Path) -> list[float]:
     return [float(x) for x in first]
 
 
-def check(t: Topology, target: list[int], sys: Path | None = None, proc: Path | None = None) -> list[Check]:
-    """Every check, for a target on `target` (its CPUs)."""
+def check(
+    t: Topology, target: list[int], sys: Path | None = None, proc: Path | None = None, sample_s: float = SAMPLE_S
+) -> list[Check]:
+    """Every check, for a target on `target` (its CPUs); steal and others'
+    CPU over `sample_s`."""
     sys, proc = sys or sysfs_root(), proc or procfs_root()
-    checks = [_governor(sys), _turbo(sys), _smt(t, sys), _irqs(proc, target, core_cpus(t, target)), _swap(proc)]
-    return [*checks, *_load(proc, len(t.cpus))]
+    irqs = _irqs(proc, target, core_cpus(t, target), len(t.cpus))
+    return [_governor(sys), _turbo(sys), _smt(t, sys), irqs, _swap(proc), *_load(proc, len(t.cpus), sample_s)]
 
 
 def _governor(sys: Path) -> Check:
@@ -154,13 +157,21 @@ def _smt(t: Topology, sys: Path) -> Check:
     )
 
 
-def _irqs(proc: Path, target: list[int], cores: list[int]) -> Check:
+def _irqs(proc: Path, target: list[int], cores: list[int], cpus: int) -> Check:
     """Interrupts on the target's cores: its CPUs and their SMT siblings."""
     hits = irqs_on(proc, cores)
     if not (proc / "interrupts").exists():
         return Check("interrupts", None, "no /proc/interrupts here.")
     if not hits:
         return Check("interrupts", True, f"none handled on the target's cores (CPUs {format_list(cores)}).")
+    if len(cores) >= cpus:
+        # Nothing to move them to: said, not warned of before every experiment.
+        return Check(
+            "interrupts",
+            None,
+            f"{len(hits)} interrupt(s) handled on the target's cores, which are all of this machine's: there is "
+            "no other core to move them to.",
+        )
     return Check(
         "interrupts",
         False,

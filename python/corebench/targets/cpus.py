@@ -52,6 +52,9 @@ class Layout:
     # where the topology could not be read).
     target_physical_cores: int | None = None
     target_nodes: list[int] = field(default_factory=list)
+    # The physical cores asked for (cpus = N, rounded up): more than
+    # target_physical_cores where the machine had too few and siblings filled in.
+    cores_asked: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -223,6 +226,7 @@ class CpuControl:
         if self.topology is not None:
             on = [c for c in self.topology.cpus if c.id in target]
             layout.target_physical_cores = len({c.physical for c in on})
+            layout.cores_asked = math.ceil(cpus) if cpus is not None else None
             layout.target_nodes = sorted({c.node for c in on})
         try:
             if layout.method in ("cgroup2", "cgroup1"):
