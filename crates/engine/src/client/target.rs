@@ -138,9 +138,24 @@ pub(crate) fn request_target(u: &url::Url) -> String {
     path
 }
 
-/// The bytes of one request: the config's headers and defaults with this
-/// method, target and body.
+/// `build_request_into` a buffer of its own.
+#[cfg(test)]
 pub(crate) fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_header: &str, body: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    build_request_into(&mut bytes, cfg, method, path, host_header, body);
+    bytes
+}
+
+/// The bytes of one request, appended to `out`: the config's headers and
+/// defaults with this method, target and body.
+pub(crate) fn build_request_into(
+    out: &mut Vec<u8>,
+    cfg: &LoadConfig,
+    method: &str,
+    path: &str,
+    host_header: &str,
+    body: &[u8],
+) {
     let version = match cfg.http_version {
         HttpVersion::Http10 => "HTTP/1.0",
         // HTTP/2 restates this request's head as its own fields (client::h2).
@@ -177,9 +192,8 @@ pub(crate) fn build_request(cfg: &LoadConfig, method: &str, path: &str, host_hea
         r.push_str(&format!("{n}: {v}\r\n"));
     }
     r.push_str("\r\n");
-    let mut bytes = r.into_bytes();
-    bytes.extend_from_slice(body);
-    bytes
+    out.extend_from_slice(r.as_bytes());
+    out.extend_from_slice(body);
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::client::h2::request::H2Request;
 use crate::config::LoadConfig;
 use crate::load::pacing::{Schedule, Shape};
-use crate::measure::stats::{Http2Counts, Stats, StatusList, UrlStats};
+use crate::measure::stats::{Http2Counts, Stats, StatusList, UrlLatency, UrlTable};
 use crate::measure::summary::summarize;
 use crate::result::{
     Bytes, Heads, Http2Summary, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA,
@@ -112,7 +112,7 @@ fn request_head(w: &Workload) -> String {
 /// no response head is kept).
 fn h2_request_head(w: &Workload, tls: bool) -> String {
     let Some(r) = w.requests.first() else { return String::new() };
-    H2Request::from_http1(&r.bytes, tls).map_or_else(|e| e, |h| h.describe())
+    H2Request::from_http1(r.bytes, tls).map_or_else(|e| e, |h| h.describe())
 }
 
 fn schedule_summary(sch: &Schedule, s: &Stats, interrupted: bool) -> ScheduleSummary {
@@ -162,24 +162,24 @@ fn statuses(l: &StatusList) -> BTreeMap<u16, u64> {
     l.0.iter().copied().collect()
 }
 
-fn url_summaries(urls: &[UrlStats], w: &Workload) -> Vec<UrlSummary> {
-    urls.iter()
-        .zip(&w.requests)
-        .filter(|(u, _)| u.responses + u.errors > 0)
-        .map(|(u, r)| {
-            // No histogram (errors only) or an empty one: no latency to tell.
-            let h = u.total_us.as_ref().filter(|h| !h.is_empty());
-            let at = |q: f64| h.map_or(0, |h| h.value_at_quantile(q));
+fn url_summaries(urls: &UrlTable, w: &Workload) -> Vec<UrlSummary> {
+    urls.rows()
+        .into_iter()
+        .filter(|(_, u)| u.responses + u.errors > 0)
+        .map(|(i, u)| {
+            let r = w.requests.get(i);
+            // Errors only: no latency to tell.
+            let l = u.latency().unwrap_or(UrlLatency { mean_us: 0.0, p50_us: 0, p90_us: 0, p99_us: 0, max_us: 0 });
             UrlSummary {
-                method: r.method.clone(),
-                target: r.target.clone(),
+                method: r.method(),
+                target: r.target(),
                 responses: u.responses,
                 errors: u.errors,
-                mean_us: h.map_or(0.0, |h| h.mean()),
-                p50_us: at(0.5),
-                p90_us: at(0.9),
-                p99_us: at(0.99),
-                max_us: h.map_or(0, |h| h.max()),
+                mean_us: l.mean_us,
+                p50_us: l.p50_us,
+                p90_us: l.p90_us,
+                p99_us: l.p99_us,
+                max_us: l.max_us,
                 status_seen: statuses(&u.status_seen),
                 status_logged: statuses(&u.status_logged),
                 status_mismatches: u.status_mismatches,

@@ -401,13 +401,13 @@ impl<D: Driver> Worker<'_, D> {
     fn launch(&mut self, i: usize, k: u64, entry: Entry, due: Instant, now: Instant) -> bool {
         let mut retry = true;
         while retry {
-            let req = &self.spec.workload.requests[entry.request as usize];
+            let req = self.spec.workload.requests.get(entry.request);
             let c = &mut self.conns[i];
             c.k = k;
             c.entry = entry;
             let reused = c.transport.is_some();
             c.prepare(due, now, now + self.spec.timeout);
-            let step = self.io.begin(i, c, &self.peer, &req.bytes, now);
+            let step = self.io.begin(i, c, &self.peer, req.bytes, now);
             if !reused && c.transport.is_some() {
                 self.stats.connections_opened += 1;
             }
@@ -496,7 +496,7 @@ impl<D: Driver> Worker<'_, D> {
             Step::Failed(kind, why) => {
                 let second = self.second(now);
                 self.stats.error(kind, second, || why);
-                self.stats.urls[self.conns[i].entry.request as usize].errors += 1;
+                self.stats.urls.row(self.conns[i].entry.request).errors += 1;
                 self.conns[i].close();
                 self.unpublished += 1;
                 After::Free

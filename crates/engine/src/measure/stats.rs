@@ -40,6 +40,59 @@ mod tests {
         assert_eq!((a.total_us, a.start_us.len(), a.status.len(), a.left_out), (vec![10, 20, u32::MAX], 3, 3, 1));
     }
 
+    fn quantiles(u: &UrlStats) -> (u64, u64, u64, u64) {
+        let l = u.latency().unwrap();
+        (l.p50_us, l.p99_us, l.max_us, l.mean_us.round() as u64)
+    }
+
+    #[test]
+    fn a_url_answered_once_has_no_histogram_and_its_one_latency() {
+        let mut u = UrlStats::new();
+        assert!(u.latency().is_none());
+        u.respond(700);
+        assert!(u.total_us.is_none());
+        assert_eq!(quantiles(&u), (700, 700, 700, 700));
+        u.respond(100);
+        let h = u.total_us.as_ref().expect("made at the second response");
+        assert_eq!(h.len(), 2, "with the first response in it");
+    }
+
+    #[test]
+    fn merged_urls_hold_every_latency_whatever_each_side_held() {
+        let values = [[300u64].as_slice(), &[100, 900], &[], &[500], &[200, 400, 600]];
+        let mut whole = UrlStats::new();
+        values.iter().flat_map(|v| v.iter()).for_each(|&v| whole.respond(v));
+        // Every order of merging, from an empty row.
+        for first in 0..values.len() {
+            let mut merged = UrlStats::new();
+            for v in values[first..].iter().chain(&values[..first]) {
+                let mut part = UrlStats::new();
+                v.iter().for_each(|&x| part.respond(x));
+                merged.merge(&part);
+            }
+            assert_eq!(merged.responses, 7);
+            assert_eq!(quantiles(&merged), quantiles(&whole), "starting at part {first}");
+        }
+    }
+
+    #[test]
+    fn a_url_table_has_rows_only_for_urls_used_and_travels_without_its_index() {
+        let mut t = UrlTable::new(1_000_000);
+        t.row(999_999).respond(50);
+        t.row(3).errors += 1;
+        t.row(3).respond(80);
+        assert_eq!((t.len(), t.rows.len()), (1_000_000, 2));
+        let wire = serde_json::to_string(&t).unwrap();
+        assert!(wire.len() < 1_000, "{} bytes", wire.len());
+        let back: UrlTable = serde_json::from_str(&wire).unwrap();
+        let rows: Vec<(u32, u64, u64)> = back.rows().iter().map(|(r, u)| (*r, u.responses, u.errors)).collect();
+        assert_eq!((back.len(), rows), (1_000_000, vec![(3, 1, 1), (999_999, 1, 0)]));
+        let mut sum = UrlTable::new(1_000_000);
+        sum.merge(&t);
+        sum.merge(&back);
+        assert_eq!(sum.rows().iter().map(|(_, u)| u.responses).collect::<Vec<_>>(), [2, 2]);
+    }
+
     #[test]
     fn small_histograms_grow_to_any_latency() {
         let mut h = small_histogram();
@@ -141,11 +194,14 @@ impl StatusList {
 pub struct UrlStats {
     pub responses: u64,
     pub errors: u64,
-    /// Made at the URL's first response: a log of millions of distinct
-    /// requests must not cost each worker a histogram (2 KB) for every one
-    /// it never sent (10 GB for 2,000,000 URLs on two threads, before).
+    /// The only response's latency while there is one: most URLs of a log
+    /// of distinct pages are requested once, and a histogram (1-2 KB) for
+    /// one value would cost a replay of millions of them gigabytes.
+    #[serde(default)]
+    pub first_us: u64,
+    /// Every response's latency, made at the URL's second response.
     #[serde(with = "crate::measure::wire::small_lazy")]
-    pub total_us: Option<Histogram<u64>>,
+    pub total_us: Option<Box<Histogram<u64>>>,
     pub status_seen: StatusList,
     /// The statuses the access log recorded for the requests made.
     pub status_logged: StatusList,
@@ -153,11 +209,21 @@ pub struct UrlStats {
     pub status_mismatches: u64,
 }
 
+/// A URL's latencies as the report gives them.
+pub struct UrlLatency {
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
 impl UrlStats {
     fn new() -> UrlStats {
         UrlStats {
             responses: 0,
             errors: 0,
+            first_us: 0,
             total_us: None,
             status_seen: StatusList::default(),
             status_logged: StatusList::default(),
@@ -165,12 +231,54 @@ impl UrlStats {
         }
     }
 
+    /// Counts a response that took `total_us`.
+    pub fn respond(&mut self, total_us: u64) {
+        if self.responses == 0 {
+            self.first_us = total_us;
+        } else {
+            record_small(self.histogram(), total_us);
+        }
+        self.responses += 1;
+    }
+
+    /// The histogram, made from the first response where there is none yet.
+    fn histogram(&mut self) -> &mut Histogram<u64> {
+        let (responses, first) = (self.responses, self.first_us);
+        self.total_us.get_or_insert_with(|| {
+            let mut h = small_histogram();
+            if responses > 0 {
+                record_small(&mut h, first);
+            }
+            Box::new(h)
+        })
+    }
+
+    pub fn latency(&self) -> Option<UrlLatency> {
+        match &self.total_us {
+            Some(h) if !h.is_empty() => Some(UrlLatency {
+                mean_us: h.mean(),
+                p50_us: h.value_at_quantile(0.5),
+                p90_us: h.value_at_quantile(0.9),
+                p99_us: h.value_at_quantile(0.99),
+                max_us: h.max(),
+            }),
+            None if self.responses == 1 => {
+                let v = self.first_us;
+                Some(UrlLatency { mean_us: v as f64, p50_us: v, p90_us: v, p99_us: v, max_us: v })
+            }
+            _ => None,
+        }
+    }
+
     fn merge(&mut self, o: &UrlStats) {
+        match (&o.total_us, o.responses) {
+            (Some(h), _) => self.histogram().add(h.as_ref()).expect("auto-resizing histogram"),
+            (None, 1) if self.responses == 0 => self.first_us = o.first_us,
+            (None, 1) => record_small(self.histogram(), o.first_us),
+            _ => {}
+        }
         self.responses += o.responses;
         self.errors += o.errors;
-        if let Some(h) = &o.total_us {
-            self.total_us.get_or_insert_with(small_histogram).add(h).expect("auto-resizing histogram");
-        }
         for &(s, n) in &o.status_seen.0 {
             self.status_seen.add(s, n);
         }
@@ -178,6 +286,88 @@ impl UrlStats {
             self.status_logged.add(s, n);
         }
         self.status_mismatches += o.status_mismatches;
+    }
+}
+
+const NO_ROW: u32 = u32::MAX;
+
+/// Each distinct request's figures, a row only for those a worker sent: a
+/// log of millions of distinct URLs costs each worker 4 bytes per URL and a
+/// row per URL it sent, not a row for every URL of the log.
+#[derive(Default, Deserialize)]
+#[serde(from = "UrlRows")]
+pub struct UrlTable {
+    /// Per request: its row, or NO_ROW.
+    index: Vec<u32>,
+    rows: Vec<(u32, UrlStats)>,
+}
+
+/// On the wire: the number of requests and the rows, not the index.
+#[derive(Deserialize)]
+struct UrlRows {
+    requests: usize,
+    rows: Vec<(u32, UrlStats)>,
+}
+
+#[derive(Serialize)]
+struct UrlRowsRef<'a> {
+    requests: usize,
+    rows: &'a [(u32, UrlStats)],
+}
+
+impl Serialize for UrlTable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        UrlRowsRef { requests: self.index.len(), rows: &self.rows }.serialize(s)
+    }
+}
+
+impl From<UrlRows> for UrlTable {
+    fn from(w: UrlRows) -> UrlTable {
+        let mut t = UrlTable::new(w.requests);
+        for (request, stats) in w.rows {
+            if (request as usize) < w.requests {
+                t.row(request).merge(&stats);
+            }
+        }
+        t
+    }
+}
+
+impl UrlTable {
+    pub fn new(requests: usize) -> UrlTable {
+        UrlTable { index: vec![NO_ROW; requests], rows: Vec::new() }
+    }
+
+    /// The number of distinct requests of the load.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The request's row, made at its first use.
+    pub fn row(&mut self, request: u32) -> &mut UrlStats {
+        let at = &mut self.index[request as usize];
+        if *at == NO_ROW {
+            *at = self.rows.len() as u32;
+            self.rows.push((request, UrlStats::new()));
+        }
+        &mut self.rows[*at as usize].1
+    }
+
+    /// The rows, in the order of their requests.
+    pub fn rows(&self) -> Vec<(u32, &UrlStats)> {
+        let mut out: Vec<(u32, &UrlStats)> = self.rows.iter().map(|(r, u)| (*r, u)).collect();
+        out.sort_unstable_by_key(|(r, _)| *r);
+        out
+    }
+
+    fn merge(&mut self, o: &UrlTable) {
+        for (request, stats) in &o.rows {
+            self.row(*request).merge(stats);
+        }
     }
 }
 
@@ -294,7 +484,7 @@ pub struct Stats {
     /// Waits that held responses (`linger`).
     #[serde(default)]
     pub held_waits: u64,
-    pub urls: Vec<UrlStats>,
+    pub urls: UrlTable,
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
     pub error_samples: Vec<String>,
@@ -381,7 +571,7 @@ impl Stats {
             schedule: ScheduleCounts::default(),
             linger_probes: ProbeCounts::default(),
             held_waits: 0,
-            urls: (0..urls).map(|_| UrlStats::new()).collect(),
+            urls: UrlTable::new(urls),
             status: vec![0; 600],
             errors: ErrorCounts::default(),
             error_samples: Vec::with_capacity(ERROR_SAMPLES),
@@ -466,9 +656,7 @@ impl Stats {
         self.linger_probes.probes += o.linger_probes.probes;
         self.linger_probes.held += o.linger_probes.held;
         self.held_waits += o.held_waits;
-        for (a, b) in self.urls.iter_mut().zip(&o.urls) {
-            a.merge(b);
-        }
+        self.urls.merge(&o.urls);
         for s in o.error_samples {
             if self.error_samples.len() < ERROR_SAMPLES {
                 self.error_samples.push(s);

@@ -42,20 +42,21 @@ pub mod small {
 pub mod small_lazy {
     use super::*;
 
-    pub fn serialize<S: Serializer>(h: &Option<Histogram<u64>>, s: S) -> Result<S::Ok, S::Error> {
+    #[allow(clippy::borrowed_box)] // serde hands the field as it is
+    pub fn serialize<S: Serializer>(h: &Option<Box<Histogram<u64>>>, s: S) -> Result<S::Ok, S::Error> {
         match h {
             Some(h) => put(h, s),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Histogram<u64>>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<Histogram<u64>>>, D::Error> {
         let text = Option::<String>::deserialize(d)?;
         text.map(|t| {
             let mut h =
                 decode(&t).map_err(|e| serde::de::Error::custom(format!("a histogram that does not decode: {e}")))?;
             h.auto(true);
-            Ok(h)
+            Ok(Box::new(h))
         })
         .transpose()
     }

@@ -17,7 +17,7 @@ use super::timer::Timer;
 use super::{Driver, Peer, TICK};
 use crate::client::conn::{Conn, Step};
 use crate::client::stamp::Wall;
-use crate::workload::PreparedRequest;
+use crate::workload::Requests;
 
 const TIMER: Token = Token(usize::MAX);
 const TICKER: Token = Token(usize::MAX - 1);
@@ -122,12 +122,12 @@ impl Driver for Epoll {
         ev: Ready,
         conns: &mut [Conn],
         buf: &mut [u8],
-        requests: &[PreparedRequest],
+        requests: &Requests,
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     ) {
         let c = &mut conns[ev.slot];
-        let req = &requests[c.entry.request as usize];
-        done.push((ev.slot, c.ready(now, &self.wall, buf, &req.bytes, req.head, ev.closed)));
+        let req = requests.get(c.entry.request);
+        done.push((ev.slot, c.ready(now, &self.wall, buf, req.bytes, req.head, ev.closed)));
     }
 }

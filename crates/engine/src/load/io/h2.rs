@@ -22,7 +22,7 @@ use crate::client::h2::request::H2Request;
 use crate::client::h2::session::{h2_error, Event, Session};
 use crate::client::transport::{ReadNote, Transport};
 use crate::measure::stats::{ErrorKind, Http2Counts, Stats};
-use crate::workload::PreparedRequest;
+use crate::workload::Requests;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -497,7 +497,7 @@ impl Driver for H2 {
         ev: Ready,
         conns: &mut [Conn],
         buf: &mut [u8],
-        _: &[PreparedRequest],
+        _: &Requests,
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     ) {

@@ -20,7 +20,7 @@ use crate::client::transport::TlsContext;
 use crate::config::{IoBackend, LoadConfig};
 use crate::error::{EngineError, Result};
 use crate::measure::stats::Stats;
-use crate::workload::PreparedRequest;
+use crate::workload::Requests;
 
 pub(crate) use epoll::Epoll;
 pub(crate) use h2::H2;
@@ -75,7 +75,7 @@ pub(crate) trait Driver {
         ev: Self::Event,
         conns: &mut [Conn],
         buf: &mut [u8],
-        requests: &[PreparedRequest],
+        requests: &Requests,
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     );
@@ -137,7 +137,7 @@ impl EventLoop {
         config: &LoadConfig,
         tls: bool,
         connections: &[usize],
-        requests: &[PreparedRequest],
+        requests: &Requests,
     ) -> Result<Vec<EventLoop>> {
         let uring = uses_uring(config, tls)?;
         let descriptors = |e: io::Error| match e.raw_os_error() {
@@ -147,7 +147,7 @@ impl EventLoop {
         if config.http2() {
             let h2 = |&n: &usize| -> Result<EventLoop> {
                 let restated: std::result::Result<Vec<H2Request>, String> =
-                    requests.iter().map(|r| H2Request::from_http1(&r.bytes, tls)).collect();
+                    requests.iter().map(|r| H2Request::from_http1(r.bytes, tls)).collect();
                 let restated = restated.map_err(|reason| EngineError::BadConfig { key: "http_version", reason })?;
                 let streams = config.streams as usize;
                 Ok(EventLoop::H2(Box::new(H2::new(n, streams, restated).map_err(descriptors)?)))
@@ -211,13 +211,13 @@ mod tests {
     fn latency_read_late<D: Driver>(mut d: D) -> Duration {
         let (addr, server) = answering_after(vec![SERVER_DELAY]);
         let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
-        let requests = [PreparedRequest { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
+        let requests = Requests::one(&request, "GET", "/");
         let peer = Peer { addr, tls: None };
         d.start().unwrap();
         let now = Instant::now();
         let mut conns = vec![Conn::new(Token(0), now)];
         conns[0].prepare(now, now, now + Duration::from_secs(5));
-        let _ = d.begin(0, &mut conns[0], &peer, &requests[0].bytes, now);
+        let _ = d.begin(0, &mut conns[0], &peer, requests.get(0).bytes, now);
         let (mut events, mut done, mut buf) = (Vec::new(), Vec::new(), vec![0u8; 4096]);
         let mut turn = |d: &mut D, conns: &mut [Conn], wait_s: f64| {
             let now = Instant::now();
@@ -308,7 +308,7 @@ mod tests {
         let (addr, server) = answering_after(delays.to_vec());
         let mut d = make();
         let request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
-        let requests = [PreparedRequest { method: "GET".into(), target: "/".into(), bytes: request, head: false }];
+        let requests = Requests::one(&request, "GET", "/");
         let peer = Peer { addr, tls: None };
         let start = Instant::now();
         let mut conns = vec![Conn::new(Token(0), start), Conn::new(Token(1), start)];
@@ -324,7 +324,7 @@ mod tests {
         };
         for (i, c) in conns.iter_mut().enumerate() {
             c.prepare(start, start, start + Duration::from_secs(10));
-            let _ = d.begin(i, c, &peer, &requests[0].bytes, start);
+            let _ = d.begin(i, c, &peer, requests.get(0).bytes, start);
         }
         let mut early = 0;
         while conns.iter().any(|c| c.phase != Phase::Reading) {

@@ -24,7 +24,7 @@ use crate::client::conn::{failed, Conn, Phase, Step};
 use crate::client::stamp::{self, Stamp, Wall};
 use crate::client::transport::{RingSocket, Transport};
 use crate::measure::stats::ErrorKind;
-use crate::workload::PreparedRequest;
+use crate::workload::{Request, Requests};
 
 /// Receive buffers per worker: 64 KB each (a large body in few
 /// completions), one per connection from 32 up to 256 (16 MB; an arrival
@@ -242,7 +242,7 @@ impl Ops {
         ev: Cqe,
         data: Option<(&[u8], Instant)>,
         c: &mut Conn,
-        requests: &[PreparedRequest],
+        requests: &Requests,
         now: Instant,
     ) -> Option<Step> {
         let (i, conn, op) = untag(ev.user_data);
@@ -250,14 +250,14 @@ impl Ops {
             return None; // a closed connection's last word
         }
         let err = || io::Error::from_raw_os_error(-ev.res);
-        let req = &requests[c.entry.request as usize];
+        let req = requests.get(c.entry.request);
         match op {
             CONNECT if ev.res < 0 => Some(failed(ErrorKind::Connect, "connect", err())),
             CONNECT => {
                 c.connected_at(now);
                 let fd = Self::fd(c);
                 self.arm_recv(i, fd);
-                self.send(i, fd, &req.bytes);
+                self.send(i, fd, req.bytes);
                 c.sending(now);
                 Some(Step::Pending)
             }
@@ -266,8 +266,8 @@ impl Ops {
                 if ev.res < 0 {
                     return Some(c.send_failed(err()));
                 }
-                if !c.sent(ev.res as usize, &req.bytes) {
-                    let rest = c.unsent(&req.bytes);
+                if !c.sent(ev.res as usize, req.bytes) {
+                    let rest = c.unsent(req.bytes);
                     self.send(i, Self::fd(c), rest);
                 }
                 Some(Step::Pending)
@@ -282,7 +282,7 @@ impl Ops {
         ev: Cqe,
         data: Option<(&[u8], Instant)>,
         c: &mut Conn,
-        req: &PreparedRequest,
+        req: Request<'_>,
     ) -> Option<Step> {
         let rearm = !cqueue::more(ev.flags);
         // A recvmsg's end of stream is a message with no payload.
@@ -386,7 +386,7 @@ impl Driver for Uring {
         ev: Cqe,
         conns: &mut [Conn],
         _: &mut [u8],
-        requests: &[PreparedRequest],
+        requests: &Requests,
         now: Instant,
         done: &mut Vec<(usize, Step)>,
     ) {

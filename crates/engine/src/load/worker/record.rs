@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::{Pace, Worker};
 use crate::client::conn::Phase;
 use crate::load::io::Driver;
-use crate::measure::stats::{micros, record_small, small_histogram, ErrorKind, TraceRow};
+use crate::measure::stats::{micros, record_small, ErrorKind, TraceRow};
 
 /// The weight of each response in the recent response time: an
 /// exponentially weighted mean over about this many responses.
@@ -62,9 +62,8 @@ impl<D: Driver> Worker<'_, D> {
         }
         let status = c.parser.status;
         s.status_count(status);
-        let url = &mut s.urls[c.entry.request as usize];
-        url.responses += 1;
-        record_small(url.total_us.get_or_insert_with(small_histogram), total);
+        let url = s.urls.row(c.entry.request);
+        url.respond(total);
         url.status_seen.add(status, 1);
         if c.entry.status != 0 {
             url.status_logged.add(c.entry.status, 1);
@@ -73,7 +72,7 @@ impl<D: Driver> Worker<'_, D> {
         s.header_bytes += c.parser.header_bytes;
         s.body_bytes += c.parser.body_bytes;
         if !D::COUNTS_SENT_BYTES {
-            s.sent_bytes += self.spec.workload.requests[c.entry.request as usize].bytes.len() as u64;
+            s.sent_bytes += self.spec.workload.requests.get(c.entry.request).bytes.len() as u64;
         }
         if c.parser.want_server {
             s.server_software = c.parser.server.take();
