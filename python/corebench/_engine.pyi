@@ -21,6 +21,7 @@ __all__ = [
     "RESULT_SCHEMA",
     "PART_SCHEMA",
     "LINGER_MIN_IN_FLIGHT",
+    "MAX_LIVE_BOUNDS",
 ]
 
 __version__: str
@@ -29,6 +30,8 @@ RESULT_SCHEMA: str
 PART_SCHEMA: str
 # The fewest requests in flight on a thread with which its waits hold responses.
 LINGER_MIN_IN_FLIGHT: int
+# The most latency bounds whose exceedances a live watcher counts per second.
+MAX_LIVE_BOUNDS: int
 
 class EngineFailure(Exception):
     """The engine failed (a bug or a resource limit)."""

@@ -70,6 +70,8 @@ class Second:
     errors: int
     p50_us: int  # total latency percentiles of its responses (0: none)
     p99_us: int
+    # Responses slower than each of the load's live_bounds_us, in order.
+    over: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,11 @@ class Figures:
             elapsed_s=d.get("elapsed_s"),
             requests=d.get("requests"),
             length_s=d.get("length_s"),
-            second=Second(**s) if s is not None else None,
+            second=Second(**(s | {"over": tuple(s.get("over", ()))})) if s is not None else None,
         )
+
+
+SETTLED = "settled"
 
 
 def run(
@@ -106,7 +111,9 @@ def run(
     """Runs one load and returns its result. Ctrl-C stops the load early; the
     result then has `interrupted` set and holds what was measured.
     `progress(finished)` and `live(figures)` are called a few times a second
-    (about four) while it runs; either returning False stops it."""
+    (about four) while it runs; either returning False stops it (the result
+    says `interrupted`); `live` returning SETTLED ends it as a whole run of
+    the length it had (a capacity step whose verdict is settled)."""
     descriptors(config)
     on_live = None if live is None else (lambda d: live(Figures.of(d)))
     try:

@@ -155,6 +155,10 @@ pub struct LoadConfig {
     /// Keep the head of the request as sent and of the first response
     /// received (ab's -v 2 prints them).
     pub capture_heads: bool,
+    /// Latency bounds (µs) whose exceedances each whole second counts for a
+    /// live watcher (a capacity step that ends once its verdict is settled).
+    #[schemars(length(max = 4))]
+    pub live_bounds_us: Vec<u64>,
 }
 
 /// One agent's part of a distributed load. Connections, users and request
@@ -270,10 +274,13 @@ impl Default for LoadConfig {
             proxy: None,
             trace: false,
             capture_heads: false,
+            live_bounds_us: Vec::new(),
         }
     }
 }
 
+/// The latency bounds a live watcher may count exceedances of.
+pub const MAX_LIVE_BOUNDS: usize = 4;
 /// A million connections is past any one machine's file descriptors.
 pub const MAX_CONCURRENCY: u32 = 1_000_000;
 /// Threads beyond the cores only take turns.
@@ -314,6 +321,9 @@ pub(crate) fn bad(key: &'static str, reason: impl Into<String>) -> EngineError {
 
 impl LoadConfig {
     pub fn validate(&self) -> Result<()> {
+        if self.live_bounds_us.len() > MAX_LIVE_BOUNDS {
+            return Err(bad("live_bounds_us", format!("at most {MAX_LIVE_BOUNDS} bounds")));
+        }
         if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
             return Err(bad("concurrency", format!("{} is not from 1 to {MAX_CONCURRENCY}", self.concurrency)));
         }

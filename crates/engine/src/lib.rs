@@ -18,7 +18,9 @@ pub mod result;
 mod workload;
 
 pub use agent::{merge, run_agent, AgentPart, PART_SCHEMA};
-pub use config::{load_config_schema, split, HttpVersion, IoBackend, Linger, LoadConfig, LINGER_MIN_IN_FLIGHT};
+pub use config::{
+    load_config_schema, split, HttpVersion, IoBackend, Linger, LoadConfig, LINGER_MIN_IN_FLIGHT, MAX_LIVE_BOUNDS,
+};
 pub use error::{EngineError, Result};
 pub use load::control::{Control, Plan, SecondFigures};
 pub use load::io::io_uring_support;

@@ -166,8 +166,10 @@ fn drive<T: Send>(
                         if said.contains(&Going::Signalled) && signal.is_none() {
                             signal = Some(pyo3::exceptions::PyKeyboardInterrupt::new_err(()));
                         }
-                        if said.iter().any(|g| *g != Going::On) {
+                        if said.iter().any(|g| matches!(g, Going::Stop | Going::Signalled)) {
                             control.stop();
+                        } else if said.contains(&Going::Settled) {
+                            control.settle();
                         }
                     }
                 }
@@ -207,6 +209,7 @@ fn live_figures<'py>(py: Python<'py>, control: &Control) -> PyResult<Bound<'py, 
             sd.set_item("errors", s.errors)?;
             sd.set_item("p50_us", s.p50_us)?;
             sd.set_item("p99_us", s.p99_us)?;
+            sd.set_item("over", s.over.to_vec())?;
             Some(sd)
         }
         None => None,
@@ -221,6 +224,7 @@ fn live_figures<'py>(py: Python<'py>, control: &Control) -> PyResult<Bound<'py, 
 fn keep_going<'py>(py: Python<'py>, cb: &Bound<'py, PyAny>, arg: impl IntoPyObject<'py>) -> Going {
     match cb.call1((arg,)) {
         Ok(v) if v.is_instance_of::<pyo3::types::PyBool>() && !v.is_truthy().unwrap_or(true) => Going::Stop,
+        Ok(v) if v.extract::<&str>().is_ok_and(|s| s == SETTLED) => Going::Settled,
         Ok(_) => Going::On,
         // A signal handled while the callback ran: its KeyboardInterrupt ends here.
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => Going::Signalled,
@@ -228,13 +232,17 @@ fn keep_going<'py>(py: Python<'py>, cb: &Bound<'py, PyAny>, arg: impl IntoPyObje
     }
 }
 
-/// What a progress or live callback asked for.
+/// What a progress or live callback asked for: returning False stops the
+/// run (interrupted), returning "settled" ends it whole as far as it went.
 #[derive(PartialEq)]
 enum Going {
     On,
     Stop,
+    Settled,
     Signalled,
 }
+
+const SETTLED: &str = "settled";
 
 /// Runs the built-in target server until SIGTERM or SIGINT. Prints one line
 /// to stderr when it is ready: `corebench serve: listening on http://ADDR/ …`
@@ -294,5 +302,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RESULT_SCHEMA", corebench_engine::result::SCHEMA)?;
     m.add("PART_SCHEMA", corebench_engine::PART_SCHEMA)?;
     m.add("LINGER_MIN_IN_FLIGHT", corebench_engine::LINGER_MIN_IN_FLIGHT)?;
+    m.add("MAX_LIVE_BOUNDS", corebench_engine::MAX_LIVE_BOUNDS)?;
     Ok(())
 }

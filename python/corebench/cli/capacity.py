@@ -68,6 +68,12 @@ def capacity(
     max_steps: int | None = typer.Option(
         None, "--max-steps", help=f"Give up (exit 1) after this many steps (default {_default('max_steps')})."
     ),
+    sequential: bool | None = typer.Option(
+        None,
+        "--sequential/--fixed-steps",
+        help="End a step clearly over the objective as soon as its seconds show it (the default), or run every "
+        "step its whole length.",
+    ),
     concurrency: int | None = typer.Option(
         None, "-c", "--concurrency", help="The most connections a step may open (default 1000)."
     ),
@@ -103,6 +109,7 @@ def capacity(
         "step": step,
         "max_step": max_step,
         "max_steps": max_steps,
+        "sequential": sequential,
     }
     try:
         settings = SearchSettings(**{k: v for k, v in given_search.items() if v is not None})
@@ -161,7 +168,8 @@ def _print_step(s: object) -> None:
 
     assert isinstance(s, Step)
     verdict = "meets" if s.meets else f"misses: {s.why}"
-    print(f"  {s.rate_rps:>12,.1f} req/s for {s.duration_s:.1f}s: {verdict}", flush=True)
+    ran = f"{s.settled_s:.1f} of {s.duration_s:.0f}s" if s.settled_s is not None else f"{s.duration_s:.1f}s"
+    print(f"  {s.rate_rps:>12,.1f} req/s for {ran}: {verdict}", flush=True)
 
 
 def _table(c: object) -> str:

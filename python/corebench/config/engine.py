@@ -13,6 +13,10 @@ class Header(RootModel[tuple[str, str]]):
     root: tuple[str, str] = Field(..., max_length=2, min_length=2)
 
 
+class LiveBoundsU(RootModel[int]):
+    root: int = Field(..., ge=0)
+
+
 class UrlSpec(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -227,4 +231,9 @@ class LoadConfig(BaseModel):
     """
     Keep the head of the request as sent and of the first response
     received (ab's -v 2 prints them).
+    """
+    live_bounds_us: list[LiveBoundsU] = Field([], max_length=4, validate_default=True)
+    """
+    Latency bounds (µs) whose exceedances each whole second counts for a
+    live watcher (a capacity step that ends once its verdict is settled).
     """

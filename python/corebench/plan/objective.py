@@ -94,7 +94,7 @@ class SearchSettings(BaseModel):
     these settings and their defaults: `corebench capacity`'s flags and a
     plan's `[search]` table are both read into it (plan keys: slo,
     precision, arrivals, start_rate, min_rate, max_rate, step, max_step,
-    max_steps)."""
+    max_steps, sequential)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -109,6 +109,9 @@ class SearchSettings(BaseModel):
     min_step_s: float = Field(2.0, gt=0, le=3600, alias="step")
     max_step_s: float = Field(60.0, gt=0, le=3600, alias="max_step")
     max_steps: int = Field(30, ge=1, le=1000)
+    # A step clearly over its objective ends once its seconds show it
+    # (runner.sequential); False: every step runs its whole length.
+    sequential: bool = True
     # The ramp's factor between steps, and how long a server may take to drain.
     growth: float = 2.0
     max_settle_s: float = 60.0

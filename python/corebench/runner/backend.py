@@ -13,6 +13,8 @@ from corebench.errors import EngineFailure, UsageError
 from corebench.result import CLIENT_BOUND_SHARE
 from corebench.store import MonitorSummary, RunLayout
 
+Live = Callable[[engine.Figures], object]
+
 if TYPE_CHECKING:
     from corebench.cluster.session import Session
     from corebench.config.cluster import ClusterConfig
@@ -26,8 +28,9 @@ class LoadFailed(Exception):
 
 
 class LoadBackend(Protocol):
-    def run(self, cfg: LoadConfig, progress: Callable[[int], None]) -> LoadResult:
-        """One load; raises LoadFailed with the reason when there is no result."""
+    def run(self, cfg: LoadConfig, progress: Callable[[int], None], live: Live | None = None) -> LoadResult:
+        """One load; raises LoadFailed with the reason when there is no result.
+        `live`: engine.run's watcher of whole seconds, where the backend has one."""
         ...
 
     def layout(self, layout: RunLayout) -> RunLayout:
@@ -44,9 +47,9 @@ class LoadBackend(Protocol):
 class Local:
     """The engine in this process, on the generator cores of the layout."""
 
-    def run(self, cfg: LoadConfig, progress: Callable[[int], None]) -> LoadResult:
+    def run(self, cfg: LoadConfig, progress: Callable[[int], None], live: Live | None = None) -> LoadResult:
         try:
-            return engine.run(cfg, progress=progress)
+            return engine.run(cfg, progress=progress, live=live)
         except (UsageError, EngineFailure) as x:
             raise LoadFailed(f"engine: {x}") from x
 
@@ -63,7 +66,8 @@ class Cluster:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def run(self, cfg: LoadConfig, progress: Callable[[int], None]) -> LoadResult:
+    def run(self, cfg: LoadConfig, progress: Callable[[int], None], live: Live | None = None) -> LoadResult:  # noqa: ARG002
+        # Agents report at the end only: a watched step runs its whole length.
         from corebench.cluster import AgentFailed, ClusterError
 
         try:

@@ -20,12 +20,14 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from corebench.config.engine import RateConfig
+from corebench.config.engine import LiveBoundsU, RateConfig
 from corebench.config.load import LoadConfig
+from corebench.engine import Figures
 from corebench.plan.objective import Objective, SearchSettings
 from corebench.result import LoadResult
+from corebench.runner import sequential
 from corebench.store import Capacity, Step
 
 # A step that could not send this share of its schedule (every connection
@@ -104,7 +106,14 @@ class Bracket:
         return math.sqrt(lo * hi)
 
 
-Runner = Callable[[LoadConfig], LoadResult]
+class Runner(Protocol):
+    """Runs a load (engine.run's shape); `live` watches its whole seconds
+    where the backend reports them, and may end it once settled."""
+
+    def __call__(self, config: LoadConfig, *, live: Live | None = None) -> LoadResult: ...
+
+
+Live = Callable[[Figures], object]
 OnStep = Callable[[Step], None]
 
 
@@ -114,8 +123,8 @@ class _Cut(Exception):
 
 
 def _whole(run: Runner) -> Runner:
-    def whole(config: LoadConfig) -> LoadResult:
-        r = run(config)
+    def whole(config: LoadConfig, *, live: Live | None = None) -> LoadResult:
+        r = run(config, live=live)
         if r.interrupted:
             raise _Cut
         return r
@@ -220,9 +229,13 @@ def _probe(base: LoadConfig) -> LoadConfig:
     return base.model_copy(update={"rate": None, "concurrency": 8, "duration_s": 2.0, "requests": None})
 
 
-def _step_config(base: LoadConfig, settings: SearchSettings, rate_rps: float, duration_s: float) -> LoadConfig:
+def _step_config(
+    base: LoadConfig, settings: SearchSettings, rate_rps: float, duration_s: float, bounds_us: list[int]
+) -> LoadConfig:
     rate = RateConfig(rps=rate_rps, arrivals=settings.arrivals)
-    return base.model_copy(update={"rate": rate, "duration_s": duration_s, "requests": None})
+    live = [LiveBoundsU(b) for b in bounds_us]
+    update = {"rate": rate, "duration_s": duration_s, "requests": None, "live_bounds_us": live}
+    return base.model_copy(update=update)
 
 
 def _measure(
@@ -230,7 +243,11 @@ def _measure(
 ) -> tuple[Step, LoadResult]:
     samples = objective.samples_needed()
     duration_s = settings.step_s(rate)
-    r = run(_step_config(base, settings, rate, duration_s))
+    # Over its objective, clearly: the step ends as soon as its seconds show it (runner.sequential).
+    parts = sequential.bounds(objective) if settings.sequential else []
+    watch = sequential.Watch(parts, looks=math.ceil(duration_s))
+    bounds_us = [b.limit_us for b in watch.parts]
+    r = run(_step_config(base, settings, rate, duration_s, bounds_us), live=watch)
     judged = objective.judge(r)
     sch = r.schedule
     sent, dropped, late = (sch.sent, sch.dropped, sch.late) if sch is not None else (r.requests, 0, 0)
@@ -238,6 +255,8 @@ def _measure(
     missed = [f"{t.text} ({t.shown(v)})" for t, v, ok in judged if not ok]
     if scheduled and dropped > UNSENT_SHARE * scheduled:
         missed.append(f"{dropped:,} of {scheduled:,} requests not sent: every connection was busy")
+    if watch.settled is not None:
+        missed.insert(0, watch.why())
     step = Step(
         rate_rps=rate,
         duration_s=duration_s,
@@ -250,7 +269,8 @@ def _measure(
         judged=[(t.text, t.shown(v), ok) for t, v, ok in judged],
         measured={t.metric: v for t, v, _ in judged},
         why="; ".join(missed),
-        few_samples=rate * duration_s < samples,
+        few_samples=watch.settled is None and rate * duration_s < samples,
+        settled_s=r.duration_s if watch.settled is not None else None,
     )
     return step, r
 

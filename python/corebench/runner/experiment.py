@@ -180,7 +180,9 @@ class ExperimentRun:
                 if self.exp.plan.search is None or run.warmup:
                     result = self.backend.run(cfg, self.show.tick)
                 else:
-                    found = capacity.search(cfg, self.exp.plan.search, lambda c: self.backend.run(c, self.show.tick))
+                    found = capacity.search(
+                        cfg, self.exp.plan.search, lambda c, live=None: self.backend.run(c, self.show.tick, live)
+                    )
                     if found.outcome == "interrupted":
                         raise Interrupted
                     result = found.sustained() or (found.results[-1] if found.results else None)

@@ -290,6 +290,8 @@ class Step(_Record):
     why: str = ""  # what missed, in words
     settle_s: float = 0.0  # time the server took to drain after this step
     few_samples: bool = False
+    # Where the step ended early, its verdict settled (runner.sequential): the seconds it ran.
+    settled_s: float | None = None
 
 
 class Capacity(_Record):

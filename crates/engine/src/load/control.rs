@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
+use crate::config::MAX_LIVE_BOUNDS;
 use crate::measure::stats::Second;
 
 /// What a worker ended since its last tick: requests, of those the failed
@@ -23,6 +24,9 @@ pub(crate) struct Ended {
 #[derive(Debug, Default)]
 pub struct Control {
     stop: AtomicBool,
+    /// The caller has what it needed (a step's verdict is settled): stop,
+    /// and the result is whole as far as it went, not interrupted.
+    settled: AtomicBool,
     /// Requests finished so far, published by workers in batches (not per
     /// request, to keep the hot path free of shared writes).
     finished: AtomicU64,
@@ -60,6 +64,9 @@ pub struct SecondFigures {
     /// Total latency percentiles of the second's responses (0 when none).
     pub p50_us: u64,
     pub p99_us: u64,
+    /// Responses slower than each of the load's `live_bounds_us`, in order
+    /// (within the per-second histogram's 1% precision).
+    pub over: [u64; MAX_LIVE_BOUNDS],
 }
 
 /// The seconds being merged: a second is whole once every worker still
@@ -73,6 +80,7 @@ struct Live {
     pending: std::collections::VecDeque<Pending>,
     base: u64,
     last: Option<SecondFigures>,
+    bounds_us: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -94,6 +102,15 @@ impl Control {
     }
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+    /// Stops the load because the caller has what it needed.
+    pub fn settle(&self) {
+        self.settled.store(true, Ordering::Relaxed);
+        self.stop();
+    }
+    /// Stopped by `settle`, not by a signal or a failing watcher.
+    pub fn settled(&self) -> bool {
+        self.settled.load(Ordering::Relaxed)
     }
     pub fn finished(&self) -> u64 {
         self.finished.load(Ordering::Relaxed)
@@ -120,9 +137,9 @@ impl Control {
     }
 
     /// Called once, before the workers start.
-    pub(crate) fn begin(&self, plan: Plan, workers: usize) {
+    pub(crate) fn begin(&self, plan: Plan, workers: usize, bounds_us: &[u64]) {
         if let Ok(mut l) = self.live.lock() {
-            *l = Live { next: vec![0; workers], ..Live::default() };
+            *l = Live { next: vec![0; workers], bounds_us: bounds_us.to_vec(), ..Live::default() };
         }
         let _ = self.plan.set(plan);
     }
@@ -195,12 +212,17 @@ impl Live {
             }
             let p = self.pending.pop_front().unwrap_or_default();
             let at = |q: f64| p.total_us.as_ref().map_or(0, |h| h.value_at_quantile(q));
+            let mut over = [0; MAX_LIVE_BOUNDS];
+            for (o, &b) in over.iter_mut().zip(&self.bounds_us) {
+                *o = p.total_us.as_ref().map_or(0, |h| h.len() - h.count_between(0, b));
+            }
             self.last = Some(SecondFigures {
                 second: self.base,
                 completed: p.completed,
                 errors: p.errors,
                 p50_us: at(0.5),
                 p99_us: at(0.99),
+                over,
             });
             self.base += 1;
         }
@@ -211,6 +233,14 @@ impl Live {
 mod tests {
     use super::*;
     use crate::measure::stats::record_small;
+
+    #[test]
+    fn a_settled_run_is_stopped_and_not_interrupted() {
+        let c = Control::default();
+        assert!(!c.stopped() && !c.settled());
+        c.settle();
+        assert!(c.stopped() && c.settled());
+    }
 
     fn second(completed: u64, errors: u64, latencies: &[u64]) -> Second {
         let mut s = Second::new();
@@ -225,7 +255,7 @@ mod tests {
     #[test]
     fn a_second_is_whole_once_every_running_worker_reported_it() {
         let c = Control::default();
-        c.begin(Plan { start: Instant::now(), requests: None, length_s: Some(2.0) }, 2);
+        c.begin(Plan { start: Instant::now(), requests: None, length_s: Some(2.0) }, 2, &[500]);
         let a = [second(3, 1, &[100, 100, 100]), second(0, 0, &[])];
         let b = [second(1, 0, &[10_000])];
         c.tick(0, Ended { finished: 4, failed: 1, unsuccessful: 2 }, &a, 1);
@@ -236,6 +266,7 @@ mod tests {
         assert_eq!((last.second, last.completed, last.errors), (0, 4, 1));
         assert_eq!(last.p50_us, 100);
         assert!((9_900..=10_100).contains(&last.p99_us), "{}", last.p99_us);
+        assert_eq!(last.over, [1, 0, 0, 0], "one response of the second over the 500 µs bound");
         // Worker 1 ends: second 1 then waits for worker 0 alone.
         c.end(1, Ended::default(), &b, 1);
         assert_eq!(c.last_second().map(|s| s.second), Some(0));

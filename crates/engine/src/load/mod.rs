@@ -176,7 +176,8 @@ pub(crate) fn measure(config: &LoadConfig, p: &PreparedLoad, control: &Control) 
     let tickets = Tickets::new(p.limit.map(|l| deal.share_of(l)), p.end.map(|d| start + d), workers).dealt(deal);
     let think = config.think_s.map(|(lo, hi)| (Duration::from_secs_f64(lo), Duration::from_secs_f64(hi)));
     let requests = p.limit.map(|l| deal.share_of(l));
-    control.begin(Plan { start, requests, length_s: length_s(schedule.as_ref(), p.end) }, workers as usize);
+    let plan = Plan { start, requests, length_s: length_s(schedule.as_ref(), p.end) };
+    control.begin(plan, workers as usize, &config.live_bounds_us);
     let specs: Vec<WorkerSpec> = (0..workers)
         .map(|i| {
             // This worker's number among all the load's workers, on every agent.
@@ -238,7 +239,7 @@ pub(crate) fn measure(config: &LoadConfig, p: &PreparedLoad, control: &Control) 
         started_unix_s,
         start_lag_s,
         duration_s,
-        interrupted: control.stopped(),
+        interrupted: control.stopped() && !control.settled(),
         cpu,
         io,
         linger,

@@ -1,0 +1,112 @@
+"""Time to answer of a capacity search, with fixed-length steps and with
+sequential steps (a step clearly over its objective ends once its seconds
+show it), in one run, side by side.
+
+Simulated: the product's search (runner.capacity) over exact M/M/1 and
+D/M/1 queues (Lindley's recursion, corebench.testing.queues), μ = 200/s,
+p99 ≤ 100 ms, whose limits theory gives (153.9 and 176.0 req/s). Search
+time is the simulated seconds of load (probe and steps; draining after a
+missed step is not simulated and costs both rules alike). The error is the
+answer's ("sustains", the highest rate whose steps met) against theory,
+and the interpolated limit's (analysis.capacity), mean ± sd over the
+searches.
+
+With --real: the same two searches against the built-in server's /queue
+(an exact M/M/1 queue, μ = 200/s), in wall time.
+
+    .venv/bin/python bench/capacity_search.py [--searches 40] [--real]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support: the simulated runner
+
+from tests.support.queue_runner import QueueRunner  # noqa: E402
+
+from corebench.analysis.capacity import limit_estimate  # noqa: E402
+from corebench.config.load import LoadConfig  # noqa: E402
+from corebench.plan.objective import SearchSettings  # noqa: E402
+from corebench.runner import capacity  # noqa: E402
+from corebench.testing.queues import limit_rps  # noqa: E402
+
+MU, SLO, PERCENTILE, BOUND_S = 200.0, "p99<=100ms", 99, 0.1
+RULES = {"fixed": False, "sequential": True}
+
+
+def _pct(xs: list[float]) -> str:
+    return f"{statistics.mean(xs):+5.1f}% ± {statistics.stdev(xs):4.1f}" if len(xs) > 1 else "-"
+
+
+def simulated(searches: int) -> None:
+    print(f"# simulated queue, μ = {MU:g}/s, {SLO}, {searches} searches per case (seeds 0-{searches - 1})")
+    print(
+        f"{'arrivals':<9} {'rule':<11} {'median s':>8} {'steps':>5} {'ended early':>11} "
+        f"{'sustains error':>15} {'interpolated error':>18}"
+    )
+    base = LoadConfig(url="http://127.0.0.1:1/queue", concurrency=512, keep_alive=True)
+    for arrivals in ("poisson", "uniform"):
+        truth = limit_rps(MU, PERCENTILE, BOUND_S, arrivals)
+        medians = {}
+        for rule, seq in RULES.items():
+            settings = SearchSettings(slo=SLO, arrivals=arrivals, sequential=seq)
+            times, steps, early, errs, interp = [], [], [], [], []
+            for seed in range(searches):
+                q = QueueRunner(MU, seed)
+                found = capacity.search(base, settings, q)
+                times.append(q.clock_s)
+                steps.append(len(found.steps))
+                early.append(q.steps_settled)
+                if found.rate_rps is not None:
+                    errs.append((found.rate_rps / truth - 1) * 100)
+                est = limit_estimate(found.steps, settings.objective)
+                if est is not None:
+                    interp.append((est.rate_rps / truth - 1) * 100)
+            medians[rule] = statistics.median(times)
+            print(
+                f"{arrivals:<9} {rule:<11} {medians[rule]:8.0f} {statistics.median(steps):5.0f} "
+                f"{sum(early):5d} steps {_pct(errs):>15} {_pct(interp):>18}"
+            )
+        print(f"{arrivals:<9} sequential/fixed median time: {medians['sequential'] / medians['fixed']:.2f}")
+
+
+def real() -> None:
+    from corebench.targets.builtin import Served
+
+    truth = limit_rps(MU, PERCENTILE, BOUND_S, "poisson")
+    print(f"\n# built-in server's /queue (M/M/1, μ = {MU:g}/s), {SLO}, poisson; theory {truth:.1f} req/s")
+    print(f"{'rule':<11} {'wall s':>7} {'steps':>5} {'sustains':>9} {'interpolated':>13}")
+    with Served("--model", "threads", "--workers", "256") as srv:
+        for rule, seq in RULES.items():
+            out = Path(f"/tmp/corebench-capacity-{rule}.json")
+            argv = [sys.executable, "-m", "corebench", "capacity", srv.url + f"queue?service_us={1e6 / MU:.0f}"]
+            argv += ["--slo", SLO, "-k", "--json", str(out), "--sequential" if seq else "--fixed-steps"]
+            began = time.monotonic()
+            subprocess.run(argv, check=True, capture_output=True)
+            wall = time.monotonic() - began
+            found = json.loads(out.read_text())
+            est = found.get("estimate")
+            interpolated = f"{est['rate_rps']:13.1f}" if est else f"{'none':>13}"
+            print(f"{rule:<11} {wall:7.0f} {len(found['steps']):5d} {found['rate_rps']:9.1f} {interpolated}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--searches", type=int, default=40)
+    ap.add_argument("--real", action="store_true")
+    a = ap.parse_args()
+    simulated(a.searches)
+    if a.real:
+        real()
+
+
+if __name__ == "__main__":
+    main()
