@@ -202,6 +202,7 @@ INTERNAL = {
     "agent": "set by corebench for each agent of a distributed load",
     "start_at_unix_s": "set by corebench so a distributed load's agents start together",
     "user_agent": "corebench names itself and its version in every request",
+    "live_bounds_us": "set by a capacity search for each step's objective (runner.sequential)",
 }
 
 
