@@ -62,7 +62,12 @@ def test_a_run_whose_clock_moved_is_flagged_like_steal():
     [p] = found.points
     assert (p.clock_off_runs, round(p.clock_off_max, 3)) == (1, round(590 / 2410, 3))
     [line] = [v for v in verdicts(found.points) if v.startswith("Clock:")]
-    assert "in 1 of 3 measured runs" in line and "up to 24%" in line and "cpus=1" in line and "system tune" in line
+    assert "in 1 of 3 runs with a clock reading" in line and "up to 24%" in line and "cpus=1" in line
+    assert "system tune" in line and "idle CPUs too" in line
+    # Two runs 7% apart: both are flagged, each measured from the other, out of 2 with a reading.
+    pair = clocked_runs({"cpus": 1}, [2400.0, 2568.0]) + [stored_run({"cpus": 1}, load_result(), seq=9)]
+    [line] = [v for v in verdicts(analyse(experiment({"cpus": [1]}), pair).points) if v.startswith("Clock:")]
+    assert "in 2 of 2 runs with a clock reading" in line and "up to 7%" in line
     # Runs from before the clock was measured count for nothing.
     old = [stored_run({"cpus": 1}, load_result(), seq=i, monitor={"samples": 5}) for i in range(3)]
     assert analyse(experiment({"cpus": [1]}), old).points[0].clock_mhz is None

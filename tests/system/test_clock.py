@@ -79,7 +79,9 @@ def test_a_runs_distance_is_from_the_median_of_its_points_runs():
     clocks = [2400.0, 2410.0, 3000.0]
     assert off_share(3000.0, clocks) == pytest.approx(590 / 2410)
     assert off_share(2400.0, clocks) == pytest.approx(10 / 2410)
-    assert off_share(2400.0, [2400.0, 2600.0]) == pytest.approx(100 / 2500)
+    # Two runs: each is measured from the other (their mean would call neither).
+    assert off_share(2400.0, [2400.0, 2600.0]) == pytest.approx(200 / 2400)
+    assert off_share(2600.0, [2400.0, 2600.0]) == pytest.approx(200 / 2400)
 
 
 def _wait(m: Monitor, mhz: float) -> None:

@@ -70,6 +70,7 @@ class PointStats:
     # measured it, MHz; runs more than clock.NOTABLE_SHARE from the median
     # of the point's runs, and the farthest one's distance.
     clock_mhz: float | None = None
+    clock_runs: int = 0  # measured runs with a clock reading
     clock_off_runs: int = 0
     clock_off_max: float = 0.0
 
@@ -189,6 +190,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
         exporter_cores=next((len(m.cores) for m in all_monitors if m.source != "local" and m.cores), None),
         exporter_error=next((m.scrape_error for m in all_monitors if m.scrape_error), None),
         clock_mhz=_mean(clocks),
+        clock_runs=len(clocks),
         clock_off_runs=sum(x > clock.NOTABLE_SHARE for x in off),
         clock_off_max=max(off, default=0.0),
     )

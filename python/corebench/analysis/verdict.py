@@ -222,15 +222,15 @@ def _clock(points: list[PointStats]) -> list[str]:
     runs = sum(p.clock_off_runs for p in points)
     if not runs:
         return []
-    total = sum(len(p.measured) for p in points)
+    total = sum(p.clock_runs for p in points)
     worst = max(p.clock_off_max for p in points)
     named = ", ".join(p.label() for p in points if p.clock_off_runs)
     return [
-        f"Clock: in {runs} of {total} measured runs the target's CPUs ran more than "
-        f"{clock.NOTABLE_SHARE:.0%} away from the median clock of their point's runs (up to {worst:.0%}; "
-        f"{named}): the clock moved between runs (turbo, the governor, heat), so those runs measured a "
-        "different machine and their points' comparisons mix the two. Fix the clock (corebench system tune: "
-        "performance governor, turbo off) and repeat them."
+        f"Clock: in {runs} of {total} runs with a clock reading, the target's CPUs' mean clock was more than "
+        f"{clock.NOTABLE_SHARE:.0%} from the median of their point's runs (with two runs, from each other; up to "
+        f"{worst:.0%}; {named}): turbo, the governor or heat, or a different load on those CPUs (the reading "
+        "averages idle CPUs too). A CPU-bound throughput moves about as much, so these points' comparisons may mix "
+        "two clocks. Fix the clock (corebench system tune: performance governor, turbo off) and repeat them."
     ]
 
 

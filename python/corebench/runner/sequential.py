@@ -18,9 +18,13 @@ MIN_BATCHES_OVER batches (one burst is not a trend).
 The rule looks once a second, at most `looks` times in a step, and tests
 at α / looks at each look (and α / parts for an objective of several
 percentiles): by Bonferroni's inequality the chance that any look says
-"misses" of a step that meets is at most α, whatever the dependence
+"misses" of a step that meets is at most α whatever the dependence
 between looks (a conservative stand-in for an α-spending function; Lan &
-DeMets, Biometrika 70, 1983).
+DeMets, Biometrika 70, 1983), as far as each look's own level holds:
+that is approximate (1-s batches are not independent near the limit of a
+fast queue, and few batches make normality doubtful). A server slower in
+its first seconds than later (a warm-up, a backlog) can be ended although
+its whole step would meet.
 
 Only misses are settled early. A queue's exceedances come in clumps (one
 long busy period makes dozens of slow responses), so seconds without any
@@ -165,5 +169,5 @@ class Watch:
         part, seen, n = self.settled
         return (
             f"{part.text} settled after {n} s: {seen.share:.1%} of responses over the bound "
-            f"(simultaneous interval {seen.low:.1%}–{seen.high:.1%}), {part.allowance:.1%} allowed"
+            f"(at least {seen.low:.1%}, at about {1 - ALPHA:.0%} over all looks), {part.allowance:.1%} allowed"
         )

@@ -25,9 +25,9 @@ from pathlib import Path
 from corebench.system.topology import sysfs_root
 
 SOURCE = "cpufreq scaling_cur_freq (on x86 with APERF/MPERF: the effective clock, turbo included)"
-# A run whose clock is this far from its point's other runs ran on a
-# different machine, in effect: a CPU-bound throughput moves about as much,
-# which is the size of the effects the comparisons report.
+# A run whose clock is this far from the median of its point's runs (the
+# other run, where there are two): a CPU-bound throughput moves about as
+# much, which is the size of the effects the comparisons report.
 NOTABLE_SHARE = 0.05
 
 
@@ -110,9 +110,14 @@ def nominal_mhz(cpuinfo: Path = Path("/proc/cpuinfo")) -> float | None:
     return None
 
 
-def off_share(mhz: float, others: Sequence[float]) -> float:
-    """How far a run's clock is from the median of its point's runs, as a share."""
-    ordered = sorted(others)
+def off_share(mhz: float, runs: Sequence[float]) -> float:
+    """How far a run's clock is from the median of its point's `runs` (itself
+    included), as a share; with two runs, from the other one: their mean
+    would put each half-way and call neither."""
+    if len(runs) == 2:
+        other = runs[1] if runs[0] == mhz else runs[0]
+        return abs(mhz - other) / min(mhz, other) if min(mhz, other) > 0 else 0.0
+    ordered = sorted(runs)
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     return abs(mhz - median) / median if median > 0 else 0.0

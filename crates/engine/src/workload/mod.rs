@@ -139,17 +139,21 @@ pub(crate) struct Workload {
 }
 
 impl Workload {
-    /// `stopped` says when to give up reading a log (the caller's Ctrl-C).
-    pub(crate) fn build(cfg: &LoadConfig, target: &Target, stopped: &dyn Fn() -> bool) -> Result<Workload> {
-        let mut w = Workload {
+    fn empty(random: bool) -> Workload {
+        Workload {
             requests: Requests::default(),
             entries: Vec::new(),
             offsets_us: Vec::new(),
             period_us: 0,
             cycle: true,
-            random: cfg.random_order,
+            random,
             source: None,
-        };
+        }
+    }
+
+    /// `stopped` says when to give up reading a log (the caller's Ctrl-C).
+    pub(crate) fn build(cfg: &LoadConfig, target: &Target, stopped: &dyn Fn() -> bool) -> Result<Workload> {
+        let mut w = Workload::empty(cfg.random_order);
         let mut known = HashMap::new();
         if let Some(r) = &cfg.replay {
             let prefix = target.path.trim_end_matches('/').to_string();
@@ -240,15 +244,7 @@ mod tests {
 
     fn built(cfg: &LoadConfig, lines: &[(&str, &str)]) -> (Workload, Vec<u32>) {
         let target = Target::from_config(cfg).unwrap();
-        let mut w = Workload {
-            requests: Requests::default(),
-            entries: Vec::new(),
-            offsets_us: Vec::new(),
-            period_us: 0,
-            cycle: true,
-            random: false,
-            source: None,
-        };
+        let mut w = Workload::empty(false);
         let mut known = HashMap::new();
         let ids = lines.iter().map(|(m, p)| w.intern(&mut known, cfg, &target, m, p, &[])).collect();
         (w, ids)
