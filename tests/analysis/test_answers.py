@@ -9,7 +9,7 @@ from corebench.analysis.diagnose import diagnose
 from corebench.analysis.drift import drift
 from corebench.analysis.load import load_factors
 from corebench.analysis.points import point_stats
-from corebench.analysis.verdict import verdicts
+from corebench.analysis.verdict import compare, verdicts
 from corebench.store import CoreTimes, MonitorSummary, RunLayout
 from tests.support.records import load_result, stored_run
 
@@ -135,10 +135,13 @@ def test_a_machine_whose_cores_are_full_is_cpu_bound():
 
 
 def _spread(levels, rps, mean_ms, sd_ms):
+    """Runs whose requests' latency has this mean and sd (one sd for every
+    run, or one per run)."""
     runs = _runs(levels, rps)
-    for r in runs:
+    sds = sd_ms if isinstance(sd_ms, list) else [sd_ms] * len(runs)
+    for r, sd in zip(runs, sds, strict=True):
         assert r.result is not None
-        total = r.result.latency_us.total.model_copy(update={"mean_us": mean_ms * 1000, "stdev_us": sd_ms * 1000})
+        total = r.result.latency_us.total.model_copy(update={"mean_us": mean_ms * 1000, "stdev_us": sd * 1000})
         lat = r.result.latency_us.model_copy(update={"total": total})
         r.result = r.result.model_copy(update={"latency_us": lat})
     return runs
@@ -152,7 +155,14 @@ def test_the_fastest_is_weighed_against_the_least_variable_per_request():
     (line,) = [v for v in out if "speed against steadiness" in v]
     assert line.startswith("At the plan's one load, speed against steadiness: cpus=4 serves the most (+10% over")
     assert "cpus=8's requests vary less: latency 11.00 ± 4.40 ms against 10.00 ± 8.00 ms" in line
-    assert "run-to-run variation of throughput" in line
+    assert "per run, latency sd lower: −45.0%" in line and "run-to-run variation of throughput" in line
+    # Runs whose own sds scatter: the smaller pooled sd is not shown, and said so.
+    runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, [12.0, 3.0, 9.0])
+    runs += _spread({"cpus": 8}, [1000.0, 1005.0, 995.0], 11.0, [2.0, 9.0, 2.2])
+    (f,) = [f for f in compare(point_stats(runs), factors={"cpus": [4, 8]}) if "speed against steadiness" in f.text]
+    assert "cpus=8's requests varied less in these runs, not shown" in f.text, f.text
+    assert "per run, latency sd inconclusive" in f.text and "could detect" in f.text
+    assert f.outcome == "inconclusive" and "Which to run weighs" not in f.text
     # The fastest is also the steadiest: no trade-off to state.
     runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, 2.0) + _spread({"cpus": 8}, [1000.0, 1005.0], 11.0, 4.4)
     assert not any("speed against steadiness" in v for v in verdicts(point_stats(runs), factors={"cpus": [4, 8]}))
@@ -219,7 +229,14 @@ def test_the_steadiest_of_those_throughput_cannot_tell_apart_is_named_with_its_c
     (line,) = [v for v in out if "steadiness per request" in v]
     assert "throughput cannot tell mpm=worker from the others above, and its requests vary least" in line
     assert "10.50 ± 2.00 ms against 10.00 ± 8.00 ms for mpm=event" in line
+    assert "per run, against mpm=event, latency sd lower: −75.0%" in line
     assert "Caveat, an upper bound of the server's latency: mpm=worker: generator on the target's cores" in line
+    # Two runs a side, their own sds scattered: not shown, and said so.
+    runs = _spread({"mpm": "event"}, [1000.0, 1010.0], 10.0, [9.0, 3.0])
+    runs += _spread({"mpm": "worker"}, [1002.0, 1008.0], 10.5, [1.0, 5.0])
+    (f,) = [f for f in compare(point_stats(runs), factors={"mpm": ["event", "worker"]}) if "steadiness" in f.text]
+    assert "its requests varied least in these runs, not shown against every other" in f.text, f.text
+    assert "latency sd inconclusive" in f.text and f.outcome == "inconclusive"
 
 
 def test_steadier_run_to_run_only_where_a_test_of_spread_says_so():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from corebench.analysis.effect import Effect, bound, change_size
+from corebench.analysis.effect import Effect, bound, change_size, effect
 from corebench.analysis.family import Family, p99_ms
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.load import at_matched_load, split, where
@@ -210,12 +210,26 @@ def _request_spread(p: PointStats) -> tuple[float, float] | None:
     return mean, math.sqrt(var)
 
 
+def _run_sds(p: PointStats) -> list[float]:
+    """Each measured run's own sd of per-request latency, in µs: the runs are
+    the units a comparison of spread replicates over."""
+    return [x.latency_us.total.stdev_us for x in p.results() if x.latency_us.total.count > 1]
+
+
+def _spread_effect(a: PointStats, b: PointStats, family: int = 1) -> Effect:
+    """b's per-request latency sd against a's, as the ratio of their runs'
+    mean sds with its interval and class (analysis.effect: the run is the
+    unit, as for throughput)."""
+    return effect(_run_sds(a), _run_sds(b)).in_family(family)
+
+
 def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str]) -> list[Finding]:
     """The fourth field report's trade-off, where there is one: the fastest
     configuration against the one, among those shown slower, whose
     requests' latency varies least (the sd of every request, ab's ±sd), when
-    that sd is at least TRADE_OFF smaller. Run-to-run variation of
-    throughput is another question, named as such."""
+    that sd is at least TRADE_OFF smaller; the runs' own sds compared say
+    whether it is shown. Run-to-run variation of throughput is another
+    question, named as such."""
     spread = {id(p): s for p in [best, *slower] if (s := _request_spread(p)) is not None}
     candidates = [p for p in slower if id(p) in spread]
     if id(best) not in spread or not candidates:
@@ -225,20 +239,27 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
     if ss >= (1 - TRADE_OFF) * sb:
         return []
     faster = best.goodput_rps.mean / steady.goodput_rps.mean - 1
+    e = _spread_effect(best, steady)
+    fast_name, steady_name = split(best, load)[1], split(steady, load)[1]
+    shown = e.verdict == "lower"
+    vary = "vary less" if shown else "varied less in these runs, not shown"
     return [
         Finding(
             "verdict",
-            f"{here}, speed against steadiness: {split(best, load)[1]} serves the most ({faster:+.0%} over "
-            f"{split(steady, load)[1]}, shown above), but {split(steady, load)[1]}'s requests vary less: latency "
+            f"{here}, speed against steadiness: {fast_name} serves the most ({faster:+.0%} over "
+            f"{steady_name}, shown above), but {steady_name}'s requests {vary}: latency "
             f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
-            f"request, the field report's measure; no test). Which to run weighs the two; the run-to-run variation "
-            f"of throughput (CV {steady.goodput_rps.cv:.1%} and {best.goodput_rps.cv:.1%}) is another question.",
-            subject=f"{split(steady, load)[1]} against {split(best, load)[1]} {here.lower()}",
+            f"request, the field report's measure); per run, {e.words('latency sd')}. "
+            + ("Which to run weighs the two; " if shown else "")
+            + f"the run-to-run variation of throughput (CV {steady.goodput_rps.cv:.1%} and "
+            f"{best.goodput_rps.cv:.1%}) is another question.",
+            subject=f"{steady_name} against {fast_name} {here.lower()}",
             figures=(
-                Figure(f"latency sd of {split(steady, load)[1]}", ss / 1000, "ms"),
-                Figure(f"latency sd of {split(best, load)[1]}", sb / 1000, "ms"),
+                Figure(f"latency sd of {steady_name}", ss / 1000, "ms"),
+                Figure(f"latency sd of {fast_name}", sb / 1000, "ms"),
             ),
-            outcome="trade-off",
+            interval=Interval.of(e),
+            outcome="trade-off" if shown else e.verdict,
             caveats=caveats(caveat([best, steady], latency=True)),
         )
     ]
@@ -247,7 +268,9 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
 def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[str]) -> list[Finding]:
     """Where throughput cannot tell the best from others, there is no
     speed to trade: which of them serves requests with the least spread
-    (the sd of every request, the fourth field report's measure; no test)."""
+    (the sd of every request, the fourth field report's measure), and
+    whether the runs' own sds show it, against each other one (held
+    together: Bonferroni over them)."""
     spread = {id(p): s for p in [best, *tied] if (s := _request_spread(p)) is not None}
     if id(best) not in spread or not any(id(p) in spread for p in tied):
         return []
@@ -255,20 +278,27 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
     others = [p for p in [best, *tied] if p is not steady and id(p) in spread]
     if not others or spread[id(steady)][1] >= (1 - TRADE_OFF) * min(spread[id(p)][1] for p in others):
         return []
+    effects = [_spread_effect(p, steady, len(others)) for p in others]
     said = ", ".join(
         f"{spread[id(p)][0] / 1000:.2f} ± {spread[id(p)][1] / 1000:.2f} ms for {split(p, load)[1]}" for p in others
     )
+    per_run = "; ".join(
+        f"against {split(p, load)[1]}, {e.words('latency sd')}" for p, e in zip(others, effects, strict=True)
+    )
+    shown = all(e.verdict == "lower" for e in effects)
     m, sd = spread[id(steady)]
+    vary = "vary least" if shown else "varied least in these runs, not shown against every other"
     return [
         Finding(
             "verdict",
             f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, "
-            f"and its requests vary least: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of "
-            "every request, the field report's measure; no test).",
+            f"and its requests {vary}: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of "
+            f"every request, the field report's measure); per run, {per_run}.",
             subject=f"steadiest {here.lower()}: {split(steady, load)[1]}",
             figures=tuple(
                 Figure(f"latency sd of {split(p, load)[1]}", spread[id(p)][1] / 1000, "ms") for p in [steady, *others]
             ),
+            outcome="steadier" if shown else "inconclusive",
             caveats=caveats(caveat([steady, *others], latency=True)),
         )
     ]
