@@ -18,6 +18,7 @@ from corebench.targets.builtin import Served
 from corebench.testing import free_port
 from tests.conftest import CLI, run_cli
 from tests.support.records import as_json
+from tests.support.wakeups import WakeUps
 
 SERVICE_US = 1000  # μ = 1000/s
 SLO_S = 0.020
@@ -55,25 +56,38 @@ def _queue() -> Served:
     return Served("--model", "threads", "--workers", "256")
 
 
+# A machine that wakes threads this late (its 99th percentile) adds to
+# the responses near the 20 ms bound enough to move the limit (5% of the
+# bound moves it about 2%, more where the delays clump): the search is
+# then right about this machine, and theory is not a truth to test it on.
+NOISY_WAKE_US = 1000
+
+
 def test_capacity_finds_the_queueing_theory_limit(tmp_path):
     """Both arrival processes at once, each against a queue of its own: the
     searches mostly wait (1,000 req/s of sleeping service), so side by side
     they take the time of the longer one and leave each other's timing be
     (so they share the machine on purpose: --force, and each says so).
-    Tried twice: one CI run on the 2-core VM found the Poisson limit 11%
-    under theory with no interpolated estimate, where the same build had
-    passed; a search that is wrong fails both tries."""
-    for attempt in range(2):
-        try:
-            _search_both(tmp_path / f"try{attempt}")
-            return
-        except AssertionError:
-            if attempt == 1:
-                raise
+    Tried once. The machine's own wake-up delay is measured meanwhile: a
+    search off theory on a machine whose p99 wake-up is over NOISY_WAKE_US
+    is skipped with those figures (one CI run on the 2-core VM found the
+    Poisson limit 11% under theory, where the same build had passed);
+    on a quieter machine it fails."""
+    with WakeUps() as machine:
+        said = _search_both(tmp_path)
+    for arrivals, (found, _, stdout, html) in said.items():
+        _check_search(arrivals, found, stdout, html)
+    try:
+        for arrivals, (found, truth, stdout, html) in said.items():
+            _check_theory(arrivals, found, truth, stdout, html)
+    except AssertionError as e:
+        if machine.p99_us() > NOISY_WAKE_US:
+            pytest.skip(f"too noisy to test a 20 ms bound against theory: {machine}; the search said: {e}")
+        raise AssertionError(f"{e}\n({machine})") from e
 
 
-def _search_both(tmp_path: Path) -> None:
-    tmp_path.mkdir()
+def _search_both(tmp_path: Path) -> dict[str, tuple[dict, float, str, Path]]:
+    """Each search's JSON, the limit theory gives, its stdout and its page."""
     cases = {"poisson": mm1_limit, "uniform": dm1_limit}
     with _queue() as a, _queue() as b:
         running = {}
@@ -96,24 +110,22 @@ def _search_both(tmp_path: Path) -> None:
         finally:
             for proc, _, _ in running.values():
                 proc.kill()
+    found = {}
     for arrivals, limit in cases.items():
         proc, out, html = running[arrivals]
         stdout, stderr = said[arrivals]
         assert proc.returncode == 0, stdout + stderr
         assert "searched while another corebench measured on this machine (corebench capacity" in stderr
-        _check_search(arrivals, json.loads(out.read_text()), limit(1e6 / SERVICE_US, SLO_S), stdout, html)
+        found[arrivals] = (json.loads(out.read_text()), limit(1e6 / SERVICE_US, SLO_S), stdout, html)
+    return found
 
 
-def _check_search(arrivals: str, found: dict, truth: float, stdout: str, html: Path) -> None:
+def _check_search(arrivals: str, found: dict, stdout: str, html: Path) -> None:
+    """What holds on any machine: the search's shape, its lines and its page."""
     lo, hi = found["bracket"]
     assert found["outcome"] == "found" and found["arrivals"] == arrivals
     assert hi / lo <= 1.02 / 0.98 + 1e-9, "bracketed within the default ±2%"
-    estimate = found["estimate"]
-    assert estimate is not None, f"{arrivals}: no interpolated limit\n{stdout}"
-    assert estimate["rate_rps"] == pytest.approx(truth, rel=0.05), f"{arrivals}: {estimate}, theory {truth:.0f}"
-    assert estimate["ci"][0] < estimate["rate_rps"] < estimate["ci"][1]
-    assert (lo + hi) / 2 == pytest.approx(truth, rel=0.1), f"{arrivals}: verdicts changed at {lo:.0f}–{hi:.0f}"
-    assert f"Sustains {lo:,.0f} req/s within p99<=20ms" in stdout and "Interpolated limit:" in stdout
+    assert f"Sustains {lo:,.0f} req/s within p99<=20ms" in stdout
     assert all(s["duration_s"] >= 12 for s in found["steps"])
     page = html.read_text()
     assert (
@@ -121,8 +133,18 @@ def _check_search(arrivals: str, found: dict, truth: float, stdout: str, html: P
         and "Target: <code>http://127.0.0.1:" in page
         and "<svg" in page
         and f"Sustains {lo:,.0f}" in page
-        and "Interpolated limit" in page
     )
+
+
+def _check_theory(arrivals: str, found: dict, truth: float, stdout: str, html: Path) -> None:
+    """What holds where the machine adds little to the queue's latency."""
+    lo, hi = found["bracket"]
+    estimate = found["estimate"]
+    assert estimate is not None, f"{arrivals}: no interpolated limit\n{stdout}"
+    assert estimate["rate_rps"] == pytest.approx(truth, rel=0.05), f"{arrivals}: {estimate}, theory {truth:.0f}"
+    assert estimate["ci"][0] < estimate["rate_rps"] < estimate["ci"][1]
+    assert (lo + hi) / 2 == pytest.approx(truth, rel=0.1), f"{arrivals}: verdicts changed at {lo:.0f}–{hi:.0f}"
+    assert "Interpolated limit:" in stdout and "Interpolated limit" in html.read_text()
 
 
 @pytest.mark.parametrize(
