@@ -65,3 +65,9 @@ def test_cleanup_removes_a_killed_corebenchs_cgroups_and_what_runs_in_them():
         stand_in.kill()
         stand_in.wait()
         subprocess.run(["kill", "-9", str(target)], check=False, capture_output=True)
+
+
+def test_cleanup_of_a_cluster_where_none_listens_is_one_line():
+    r = run_cli("cleanup", "--ray", "127.0.0.1:9")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--ray 127.0.0.1:9: cannot reach a Ray cluster there" in r.stderr

@@ -5,93 +5,21 @@ address: a loopback target is refused, and a target listening on the veth
 address is loaded from both nodes, by `corebench load` and by a plan."""
 
 import json
-import os
-import signal
 import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from corebench.testing.lab import Lab
 from tests.conftest import CLI, run_cli
 from tests.support.records import as_json
-
-RAY = str(Path(sys.executable).with_name("ray"))
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def two_hosts():
-    from ray.cluster_utils import Cluster
-
-    tag = 20 + os.getpid() % 200
-    ns, here_if, there_if = f"cbns{tag}", f"cbh{tag}", f"cbn{tag}"
-    here, there = f"10.231.{tag}.1", f"10.231.{tag}.2"
-    _ip("netns", "add", ns)
-    try:
-        _ip("link", "add", here_if, "type", "veth", "peer", "name", there_if)
-        _ip("link", "set", there_if, "netns", ns)
-        _ip("addr", "add", f"{here}/24", "dev", here_if)
-        _ip("link", "set", here_if, "up")
-        for args in (
-            ("addr", "add", f"{there}/24", "dev", there_if),
-            ("link", "set", there_if, "up"),
-            ("link", "set", "lo", "up"),
-        ):
-            _ip("netns", "exec", ns, "ip", *args)
-        head = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": here}, connect=False)
-        node = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                RAY,
-                "start",
-                "--address",
-                head.address,
-                "--node-ip-address",
-                there,
-                "--num-cpus",
-                "1",
-                "--disable-usage-stats",
-                "--block",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            _wait_for_nodes(head.address, 2)
-            yield SimpleNamespace(address=head.address, here=here, there=there)
-        finally:
-            os.killpg(node.pid, signal.SIGTERM)
-            try:
-                node.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
-            head.shutdown()
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)  # the veth pair goes with it
-
-
-def _wait_for_nodes(address: str, n: int) -> None:
-    import ray
-
-    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-    try:
-        end = time.monotonic() + 60
-        while len([x for x in ray.nodes() if x["Alive"]]) < n:
-            assert time.monotonic() < end, "the namespace's Ray node never joined"
-            time.sleep(0.2)
-    finally:
-        ray.shutdown()
+    with Lab(nodes={"there": 1}) as lab:
+        yield SimpleNamespace(address=lab.address, here=lab.here, there=lab.ip["there"])
 
 
 @pytest.fixture

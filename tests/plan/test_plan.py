@@ -103,6 +103,14 @@ def test_geometric_ranges_fit_any_machine():
             "plan.toml:12: target.address: 'localhost' is not an IP address",
         ),
         (
+            ('builtin = { model = "prefork" }', 'builtin = { model = "prefork" }\nnode = "target-host"'),
+            "plan.toml:12: target.node: 'target-host' is not an IP address",
+        ),
+        (
+            ('builtin = { model = "prefork" }', 'builtin = { model = "prefork" }\nray = "10.0.0.1:6379"'),
+            "plan.toml:10: target: ray is the cluster of the target's node: give node",
+        ),
+        (
             ("[load]", '[cluster]\naddress = "auto"\nagnets = 2\n\n[load]'),
             "plan.toml:15: cluster.agnets: unknown key (a typo?)",
         ),

@@ -116,6 +116,7 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
             f"reached {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling, so the generator, not only "
             "the server, set the figure: the server can do at least that much."
         )
+    out += hosts_lines(points)
     results = [x for p in points for x in p.results()]
     ios = Counter(r.io for r in results)
     if ios:
@@ -125,6 +126,28 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
         said = " and ".join(f"{p} in {n:,}" for p, n in sorted(protocols.items()))
         out.append(f"Protocol: the measured runs spoke {said} (HTTP/2 runs on epoll; docs/http2.md).")
     return out
+
+
+def hosts_lines(points: list[PointStats]) -> list[str]:
+    """Which host ran the target and which the load, where the target ran
+    on a Ray node of its own (`[target] node`)."""
+    layouts = [r.layout for p in points for r in p.measured if r.layout is not None]
+    nodes = sorted({x.target_host for x in layouts if x.target_host})
+    if not nodes:
+        return []
+    agents = any(x.generator == "ray agents" for x in layouts)
+    load = "the Ray cluster's load agents" if agents else "the machine that ran the plan (the host above)"
+    shared = sum(x.shared for x in layouts)
+    beside = (
+        f"; in {shared} run(s) a load agent ran on the target's node, beside it"
+        if shared
+        else "; no load ran on the target's node"
+    )
+    return [
+        f"Hosts: the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured "
+        f"there (its cores, the target's CPU, the clock); the load came from {load}{beside}. The generator's "
+        "ceiling is not calibrated for a target on another host."
+    ]
 
 
 def above_ceiling(points: list[PointStats]) -> list[str]:

@@ -105,7 +105,11 @@ class Session:
     @property
     def agents_here(self) -> bool:
         """True when an agent runs on this machine, beside the target."""
-        return any(a.info["node_ip"] == self.driver_ip for a in self.agents)
+        return self.agents_on(self.driver_ip)
+
+    def agents_on(self, node_ip: str) -> bool:
+        """True when an agent runs on the host at `node_ip`."""
+        return any(a.info["node_ip"] == node_ip for a in self.agents)
 
     # -- connect and place -------------------------------------------------
 
@@ -118,25 +122,7 @@ class Session:
         self.driver_ip = ray.util.get_node_ip_address()
 
     def _init(self, addr: str) -> None:
-        failure: list[BaseException] = []
-
-        def init() -> None:
-            try:
-                self.ray.init(address=addr, namespace="corebench", log_to_driver=False, logging_level="ERROR")
-            except BaseException as e:  # reported below, in the caller's thread
-                failure.append(e)
-
-        # ray.init retries for minutes against something that is not a Ray
-        # head; a thread bounds the wait.
-        t = threading.Thread(target=init, daemon=True)
-        t.start()
-        t.join(CONNECT_TIMEOUT_S)
-        if t.is_alive() or failure:
-            why = _reason(failure[0]) if failure else f"no answer in {CONNECT_TIMEOUT_S:.0f} s"
-            raise ClusterError(
-                f"--ray {addr}: cannot connect to a Ray cluster there ({why}); "
-                "give the head's address as printed by `ray start --head`"
-            )
+        connect(self.ray, addr)
 
     def _place(self) -> None:
         ray, c = self.ray, self.cluster
@@ -374,6 +360,28 @@ class _Collect:
         during the next run; they are replaced before it."""
         for r in refs:
             _kill(self.s.ray, self.refs[r].handle)
+
+
+def connect(ray: ModuleType, addr: str) -> None:
+    """ray.init at `addr`, bounded: ray.init retries for minutes against
+    something that is not a Ray head, so a thread bounds the wait."""
+    failure: list[BaseException] = []
+
+    def init() -> None:
+        try:
+            ray.init(address=addr, namespace="corebench", log_to_driver=False, logging_level="ERROR")
+        except BaseException as e:  # reported below, in the caller's thread
+            failure.append(e)
+
+    t = threading.Thread(target=init, daemon=True)
+    t.start()
+    t.join(CONNECT_TIMEOUT_S)
+    if t.is_alive() or failure:
+        why = _reason(failure[0]) if failure else f"no answer in {CONNECT_TIMEOUT_S:.0f} s"
+        raise ClusterError(
+            f"--ray {addr}: cannot connect to a Ray cluster there ({why}); "
+            "give the head's address as printed by `ray start --head`"
+        )
 
 
 def _kill(ray: ModuleType, handle: Any) -> None:

@@ -311,11 +311,12 @@ class Monitor:
                 "steal_cpu": steal,
                 "steal_s": sum(x.steal_cpu for x in s) * INTERVAL_S,
                 "steal_notable": steal >= STEAL_NOTABLE_CORES,
-                **self._clock_summary(),
+                **self.clock_summary(),
             }
         )
 
-    def _clock_summary(self) -> dict[str, object]:
+    def clock_summary(self) -> dict[str, object]:
+        """The clock of the target's CPUs over the samples, and its governor and turbo."""
         clocks = [x.clock_mhz for x in self.samples if x.clock_mhz is not None]
         reader = self._clock
         return {

@@ -322,6 +322,12 @@ class Target(_Section):
     # (`monitor.exporter`). Only with url: a target corebench starts has
     # the local monitor.
     monitor: str | None = None
+    # The Ray node (its IP address) that starts, pins and measures the
+    # target, on CPUs of that host (`targets.remote`); the load comes from
+    # this machine or the [cluster]'s agents. `ray`: the cluster's address,
+    # by default [cluster] address.
+    node: str | None = None
+    ray: str | None = None
 
     _durations = field_validator("ready_timeout_s", "stop_timeout_s", mode="before")(
         classmethod(lambda _cls, v: _duration(v))
@@ -329,7 +335,7 @@ class Target(_Section):
     _argvs = field_validator("command", "version_command", "prepare", mode="before")(
         classmethod(lambda _cls, v: _argv(v))
     )
-    _address = field_validator("address", mode="before")(classmethod(lambda _cls, v: _ip(v)))
+    _address = field_validator("address", "node", mode="before")(classmethod(lambda _cls, v: _ip(v)))
     _check_services = field_validator("services")(classmethod(lambda _cls, v: _services(v)))
 
     _signal = field_validator("stop_signal")(classmethod(lambda _cls, v: _signal_name(v)))
@@ -340,6 +346,14 @@ class Target(_Section):
             raise ValueError("smt and numa choose the CPUs of cpus = N: give cpus")
         if self.smt == "on" and self.cpus is not None and self.cpus != int(self.cpus):
             raise ValueError('smt = "on" takes whole cores with their siblings: give whole cpus')
+        return self
+
+    @model_validator(mode="after")
+    def _on_a_node(self) -> Target:
+        if self.node is not None and self.url is not None:
+            raise ValueError("node starts a target on a Ray node; a running server (url) is not started by corebench")
+        if self.ray is not None and self.node is None:
+            raise ValueError("ray is the cluster of the target's node: give node (the Ray node's IP address) too")
         return self
 
     @model_validator(mode="after")

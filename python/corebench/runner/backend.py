@@ -79,8 +79,9 @@ class Cluster:
 
     def layout(self, layout: RunLayout) -> RunLayout:
         # Not this machine's generator cores: agents beside the target (on
-        # this machine) may use its cores, as nothing confines them.
-        shared = self.session.agents_here and bool(layout.target_cpus)
+        # its host) may use its cores, as nothing confines them.
+        host = layout.target_host or self.session.driver_ip
+        shared = self.session.agents_on(host) and bool(layout.target_cpus)
         return layout.model_copy(update={"shared": shared, "generator": "ray agents"})
 
     def monitor(self, summary: MonitorSummary, result: LoadResult) -> MonitorSummary:

@@ -29,6 +29,7 @@ from corebench.runner import baseline, calibrate, capacity, host, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
+from corebench.runner.remote import RayHost
 from corebench.store import (
     Baseline,
     Capacity,
@@ -165,17 +166,7 @@ class ExperimentRun:
             host.drop_caches()
         result, error, found = None, None, None
         watch = Exporter(run.point.target.monitor) if run.point.target.monitor else None
-        with (
-            Monitor(
-                t.pid,
-                len(t.layout.generator_cpus),
-                t.devices(),
-                t.groups(),
-                t.accounting(),
-                target_cpus=t.layout.target_cpus,
-            ) as monitor,
-            watch or contextlib.nullcontext(),
-        ):
+        with t.monitor(len(t.layout.generator_cpus)) as monitor, watch or contextlib.nullcontext():
             try:
                 if self.exp.plan.search is None or run.warmup:
                     result = self.backend.run(cfg, self.show.tick)
@@ -292,7 +283,7 @@ def _run_all(
 ) -> Outcome:
     exp, runs = checked.exp, checked.runs
     control = CpuControl()
-    with LocalHost(control) as local:
+    with target_host(exp, control) as local:
         exp_id = open_experiment(exp, store, runs, control, local, again != "new")
         # Every invocation is a session of its own: a resume on another day too.
         stored = store.sessions(exp_id)
@@ -313,13 +304,37 @@ def _run_all(
             after=stored if again == "session" else None,
             machine=claim,
         )
+        # The generator's ceiling is measured against a target on this machine's other cores.
         calibration = (
-            (lambda: calibrate.calibrate(exp, control, local.work_dir)) if isinstance(backend, Local) else None
+            (lambda: calibrate.calibrate(exp, control, local.work_dir))
+            if isinstance(backend, Local) and isinstance(local, LocalHost)
+            else None
         )
         rnd = max((r.round for r in runs), default=0)
         _visit_all(xr, todo, rnd, calibration, lambda: baseline.measure(exp, control))
         out.starts = local.starts
     return out
+
+
+def target_host(exp: ExperimentPlan, control: CpuControl) -> LocalHost | RayHost:
+    """Where the plan's targets run: this machine, or the Ray node its
+    [target] names (one node for the whole plan)."""
+    nodes = {p.target.node for p in exp.points}
+    if nodes == {None}:
+        return LocalHost(control)
+    if len(nodes) > 1:
+        raise UsageError(
+            f"{exp.path}: [target] node: one node for every point of a plan (found {sorted(map(str, nodes))})"
+        )
+    t = exp.points[0].target
+    address = t.ray or (exp.plan.cluster.address if exp.plan.cluster is not None else None)
+    if address is None:
+        raise UsageError(
+            f"{exp.path}: [target] node = {t.node!r} needs the Ray cluster it belongs to: "
+            'give ray = "HEAD:PORT" in [target], or a [cluster] table'
+        )
+    assert t.node is not None
+    return RayHost(address, t.node)
 
 
 def _visit_all(

@@ -76,9 +76,16 @@ def _log_read_once(cfg: LoadConfig, read: set[str]) -> LoadConfig:
     return cfg.model_copy(update={"replay": cfg.replay.model_copy(update={"limit": 1})})
 
 
+def _here(exp: ExperimentPlan) -> list[float]:
+    """The cpus levels of targets started on this machine (not on a Ray node)."""
+    return [
+        p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None and not p.target.node
+    ]
+
+
 def _too_few_cores(exp: ExperimentPlan, online: list[int]) -> list[str]:
     """A level that leaves the generator no core of its own, said up front."""
-    levels = [p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None]
+    levels = _here(exp)
     if exp.plan.cluster is not None or not levels or math.ceil(max(levels)) < len(online):
         return []
     top = max(levels)
@@ -92,7 +99,7 @@ def _too_few_cores(exp: ExperimentPlan, online: list[int]) -> list[str]:
 def _siblings(exp: ExperimentPlan, online: list[int]) -> list[str]:
     """A level of more CPUs than physical cores (smt = "off" takes one thread
     per core, then siblings), said up front: its CPUs are not cores."""
-    levels = [p.target.cpus for p in exp.points if p.target.cpus is not None and p.target.url is None]
+    levels = _here(exp)
     topo = topology(online) if levels else None
     if topo is None or math.ceil(max(levels)) <= len(topo.cores):
         return []

@@ -160,6 +160,9 @@ class RunLayout(_Part):
     # The physical cores asked for (cpus = N, rounded up); more than
     # target_physical_cores where SMT siblings filled in for missing cores.
     cores_asked: int | None = None
+    # The host the target ran on, when not the one that ran the plan (a
+    # Ray node's address, `[target] node`); its CPUs are that host's.
+    target_host: str | None = None
 
     @property
     def controlled(self) -> bool:

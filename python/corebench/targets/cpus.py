@@ -55,6 +55,8 @@ class Layout:
     # The physical cores asked for (cpus = N, rounded up): more than
     # target_physical_cores where the machine had too few and siblings filled in.
     cores_asked: int | None = None
+    # The host the target ran on, when not this machine (a Ray node's address).
+    target_host: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Protocol
 
 from corebench import __version__
+from corebench.monitor.sampler import Monitor
 from corebench.plan import Point
 from corebench.plan.model import Target
 from corebench.store import TargetInfo
@@ -91,6 +92,17 @@ class TargetSession:
     def accounting(self) -> dict[str, list[str]]:
         """The cgroups that measure each process group apart."""
         return {"target": self.layout.accounting} | {s.name: self.layout.of(s.name).accounting for s in self.services}
+
+    def monitor(self, generator_cores: int) -> Monitor:
+        """The monitor of a run of this target (entered by the caller)."""
+        return Monitor(
+            self.pid,
+            generator_cores,
+            self.devices(),
+            self.groups(),
+            self.accounting(),
+            target_cpus=self.layout.target_cpus,
+        )
 
     def stop(self) -> None:
         """Stops what was started, releases the CPUs and unmounts the image

@@ -1,0 +1,83 @@
+"""The target agent: a Ray actor on the target's node that starts, pins and
+measures the target there, with this machine's `LocalHost` and `Monitor`
+(`targets.remote` drives it). Threaded (max_concurrency) so that `stop`
+and `alive` are answered while a start waits for the target to be ready."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from corebench import _engine
+from corebench.monitor.sampler import Monitor, Sample
+from corebench.plan import Point
+from corebench.plan.model import Target
+from corebench.store import TargetInfo
+from corebench.targets.cpus import CpuControl, Layout
+from corebench.targets.session import LocalHost, TargetSession
+
+
+# Ray's overloads of `remote` leave out the actor options (max_concurrency among them).
+@ray.remote(max_concurrency=4)  # type: ignore[call-overload]
+class TargetAgent:
+    def __init__(self) -> None:
+        self.control = CpuControl()
+        self.host = LocalHost(self.control).__enter__()
+        self.session: TargetSession | None = None
+        self.monitor: Monitor | None = None
+
+    def describe(self) -> dict[str, Any]:
+        ctx = ray.get_runtime_context()
+        return {
+            "node_id": ctx.get_node_id(),
+            "node_ip": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname(),
+            "cpus": len(self.control.online),
+            "version": _engine.__version__,
+            "pid": os.getpid(),
+        }
+
+    def server_version(self, target: Target) -> str | None:
+        return self.host.server_version(target)
+
+    def start(self, point: Point, key: str, plan_dir: str) -> tuple[Layout, TargetInfo, str | None, float, str | None]:
+        """The target started: its layout on this node, its facts, why it
+        did not start (or None), how long the start took and its URL."""
+        self.stop()
+        s = self.host.start(point, key, Path(plan_dir))
+        self.session = s
+        return s.layout, s.info, s.error, s.start_s, s.base_url
+
+    def alive(self) -> bool:
+        return self.session is not None and self.session.alive()
+
+    def exited(self) -> str | None:
+        return self.session.exited() if self.session is not None else None
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+            self.session = None
+
+    def monitor_begin(self, generator_cores: int) -> None:
+        s = self.session
+        assert s is not None, "start the target first"
+        self.monitor = s.monitor(generator_cores).__enter__()
+
+    def monitor_end(self) -> tuple[list[Sample], dict[str, object], list[str], dict[str, int]]:
+        """The run's samples, the clock of the target's CPUs here, and the
+        devices and services they cover."""
+        m = self.monitor
+        assert m is not None, "begin the monitor first"
+        m.__exit__(None, None, None)
+        self.monitor = None
+        return m.samples, m.clock_summary(), m.devices, m.groups
+
+    def close(self) -> None:
+        """Stops the target and removes the work folder."""
+        self.stop()
+        self.host.close()

@@ -1,0 +1,227 @@
+"""A target on another host: a lab (corebench.testing.lab) whose target
+node lives in a network namespace of its own, offering Ray no CPUs; the
+plan's built-in server is started, pinned and measured there, and loaded
+from this machine. The namespaces share this machine's CPUs: the test
+checks who ran what and where, not speed."""
+
+import contextlib
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from corebench.store import Store
+from corebench.testing.lab import Lab
+from tests.conftest import CLI, run_cli
+from tests.support.records import as_json
+
+pytestmark = pytest.mark.skipif(shutil.which("ip") is None, reason="needs iproute2")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    # The head offers Ray no CPUs: a load agent can only land on "load".
+    with Lab(nodes={"target": 0, "load": 1}, head_cpus=0) as lab:
+        yield lab
+
+
+def _plan(tmp_path: Path, lab: Lab, extra: str = "") -> Path:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+[experiment]
+repetitions = 1
+duration = "1s"
+
+[factors]
+cpus = [1, 2]
+
+[target]
+builtin = {{ model = "threads", workers = 4, args = ["--access-log", "{tmp_path}/access-{{cpus}}.log"] }}
+cpus = "{{cpus}}"
+node = "{lab.ip["target"]}"
+ray = "{lab.address}"
+{extra}
+[load]
+concurrency = 4
+keep_alive = true
+allow_remote = true
+""")
+    return plan
+
+
+def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
+    plan = _plan(tmp_path, lab)
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q", timeout=300)
+    assert p.returncode == 0, p.stderr
+    s = Store(tmp_path / "s.sqlite", read_only=True)
+    runs = s.runs(1)
+    s.close()
+    assert sorted(r.point["cpus"] for r in runs) == [1, 2] and all(r.status == "ok" for r in runs), runs
+    for r in runs:
+        assert r.layout.target_host == lab.ip["target"] and not r.layout.shared
+        assert len(r.layout.target_cpus) == r.point["cpus"]
+        result = as_json(r.result)
+        assert result["address"].startswith(lab.ip["target"]) and result["failed"] == 0
+        # The server's own count: every response the load counted, no other
+        # (beside the readiness check, made on the node).
+        served = (tmp_path / f"access-{r.point['cpus']}.log").read_text().splitlines()
+        loaded = [line for line in served if line.startswith(lab.here)]
+        assert len(loaded) == result["responses"] > 0 and all('"corebench/' in line for line in loaded)
+        # Measured there: the target's CPU and each core of its host.
+        assert r.monitor is not None and r.monitor.samples >= 1 and r.monitor.target_cpu > 0
+        assert _cpus(r.target.cpus_allowed) == r.layout.target_cpus
+    report = run_cli("report", str(tmp_path / "s.sqlite"), "--format", "md")
+    assert report.returncode == 0, report.stderr
+    assert "generator on the target's cores" not in report.stdout
+
+
+def test_load_agents_on_their_own_node_load_the_target_on_its_node(lab, tmp_path):
+    plan = _plan(tmp_path, lab, extra="").read_text().replace(f'ray = "{lab.address}"\n', "")
+    plan += f'\n[cluster]\naddress = "{lab.address}"\nagents = 1\n'
+    (tmp_path / "plan.toml").write_text(plan)
+    p = run_cli("run", str(tmp_path / "plan.toml"), "--store", str(tmp_path / "s.sqlite"), "-q", timeout=300)
+    assert p.returncode == 0, p.stderr
+    s = Store(tmp_path / "s.sqlite", read_only=True)
+    runs = s.runs(1)
+    s.close()
+    assert len(runs) == 2 and all(r.status == "ok" for r in runs)
+    for r in runs:
+        assert r.layout.target_host == lab.ip["target"] and r.layout.generator == "ray agents"
+        assert not r.layout.shared, "the agent ran on another node than the target"
+        result = as_json(r.result)
+        (agent,) = result["agents"]
+        assert agent["node"].split("/")[1] == lab.ip["load"]
+        served = (tmp_path / f"access-{r.point['cpus']}.log").read_text().splitlines()
+        assert len([x for x in served if x.startswith(lab.ip["load"])]) == result["responses"] > 0
+    report = run_cli("report", str(tmp_path / "s.sqlite"), "--format", "md")
+    assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
+    assert "the load came from the Ray cluster's load agents; no load ran on the target's node" in report.stdout
+
+
+def _cpus(listed: str | None) -> list[int]:
+    """A kernel CPU list ("0-2,4") as CPUs."""
+    out: list[int] = []
+    for part in (listed or "").split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def test_a_plan_with_a_node_and_no_cluster_is_one_line(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[target]\nbuiltin = {}\nnode = "10.9.9.9"\n')
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "needs the Ray cluster it belongs to" in p.stderr
+
+
+def _one_point(tmp_path: Path, lab: Lab, repetitions: int, duration_s: int) -> Path:
+    """A plan of one point whose target runs on the lab's target node."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+[experiment]
+repetitions = {repetitions}
+duration = "{duration_s}s"
+
+[target]
+builtin = {{ model = "threads", workers = 2 }}
+node = "{lab.ip["target"]}"
+ray = "{lab.address}"
+
+[load]
+concurrency = 2
+allow_remote = true
+""")
+    return plan
+
+
+def test_a_lost_target_node_fails_its_runs_and_the_experiment_goes_on(tmp_path):
+    from corebench.targets import filesystem
+
+    with Lab(nodes={"target": 0}) as lab:
+        plan = _one_point(tmp_path, lab, repetitions=4, duration_s=2)
+        store = tmp_path / "s.sqlite"
+        proc = subprocess.Popen(
+            CLI + ["run", str(plan), "--store", str(store), "-q"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            end = time.monotonic() + 120
+            while _stored(store) < 1:
+                assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+                time.sleep(0.2)
+            time.sleep(1.0)  # into the second run: its monitor and its load lose the node
+            lab.kill("target")
+            out, err = proc.communicate(timeout=400)
+        finally:
+            proc.kill()
+    s = Store(store, read_only=True)
+    runs = s.runs(1)
+    s.close()
+    assert len(runs) == 4 and runs[0].status == "ok", ([(r.status, r.error) for r in runs], proc.returncode, err)
+    lost = [r for r in runs if r.status == "failed"]
+    assert lost and all(
+        "the target's node" in (r.error or "") or "target not started" in (r.error or "") for r in lost
+    ), [r.error for r in lost]
+    assert proc.returncode != 0 or lost, err
+    # What the node left (its work folder: the node died before closing it) goes with corebench cleanup.
+    assert run_cli("cleanup").returncode == 0
+    assert filesystem.dead_work_dirs() == []
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count(lab.prefix) == 0
+
+
+def _stored(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM runs WHERE warmup = 0").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
+def _served_in(ns: str) -> list[int]:
+    """The built-in servers running in namespace `ns`."""
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+    out = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"serve" in argv and b"corebench" in b" ".join(argv):
+                out.append(int(pid))
+    return out
+
+
+def test_cleanup_reaches_the_node_a_killed_corebench_left_its_folder_on(tmp_path):
+    from corebench.targets import filesystem
+
+    with Lab(nodes={"target": 0}) as lab:
+        plan = _one_point(tmp_path, lab, repetitions=3, duration_s=5)
+        ns = lab.namespace("target")
+        proc = subprocess.Popen(CLI + ["run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q"])
+        try:
+            end = time.monotonic() + 120
+            while not _served_in(ns):
+                assert proc.poll() is None and time.monotonic() < end, "the target never started on its node"
+                time.sleep(0.2)
+        finally:
+            proc.kill()  # SIGKILL: nothing of ours stops the target
+            proc.wait()
+        # Ray ends the target agent of a dead driver (and the processes it
+        # started); the agent's folder stays, owned by no live corebench.
+        end = time.monotonic() + 60
+        while not filesystem.dead_work_dirs():
+            assert time.monotonic() < end, "the node's target agent outlived its driver"
+            time.sleep(0.5)
+        left = filesystem.dead_work_dirs()
+        r = run_cli("cleanup", "--ray", lab.address, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        # The lab's nodes share this machine's /tmp: one node or the other removes it.
+        assert any(f"Removed {d}" in r.stdout for d in left), r.stdout
+        assert {line.split(":")[0] for line in r.stdout.splitlines()} == {lab.here, lab.ip["target"]}, r.stdout
+        assert _served_in(ns) == [] and filesystem.dead_work_dirs() == []
