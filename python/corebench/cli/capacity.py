@@ -71,7 +71,7 @@ def capacity(
     sequential: bool | None = typer.Option(
         None,
         "--sequential/--fixed-steps",
-        help="End a step clearly over the objective as soon as its seconds show it (the default), or run every "
+        help="End a step once its misses exceed what its whole length allows (the default), or run every "
         "step its whole length.",
     ),
     concurrency: int | None = typer.Option(

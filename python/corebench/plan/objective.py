@@ -109,7 +109,7 @@ class SearchSettings(BaseModel):
     min_step_s: float = Field(2.0, gt=0, le=3600, alias="step")
     max_step_s: float = Field(60.0, gt=0, le=3600, alias="max_step")
     max_steps: int = Field(30, ge=1, le=1000)
-    # A step clearly over its objective ends once its seconds show it
+    # A step ends once its misses exceed what its whole length allows
     # (runner.sequential); False: every step runs its whole length.
     sequential: bool = True
     # The ramp's factor between steps, and how long a server may take to drain.

@@ -243,9 +243,9 @@ def _measure(
 ) -> tuple[Step, LoadResult]:
     samples = objective.samples_needed()
     duration_s = settings.step_s(rate)
-    # Over its objective, clearly: the step ends as soon as its seconds show it (runner.sequential).
+    # Missed beyond doubt: the step ends once its misses exceed the whole step's allowance (runner.sequential).
     parts = sequential.bounds(objective) if settings.sequential else []
-    watch = sequential.Watch(parts, looks=math.ceil(duration_s))
+    watch = sequential.Watch(parts, looks=math.ceil(duration_s), planned=rate * duration_s)
     bounds_us = [b.limit_us for b in watch.parts]
     r = run(_step_config(base, settings, rate, duration_s, bounds_us), live=watch)
     judged = objective.judge(r)
