@@ -155,13 +155,29 @@ def test_the_fastest_is_weighed_against_the_least_variable_per_request():
     (line,) = [v for v in out if "speed against steadiness" in v]
     assert line.startswith("At the plan's one load, speed against steadiness: cpus=4 serves the most (+10% over")
     assert "cpus=8's requests vary less: latency 11.00 ± 4.40 ms against 10.00 ± 8.00 ms" in line
-    assert "per run, latency sd lower: −45.0%" in line and "run-to-run variation of throughput" in line
+    assert "the sd each run's own, as the field report's; latency sd lower: −45.0%" in line
+    assert "run-to-run variation of throughput" in line
+    # Run sds that scatter, 5 runs a side: still shown, with its interval.
+    runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0, 1095.0, 1105.0], 10.0, [8.0, 7.5, 8.5, 8.2, 7.8])
+    runs += _spread({"cpus": 8}, [1000.0, 1005.0, 995.0, 1002.0, 998.0], 11.0, [4.4, 4.0, 4.8, 4.5, 4.2])
+    (f,) = [f for f in compare(point_stats(runs), factors={"cpus": [4, 8]}) if "speed against steadiness" in f.text]
+    assert "cpus=8's requests vary less" in f.text and "latency sd lower" in f.text and f.outcome == "trade-off"
+    assert f.interval is not None and f.interval.high < 1
+    # Run means that drift while each run's own sd is larger: no trade-off
+    # (a pooled sd would have counted the drift as spread).
+    runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, 3.0)
+    for r, mean_ms in zip(runs, (5.0, 10.0, 15.0), strict=True):
+        assert r.result is not None
+        total = r.result.latency_us.total.model_copy(update={"mean_us": mean_ms * 1000})
+        r.result = r.result.model_copy(update={"latency_us": r.result.latency_us.model_copy(update={"total": total})})
+    runs += _spread({"cpus": 8}, [1000.0, 1005.0, 995.0], 10.0, 4.0)
+    assert not any("speed against steadiness" in v for v in verdicts(point_stats(runs), factors={"cpus": [4, 8]}))
     # Runs whose own sds scatter: the smaller pooled sd is not shown, and said so.
     runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, [12.0, 3.0, 9.0])
     runs += _spread({"cpus": 8}, [1000.0, 1005.0, 995.0], 11.0, [2.0, 9.0, 2.2])
     (f,) = [f for f in compare(point_stats(runs), factors={"cpus": [4, 8]}) if "speed against steadiness" in f.text]
     assert "cpus=8's requests varied less in these runs, not shown" in f.text, f.text
-    assert "per run, latency sd inconclusive" in f.text and "could detect" in f.text
+    assert "latency sd inconclusive" in f.text and "could detect" in f.text
     assert f.outcome == "inconclusive" and "Which to run weighs" not in f.text
     # The fastest is also the steadiest: no trade-off to state.
     runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0], 10.0, 2.0) + _spread({"cpus": 8}, [1000.0, 1005.0], 11.0, 4.4)
@@ -229,7 +245,7 @@ def test_the_steadiest_of_those_throughput_cannot_tell_apart_is_named_with_its_c
     (line,) = [v for v in out if "steadiness per request" in v]
     assert "throughput cannot tell mpm=worker from the others above, and its requests vary least" in line
     assert "10.50 ± 2.00 ms against 10.00 ± 8.00 ms for mpm=event" in line
-    assert "per run, against mpm=event, latency sd lower: −75.0%" in line
+    assert "against mpm=event, latency sd lower: −75.0%" in line
     assert "Caveat, an upper bound of the server's latency: mpm=worker: generator on the target's cores" in line
     # Two runs a side, their own sds scattered: not shown, and said so.
     runs = _spread({"mpm": "event"}, [1000.0, 1010.0], 10.0, [9.0, 3.0])
@@ -266,3 +282,28 @@ def test_a_factor_that_changes_the_generators_io_says_the_effect_is_confounded()
     assert "The generator's I/O differed between the sides (io_uring against epoll" in line
     same = verdicts(point_stats(_runs({"m": "a"}, [1.0e3, 1.01e3]) + _runs({"m": "b"}, [2.0e3, 2.02e3])))
     assert not any("I/O differed" in v for v in same)
+
+
+def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
+    from corebench.analysis.lines import hosts_lines
+
+    def runs(shared: bool, generator: str | None) -> list:
+        layout = RunLayout(
+            method="cgroup2", target_cpus=[0, 1], generator_cpus=[0, 1, 2, 3], shared=shared, target_host="10.0.0.5"
+        )
+        if generator:
+            layout = layout.model_copy(update={"generator": generator})
+        return [stored_run({"cpus": 2}, layout=layout, repetition=i, seq=i) for i in (1, 2)]
+
+    # Another machine: CPU numbers in common mean nothing there, no caveat.
+    apart = runs(False, None)
+    assert not any(r.shared for r in apart)
+    (line,) = hosts_lines(point_stats(apart))
+    assert line.startswith("Hosts: the target ran on the Ray node 10.0.0.5 ([target] node)")
+    assert "the load came from the machine that ran the plan (the host above); no load ran on the target's host" in line
+    # A load agent on the target's node (or the node is this machine): shared, and said.
+    beside = runs(True, "ray agents")
+    assert all(r.shared for r in beside)
+    (line,) = hosts_lines(point_stats(beside))
+    assert "the Ray cluster's load agents; in 2 run(s) the load ran on the target's host too" in line
+    assert hosts_lines(point_stats(_runs({"cpus": 1}, [10.0, 11.0]))) == []

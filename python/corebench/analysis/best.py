@@ -198,16 +198,16 @@ def _pct(share: float) -> str:
 
 
 def _request_spread(p: PointStats) -> tuple[float, float] | None:
-    """Per-request latency over the point's runs: (mean, standard deviation)
-    in µs, pooled over the runs' responses (ab's "Total" row, mean and sd)."""
-    parts = [(x.latency_us.total.count, x.latency_us.total.mean_us, x.latency_us.total.stdev_us) for x in p.results()]
-    n = sum(c for c, _, _ in parts)
-    if n < 2:
+    """Per-request latency at a point, in µs: the mean of its runs'
+    requests, and the mean of each run's own sd (ab's "±sd" of a run), the
+    quantity its comparisons test: a pooled sd would add the drift of the
+    runs' means, which is run-to-run variation, another question."""
+    parts = [(x.latency_us.total.count, x.latency_us.total.mean_us) for x in p.results()]
+    n = sum(c for c, _ in parts)
+    sds = _run_sds(p)
+    if n < 2 or not sds:
         return None
-    mean = sum(c * m for c, m, _ in parts) / n
-    # Within-run and between-run parts of the pooled variance.
-    var = sum(c * (sd * sd + (m - mean) ** 2) for c, m, sd in parts) / n
-    return mean, math.sqrt(var)
+    return sum(c * m for c, m in parts) / n, sum(sds) / len(sds)
 
 
 def _run_sds(p: PointStats) -> list[float]:
@@ -239,7 +239,8 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
     if ss >= (1 - TRADE_OFF) * sb:
         return []
     faster = best.goodput_rps.mean / steady.goodput_rps.mean - 1
-    e = _spread_effect(best, steady)
+    # The steadiest was picked among the candidates: held over all of them (Bonferroni).
+    e = _spread_effect(best, steady, len(candidates))
     fast_name, steady_name = split(best, load)[1], split(steady, load)[1]
     shown = e.verdict == "lower"
     vary = "vary less" if shown else "varied less in these runs, not shown"
@@ -248,10 +249,10 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
             "verdict",
             f"{here}, speed against steadiness: {fast_name} serves the most ({faster:+.0%} over "
             f"{steady_name}, shown above), but {steady_name}'s requests {vary}: latency "
-            f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of every "
-            f"request, the field report's measure); per run, {e.words('latency sd')}. "
-            + ("Which to run weighs the two; " if shown else "")
-            + f"the run-to-run variation of throughput (CV {steady.goodput_rps.cv:.1%} and "
+            f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of "
+            f"every request, the sd each run's own, as the field report's; {e.words('latency sd')}). "
+            + ("Which to run weighs the two; the" if shown else "The")
+            + f" run-to-run variation of throughput (CV {steady.goodput_rps.cv:.1%} and "
             f"{best.goodput_rps.cv:.1%}) is another question.",
             subject=f"{steady_name} against {fast_name} {here.lower()}",
             figures=(
@@ -293,7 +294,7 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
             "verdict",
             f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, "
             f"and its requests {vary}: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of "
-            f"every request, the field report's measure); per run, {per_run}.",
+            f"every request, the sd each run's own, as the field report's); {per_run}.",
             subject=f"steadiest {here.lower()}: {split(steady, load)[1]}",
             figures=tuple(
                 Figure(f"latency sd of {split(p, load)[1]}", spread[id(p)][1] / 1000, "ms") for p in [steady, *others]
