@@ -139,9 +139,10 @@ def hosts_lines(points: list[PointStats]) -> list[str]:
     load = "the Ray cluster's load agents" if agents else "the machine that ran the plan (the host above)"
     shared = sum(x.shared for x in layouts)
     beside = (
-        f"; in {shared} run(s) a load agent ran on the target's node, beside it"
+        f"; in {shared} run(s) the load ran on the target's host too (a load agent on its node, or the node is "
+        "the machine that ran the plan, as in a lab), sharing its CPUs"
         if shared
-        else "; no load ran on the target's node"
+        else "; no load ran on the target's host"
     )
     return [
         f"Hosts: the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured "

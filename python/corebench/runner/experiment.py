@@ -327,6 +327,8 @@ def target_host(exp: ExperimentPlan, control: CpuControl) -> LocalHost | RayHost
             f"{exp.path}: [target] node: one node for every point of a plan (found {sorted(map(str, nodes))})"
         )
     t = exp.points[0].target
+    if exp.plan.baseline is not None:
+        raise UsageError(f"{exp.path}: [baseline] runs on this machine; it cannot measure a target on [target] node")
     address = t.ray or (exp.plan.cluster.address if exp.plan.cluster is not None else None)
     if address is None:
         raise UsageError(
@@ -401,7 +403,9 @@ def open_experiment(
     """The experiment's id in the store: a new one, or the last of this
     exact plan (with its overrides) when resuming it or adding a session.
     What `system check` warns of is said first, and stored with a new one."""
-    checks = host.machine_checks(control.topology, _widest_target(exp, control))
+    # This machine's noise; a target on a Ray node is on another machine.
+    on_node = any(p.target.node for p in exp.points)
+    checks = [] if on_node else host.machine_checks(control.topology, _widest_target(exp, control))
     for line in checks:
         Progress.note(f"machine check: {line}")
     if again:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import time
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +34,11 @@ from corebench.targets.session import TargetSession
 # services; beyond that, the node is lost.
 START_GRACE_S = 120.0
 CALL_TIMEOUT_S = 60.0
+# What a stop or a close may wait beyond the target's own stop timeout: a
+# signal's cleanup is bounded.
+EXIT_TIMEOUT_S = 2.0
+# A close stops the target (its stop_timeout, 10 s by default) and removes its folder.
+STOP_GRACE_S = 15.0
 
 
 class RemoteMonitor:
@@ -54,10 +60,12 @@ class RemoteMonitor:
         self._cpu = _my_cpu_s()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         wall = max(time.monotonic() - self._began, 1e-9)
         generator = (_my_cpu_s() - self._cpu) / wall
-        said = self.host.call("monitor_end", default=None)
+        # Leaving on a signal: the run is discarded, and the exit must be quick.
+        timeout_s = EXIT_TIMEOUT_S if kind is not None else CALL_TIMEOUT_S
+        said = self.host.call("monitor_end", default=None, timeout_s=timeout_s)
         if said is None:
             return
         samples, self._clock, self._devices, self._groups = said
@@ -117,7 +125,7 @@ class RemoteSession(TargetSession):
         return RemoteMonitor(self.host, generator_cores)
 
     def stop(self) -> None:
-        self.host.call("stop", default=None)
+        self.host.call("stop", default=None, timeout_s=self.target.stop_timeout_s + EXIT_TIMEOUT_S)
 
 
 class RayHost:
@@ -130,6 +138,9 @@ class RayHost:
         self.info: dict[str, Any] = {}
         self._own = False
         self._lost: str | None = None
+        # The node runs on this very machine (a lab, or the head's own address):
+        # the load shares its CPUs.
+        self.same_machine = False
         try:
             import ray
         except ImportError:
@@ -144,6 +155,8 @@ class RayHost:
                 _probe(self.address)
                 connect(self.ray, self.address)
                 self._own = True
+            else:
+                self._same_cluster()
             self._place()
         except BaseException:
             self.close()
@@ -152,6 +165,16 @@ class RayHost:
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+    def _same_cluster(self) -> None:
+        """Already connected (the [cluster]'s agents): to the cluster `ray` names."""
+        connected = self.ray.get_runtime_context().gcs_address
+        asked = self.address.removeprefix("ray://")
+        if asked != "auto" and ":" in asked and connected and asked.split(":")[0] != connected.split(":")[0]:
+            raise ClusterError(
+                f"[target] ray = {self.address!r}, but this plan's [cluster] is the Ray cluster at {connected}: "
+                "the target's node must be a node of that cluster (leave ray out)"
+            )
 
     def _place(self) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -172,6 +195,10 @@ class RayHost:
             self.info = self.ray.get(self.agent.describe.remote(), timeout=CALL_TIMEOUT_S)
         except Exception as e:
             raise ClusterError(f"[target] node {self.node}: its target agent did not start ({e})") from None
+        from corebench.targets.remote_agent import boot_id
+
+        here = boot_id()
+        self.same_machine = bool(here) and self.info.get("boot_id") == here
         if self.info["version"] != _engine.__version__:
             raise ClusterError(
                 f"[target] node {self.node} runs corebench {self.info['version']}, this is {_engine.__version__}: "
@@ -196,14 +223,21 @@ class RayHost:
             return default
 
     def close(self) -> None:
-        if self.agent is not None:
-            self.call("close", default=None)
-            with contextlib.suppress(Exception):
-                self.ray.kill(self.agent)
-            self.agent = None
-        if self._own:
-            self.ray.shutdown()
-            self._own = False
+        """Stops the target there and removes the agent, whatever the node
+        says: even a node marked lost (a slow answer) is asked once, briefly."""
+        try:
+            if self.agent is not None:
+                with contextlib.suppress(Exception):
+                    self.ray.get(self.agent.close.remote(), timeout=STOP_GRACE_S)
+        finally:
+            if self.agent is not None:
+                with contextlib.suppress(Exception):
+                    self.ray.kill(self.agent)
+                self.agent = None
+            if self._own:
+                with contextlib.suppress(Exception):
+                    self.ray.shutdown()
+                self._own = False
 
     def server_version(self, target: Target) -> str | None:
         said = self.call("server_version", target, default=None)
@@ -211,8 +245,9 @@ class RayHost:
 
     def start(self, point: Point, key: str, plan_dir: Path) -> TargetSession:
         t = point.target
-        if t.address == "127.0.0.1":
-            # Listening where the load can reach it: the node's address.
+        where = ipaddress.ip_address(t.address)
+        if where.is_loopback or where.is_unspecified:
+            # Listening where the load can reach it, and sent there: the node's address.
             t = t.model_copy(update={"address": self.node})
             point = dataclasses.replace(point, target=t)
         self.starts += 1
@@ -225,7 +260,8 @@ class RayHost:
             return RemoteSession(self, key, t, none, self._lost or "the target's node did not answer")
         layout, info, error, start_s, url = started
         # The node's CPUs are the target's; the generator is this machine's.
-        layout = dataclasses.replace(layout, generator_cpus=here, shared=False, target_host=self.node)
+        # Unless the node is this machine: then the load shares every CPU it has.
+        layout = dataclasses.replace(layout, generator_cpus=here, shared=self.same_machine, target_host=self.node)
         session = RemoteSession(self, key, t, layout, error)
         session.info, session.start_s, session.url = info, start_s, url
         return session
@@ -260,11 +296,13 @@ def sweep_nodes(address: str) -> list[tuple[str, list[str], str | None]]:
             ip: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=nid, soft=False)).remote()
             for ip, nid in sorted(nodes.items())
         }
+        # One deadline for all: hung nodes do not add up.
+        ray.wait(list(asks.values()), num_returns=len(asks), timeout=CALL_TIMEOUT_S)
         out = []
         for ip, ref in asks.items():
             try:
-                said, why = ray.get(ref, timeout=CALL_TIMEOUT_S)
-            except Exception as e:  # a node lost meanwhile, or no answer
+                said, why = ray.get(ref, timeout=0)
+            except Exception as e:  # a node lost meanwhile, or no answer by the deadline
                 said, why = [], f"cleanup: no answer ({_reason(e)})"
             out.append((ip, said, why))
         return out

@@ -431,6 +431,9 @@ class StoredRun(_Record):
         layout = self.layout
         if layout is None or not layout.shared:
             return False
+        if layout.target_host is not None:
+            # Its CPUs are another host's: their numbers say nothing here; the runner decided.
+            return True
         # Placed here, on SMT siblings of the target's cores: shared without a CPU in common.
         siblings = layout.controlled and layout.generator is None and layout.target_physical_cores is not None
         return siblings or bool(set(layout.target_cpus) & set(layout.generator_cpus))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ class TargetAgent:
         self.host = LocalHost(self.control).__enter__()
         self.session: TargetSession | None = None
         self.monitor: Monitor | None = None
+        # A start in progress holds it: close waits for it, then stops what it made.
+        self._lock = threading.Lock()
+        self._closing = False
 
     def describe(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
@@ -39,6 +43,7 @@ class TargetAgent:
             "cpus": len(self.control.online),
             "version": _engine.__version__,
             "pid": os.getpid(),
+            "boot_id": boot_id(),
         }
 
     def server_version(self, target: Target) -> str | None:
@@ -47,10 +52,13 @@ class TargetAgent:
     def start(self, point: Point, key: str, plan_dir: str) -> tuple[Layout, TargetInfo, str | None, float, str | None]:
         """The target started: its layout on this node, its facts, why it
         did not start (or None), how long the start took and its URL."""
-        self.stop()
-        s = self.host.start(point, key, Path(plan_dir))
-        self.session = s
-        return s.layout, s.info, s.error, s.start_s, s.base_url
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("the target agent is closing")
+            self._stop()
+            s = self.host.start(point, key, Path(plan_dir))
+            self.session = s
+            return s.layout, s.info, s.error, s.start_s, s.base_url
 
     def alive(self) -> bool:
         return self.session is not None and self.session.alive()
@@ -59,6 +67,10 @@ class TargetAgent:
         return self.session.exited() if self.session is not None else None
 
     def stop(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
         if self.session is not None:
             self.session.stop()
             self.session = None
@@ -78,6 +90,17 @@ class TargetAgent:
         return m.samples, m.clock_summary(), m.devices, m.groups
 
     def close(self) -> None:
-        """Stops the target and removes the work folder."""
-        self.stop()
-        self.host.close()
+        """Stops the target (after a start in progress, which it waits
+        for) and removes the work folder."""
+        self._closing = True
+        with self._lock:
+            self._stop()
+            self.host.close()
+
+
+def boot_id() -> str:
+    """This host's boot id: two processes with the same one run on one machine."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""

@@ -128,8 +128,13 @@ class Lab:
                             f"the lab's Ray node {name} did not join within {JOIN_TIMEOUT_S:.0f} s; its output "
                             f"ends: {self._tails()}"
                         )
-                    self._procs.pop().wait()
-                    self._kill_namespace(self.namespace(name))  # what the failed start left there
+                    # What the failed start left there goes, and then it ends.
+                    self._kill_namespace(self.namespace(name))
+                    failed = self._procs.pop()
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(failed.pid, signal.SIGKILL)
+                    failed.wait(timeout=30)
+                    self._wait_gone(ray, 1 + i)
         finally:
             ray.shutdown()
 
@@ -140,6 +145,13 @@ class Lab:
         log = tempfile.TemporaryFile()  # noqa: SIM115 -- the node writes it until close()
         self._logs.append(log)
         self._procs.append(subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True))
+
+    def _wait_gone(self, ray: ModuleType, n: int) -> None:
+        """Until at most n nodes count as alive: a killed raylet stays alive
+        in Ray's table for a while, and would pass for the next one."""
+        end = time.monotonic() + JOIN_TIMEOUT_S
+        while len([x for x in ray.nodes() if x["Alive"]]) > n and time.monotonic() < end:
+            time.sleep(0.5)
 
     def _joined(self, ray: ModuleType, n: int, proc: subprocess.Popen[bytes]) -> bool:
         """Whether n nodes are alive before `proc` (the last node's start) gives up."""
@@ -174,22 +186,28 @@ class Lab:
                 os.kill(int(pid), signal.SIGKILL)
 
     def close(self) -> None:
+        """Removes what this lab made, each part even if another fails."""
         for proc in self._procs:
-            try:
+            if proc.returncode is not None:
+                continue  # reaped (kill): its pid may be another process's now
+            with contextlib.suppress(ProcessLookupError, OSError):
                 os.killpg(proc.pid, signal.SIGTERM)
+            try:
                 proc.wait(timeout=60)
-            except ProcessLookupError:
-                pass
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
         self._procs = []
         for log in self._logs:
             log.close()
         self._logs = []
         for ns in self._namespaces:
-            self._kill_namespace(ns)
+            with contextlib.suppress(Exception):
+                self._kill_namespace(ns)
         if self._head is not None:
-            self._head.shutdown()  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                self._head.shutdown()  # type: ignore[attr-defined]
             self._head = None
         for ns in self._namespaces:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)  # its veth pair goes with it
