@@ -211,11 +211,21 @@ class _NewFolder:
 
 
 def _loading(proc: subprocess.Popen[str]) -> bool:
-    """The load has begun: the process holds a TCP connection."""
+    """The load has begun: the process holds a socket. Read from its file
+    descriptors, not from /proc/net/tcp: after loads without keep-alive the
+    machine holds tens of thousands of TIME_WAIT sockets, and parsing them
+    took seconds a call, so a search ended before it was seen loading."""
     try:
-        return any(c.raddr for c in psutil.Process(proc.pid).net_connections("tcp"))
-    except psutil.Error:
+        fds = os.listdir(f"/proc/{proc.pid}/fd")
+    except OSError:
         return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{proc.pid}/fd/{fd}").startswith("socket:"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 # A load and a replay signalled at any moment of their first seconds.
