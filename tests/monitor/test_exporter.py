@@ -5,6 +5,7 @@ machine, the same per-core figures as the local monitor's for the same run."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -215,8 +216,9 @@ concurrency = "{{concurrency}}"
     assert p.returncode == 0, p.stderr
     d = load(tmp_path / "s.sqlite")
     assert all(p.demand_ms and all(x > 0 for x in p.demand_ms) for p in d.points), "CPU per request from the host"
-    # A point whose concurrency was not held (Little's law, on a busy machine) is diagnosed by that first.
-    by_cpu = [dg for dg in d.diagnoses if "Little's law" not in dg.evidence]
+    # Each diagnosis that cites the target's CPU (CPU-bound or load-limited, as the busy machine has it)
+    # cites the host's; one whose concurrency was not held (Little's law fails) is diagnosed by that.
+    by_cpu = [dg for dg in d.diagnoses if "target used" in dg.evidence]
     assert by_cpu and all("CPUs of its host (node_exporter" in dg.evidence for dg in by_cpu), d.diagnoses
     (scope,) = [f for f in d.of("scope") if "node_exporter" in f.text]
     assert "0 failed" in scope.text and "upper bound" in scope.text
@@ -270,4 +272,39 @@ def test_load_with_monitor_says_the_hosts_cpu_per_request():
     assert "CPUs busy over the load (node_exporter" in line and "ms of CPU per successful request" in line
     assert "that host ran this load too" in line, "the exporter is on the load's own machine here"
     assert dead.returncode == 0 and "unknown: node_exporter gave no figures" in dead.stdout, dead.stdout
+    assert bad.returncode == 2 and "--monitor" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+@needs_exporter
+def test_capacity_with_monitor_reads_each_step_on_the_host(tmp_path: Path):
+    """A search of the built-in `/queue` (an M/M/1 queue whose service is
+    a sleep, μ = 500/s): each step carries the host's CPU from
+    node_exporter, and where the objective was missed the host's CPUs were
+    far from full, said without naming a cause. A dead exporter is said,
+    never a zero."""
+    import json
+
+    from corebench.targets.builtin import Served
+    from tests.conftest import run_cli
+
+    out = tmp_path / "search.json"
+    args = ["--slo", "p50<=10ms", "--arrivals", "uniform", "-k", "--precision", "10%", "--start-rate", "300"]
+    with Served("--model", "threads", "--workers", "64") as srv, NodeExporter() as ne:
+        url = srv.url + "queue?service_us=2000"
+        p = run_cli("capacity", url, *args, "--monitor", ne.url, "--json", str(out), timeout=300)
+        dead = run_cli(
+            "capacity", url, *args, "--max-steps", "2", "--monitor", f"http://127.0.0.1:{free_port()}/metrics",
+            timeout=120,
+        )  # fmt: skip
+    bad = run_cli("capacity", "http://127.0.0.1:9/", "--slo", "p99<=20ms", "--monitor", "127.0.0.1:9100")
+    assert p.returncode == 0, p.stdout + p.stderr
+    steps = json.loads(out.read_text())["steps"]
+    assert all(s["host_cpus"] == os.cpu_count() and 0 <= s["host_cpu"] <= s["host_cpus"] for s in steps), steps
+    assert "host CPUs" in p.stdout and "host CPU " in p.stdout, "the table's column and each step's line"
+    (line,) = [x for x in p.stdout.splitlines() if x.startswith("Target host CPU (node_exporter")]
+    assert "the highest rate that met the objective" in line and "the lowest that missed" in line, line
+    assert "that host ran this load too" in line
+    # A sleeping queue at a few hundred requests a second leaves the CPUs mostly idle.
+    assert "missed for another reason" in p.stdout, p.stdout
+    assert "Target host CPU: unknown: node_exporter gave no figures" in dead.stdout, dead.stdout + dead.stderr
     assert bad.returncode == 2 and "--monitor" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -5,12 +5,14 @@ from this machine. The namespaces share this machine's CPUs: the test
 checks who ran what and where, not speed."""
 
 import contextlib
+import os
 import shutil
 import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from corebench.store import Store
@@ -54,7 +56,9 @@ allow_remote = true
 
 def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     plan = _plan(tmp_path, lab)
+    before = _ray_threads()
     p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q", timeout=300)
+    after = _ray_threads()
     assert p.returncode == 0, p.stderr
     s = Store(tmp_path / "s.sqlite", read_only=True)
     runs = s.runs(1)
@@ -74,10 +78,31 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
         # Measured there: the target's CPU and each core of its host.
         assert r.monitor is not None and r.monitor.samples >= 1 and r.monitor.target_cpu > 0
         assert _cpus(r.target.cpus_allowed) == r.layout.target_cpus
+        # Ray's own processes there: measured, and kept off the target's CPUs where the node had others.
+        ray = r.monitor.ray
+        assert ray is not None and ray.cpu is not None and ray.cpu >= 0
+        spare = sorted(set(range(os.cpu_count() or 1)) - set(r.layout.target_cpus))
+        assert ray.cpus == (spare or None), (ray, r.layout)
     report = run_cli("report", str(tmp_path / "s.sqlite"), "--format", "md")
     assert report.returncode == 0, report.stderr
     assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
     assert "the load ran on the target's host too" in report.stdout
+    assert "Ray's own processes on that node" in report.stdout and "their CPU is not the target's" in report.stdout
+    # Moved back once the target stopped: every Ray thread that lived through the run has its CPUs again.
+    kept = {t: cpus for t, cpus in after.items() if t in before}
+    assert kept and all(before[t] == cpus for t, cpus in kept.items()), (before, after)
+
+
+def _ray_threads() -> dict[int, set[int]]:
+    """Each thread of this machine's raylets, with the CPUs it may run on."""
+    out = {}
+    for proc in psutil.process_iter(["name"]):
+        if not (proc.info["name"] or "").startswith("raylet"):
+            continue
+        for t in proc.threads():
+            with contextlib.suppress(OSError):
+                out[t.id] = os.sched_getaffinity(t.id)
+    return out
 
 
 def test_load_agents_on_their_own_node_load_the_target_on_its_node(lab, tmp_path):

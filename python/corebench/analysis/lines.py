@@ -6,6 +6,7 @@ protocol, and a replay's failures as its log recorded them."""
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Mapping
 
@@ -147,8 +148,31 @@ def hosts_lines(points: list[PointStats]) -> list[str]:
     return [
         f"Hosts: the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured "
         f"there (its cores, the target's CPU, the clock); the load came from {load}{beside}. The generator's "
-        "ceiling is not calibrated for a target on another host."
+        f"ceiling is not calibrated for a target on another host.{_ray_spent(points)}"
     ]
+
+
+def _ray_spent(points: list[PointStats]) -> str:
+    """What Ray's own processes on the target's node used, and where they ran."""
+    rays = [r.monitor.ray for p in points for r in p.measured if r.monitor is not None and r.monitor.ray is not None]
+    cpu = [x.cpu for x in rays if x.cpu is not None]
+    if not cpu:
+        return ""
+    kept = [x.cpus for x in rays if x.cpus is not None]
+    if len(kept) == len(rays) and all(k == kept[0] for k in kept):
+        where = f"kept off the target's CPUs (on CPU {', '.join(map(str, kept[0]))} of that node)"
+    elif len(kept) == len(rays):
+        where = "kept off the target's CPUs"
+    else:
+        where = (
+            f"kept off the target's CPUs in {len(kept)} of {len(rays)} runs; in the others the node had no CPU to "
+            "spare and they shared the target's"
+        )
+    return (
+        f" Ray's own processes on that node (its raylet and workers, corebench's target agent among them) used "
+        f"{statistics.fmean(cpu):.3f} cores on average over a run (at most {max(cpu):.3f}), {where}; their CPU is "
+        "not the target's."
+    )
 
 
 def above_ceiling(points: list[PointStats]) -> list[str]:

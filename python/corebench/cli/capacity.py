@@ -19,6 +19,7 @@ from corebench.plan.objective import SearchSettings
 
 if TYPE_CHECKING:
     from corebench.analysis.capacity import Crossing
+    from corebench.store import Step
 
 
 def _default(field: str) -> Any:
@@ -86,6 +87,12 @@ def capacity(
     allow_remote: bool = common.ALLOW_REMOTE,
     json_out: str | None = typer.Option(None, "--json", help="Write the search as JSON to FILE ('-' for stdout)."),
     force: bool = common.FORCE,
+    monitor: str | None = typer.Option(
+        None,
+        "--monitor",
+        help="The target's host measured through Prometheus node_exporter during each step (its /metrics URL): "
+        "its CPU at the limit, and whether the CPU was full where the objective was missed.",
+    ),
     report: Path | None = typer.Option(
         None, "-o", "--report", help="Write an HTML report: the answer, the steps, latency vs offered rate."
     ),
@@ -95,8 +102,10 @@ def capacity(
 
     from corebench import engine
     from corebench.analysis.capacity import limit_estimate
+    from corebench.analysis.host_steps import host_lines
     from corebench.machine import Claim
     from corebench.runner import capacity as cap
+    from corebench.runner.host_watch import HostWatch
 
     # By the plan's [search] keys, so errors name one vocabulary, mapped to flags.
     given_search = {
@@ -131,12 +140,23 @@ def capacity(
     )
     base = common.to_config(given, _FLAGS)
     quiet = json_out == "-"
+    common.monitor_url(monitor)
+    watch = HostWatch(engine.run, monitor) if monitor else None
+
+    def on_step(s: Step) -> None:
+        if watch is not None:
+            watch.mark(s)
+        if not quiet:
+            _print_step(s)
+
     with common.stopped_by_signals() as got, Claim("corebench capacity", force) as claim:
-        result = cap.search(base, settings, engine.run, None if quiet else _print_step)
+        result = cap.search(base, settings, watch or engine.run, on_step)
         sharing = claim.others(claim.began_unix)
     common.said_sharing(sharing, "searched")
     out = sys.stderr if quiet else sys.stdout
     out.write(_table(result) + "\n" + result.sentence() + "\n")
+    for line in host_lines(result, watch is not None and watch.local):
+        out.write(line + "\n")
     estimate = limit_estimate(result.steps, settings.objective) if result.outcome == "found" else None
     said = _estimate_line(estimate) if estimate is not None else None
     if said is not None:
@@ -163,13 +183,11 @@ def _estimate_line(c: Crossing) -> str:
     )
 
 
-def _print_step(s: object) -> None:
-    from corebench.store import Step
-
-    assert isinstance(s, Step)
+def _print_step(s: Step) -> None:
     verdict = "meets" if s.meets else f"misses: {s.why}"
     ran = f"{s.settled_s:.1f} of {s.duration_s:.0f}s" if s.settled_s is not None else f"{s.duration_s:.1f}s"
-    print(f"  {s.rate_rps:>12,.1f} req/s for {ran}: {verdict}", flush=True)
+    host = f"; host CPU {s.host_cpu:.2f} of {s.host_cpus}" if s.host_cpu is not None else ""
+    print(f"  {s.rate_rps:>12,.1f} req/s for {ran}: {verdict}{host}", flush=True)
 
 
 def _table(c: object) -> str:
@@ -178,10 +196,14 @@ def _table(c: object) -> str:
     assert isinstance(c, Capacity)
     if not c.steps:
         return f"Capacity search, {c.objective}, {c.arrivals} arrivals: no step measured."
+    watched = any(s.host_cpu is not None for s in c.steps)
     head = f"{'offered':>12} {'achieved':>12} {'p50 ms':>9}  " + "  ".join(f"{t:>14}" for t, _, _ in c.steps[0].judged)
+    head += f"  {'host CPUs':>10}" if watched else ""
     lines = [f"Capacity search, {c.objective}, {c.arrivals} arrivals:", head + "  verdict"]
     for s in c.steps:
         cells = "  ".join(f"{v:>14}" for _, v, _ in s.judged)
+        if watched:
+            cells += f"  {s.host_cpu:>10.2f}" if s.host_cpu is not None else f"  {'-':>10}"
         verdict = "meets" if s.meets else "misses"
         if s.few_samples:
             verdict += " (fewer samples than the percentile needs: --max-step)"

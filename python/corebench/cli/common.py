@@ -411,14 +411,19 @@ def run_and_report(
         raise typer.Exit(99)
 
 
+def monitor_url(url: str | None) -> None:
+    """--monitor's URL checked before anything runs."""
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise UsageError(f"--monitor {url!r}: give node_exporter's URL, e.g. http://HOST:9100/metrics")
+
+
 def _watch(url: str | None) -> Any:
     """An exporter to scrape during the load, where --monitor names one."""
     if url is None:
         return None
     from corebench.monitor.exporter import Exporter
 
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"--monitor {url!r}: give node_exporter's URL, e.g. http://HOST:9100/metrics")
+    monitor_url(url)
     return Exporter(url)
 
 

@@ -20,7 +20,7 @@ from corebench import __version__
 from corebench.analysis import precision
 from corebench.errors import UsageError
 from corebench.machine import Claim
-from corebench.monitor import Monitor
+from corebench.monitor import RunMonitor
 from corebench.monitor.exporter import Exporter
 from corebench.plan import ExperimentPlan
 from corebench.plan.engine_config import run_config
@@ -79,7 +79,7 @@ class Measured:
     error: str | None = None
     # Other corebench measurements on this machine when the run began.
     sharing: list[str] = field(default_factory=list)
-    monitor: Monitor | None = None
+    monitor: RunMonitor | None = None
     # A running server's host, through node_exporter ([target] monitor).
     exporter: Exporter | None = None
     search: Capacity | None = None

@@ -26,7 +26,7 @@ from corebench.errors import UsageError
 from corebench.monitor.sampler import Monitor, Sample
 from corebench.plan import Point
 from corebench.plan.model import Target
-from corebench.store import MonitorSummary
+from corebench.store import MonitorSummary, RaySpent
 from corebench.targets.cpus import Layout, online_cpus
 from corebench.targets.session import TargetSession
 
@@ -53,6 +53,7 @@ class RemoteMonitor:
         self._clock: dict[str, object] = {}
         self._devices: list[str] = []
         self._groups: dict[str, int] = {}
+        self._ray: RaySpent | None = None
 
     def __enter__(self) -> RemoteMonitor:
         self.host.call("monitor_begin", self.generator_cores, default=None)
@@ -68,14 +69,14 @@ class RemoteMonitor:
         said = self.host.call("monitor_end", default=None, timeout_s=timeout_s)
         if said is None:
             return
-        samples, self._clock, self._devices, self._groups = said
+        samples, self._clock, self._devices, self._groups, self._ray = said
         # The node's monitor counts its own process as the generator: the load ran here.
         self.samples = [dataclasses.replace(s, generator_cpu=generator) for s in samples]
 
     def summary(self, busy_poll: bool = False) -> MonitorSummary:
         m = _Fetched(None, self.generator_cores, self._devices, self._groups, samples=self.samples)
         m.clock = self._clock
-        return m.summary(busy_poll)
+        return m.summary(busy_poll).model_copy(update={"ray": self._ray})
 
 
 class _Fetched(Monitor):
@@ -121,7 +122,7 @@ class RemoteSession(TargetSession):
         said = self.host.call("exited", default=None)
         return said if isinstance(said, str) else None
 
-    def monitor(self, generator_cores: int) -> RemoteMonitor:  # type: ignore[override]
+    def monitor(self, generator_cores: int) -> RemoteMonitor:
         return RemoteMonitor(self.host, generator_cores)
 
     def stop(self) -> None:

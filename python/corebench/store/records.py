@@ -206,6 +206,15 @@ class ServiceSummary(_Part):
     system_share: float | None = None
 
 
+class RaySpent(_Part):
+    """Ray's own processes on the target's node over a run
+    (targets.ray_procs): their CPU, and the CPUs they were kept on (None:
+    the node had none to spare, so they shared the target's)."""
+
+    cpu: float | None = None  # cores' worth
+    cpus: list[int] | None = None
+
+
 class MonitorSummary(_Part):
     """The monitor's means over a run (`monitor.Monitor.summary`); CPU in cores' worth."""
 
@@ -261,6 +270,7 @@ class MonitorSummary(_Part):
     clock: str = ""
     governor: str | None = None
     turbo: bool | None = None
+    ray: RaySpent | None = None  # the target ran on a Ray node ([target] node)
 
 
 class TargetInfo(_Part):
@@ -295,6 +305,13 @@ class Step(_Record):
     few_samples: bool = False
     # Where the step ended early, its verdict settled (runner.sequential): the seconds it ran.
     settled_s: float | None = None
+    # The target's host over the step, through node_exporter (`capacity
+    # --monitor`): its busy CPUs (all of its processes: an upper bound of
+    # the server's) and how many it has; None where not watched or no figures.
+    host_cpu: float | None = None
+    host_cpus: int | None = None
+    host_busiest: float | None = None  # the busiest of its CPUs, a share: one thread's limit shows here
+    host_error: str = ""  # why a watched step has no host figures
 
 
 class Capacity(_Record):

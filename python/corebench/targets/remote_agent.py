@@ -17,8 +17,9 @@ from corebench import _engine
 from corebench.monitor.sampler import Monitor, Sample
 from corebench.plan import Point
 from corebench.plan.model import Target
-from corebench.store import TargetInfo
+from corebench.store import RaySpent, TargetInfo
 from corebench.targets.cpus import CpuControl, Layout
+from corebench.targets.ray_procs import KeptOff, Spent, keep_off
 from corebench.targets.session import LocalHost, TargetSession
 
 
@@ -30,6 +31,9 @@ class TargetAgent:
         self.host = LocalHost(self.control).__enter__()
         self.session: TargetSession | None = None
         self.monitor: Monitor | None = None
+        # Ray's processes here, moved off the target's CPUs while it runs, and their CPU per run.
+        self.kept: KeptOff | None = None
+        self.spent = Spent()
         # A start in progress holds it: close waits for it, then stops what it made.
         self._lock = threading.Lock()
         self._closing = False
@@ -58,6 +62,7 @@ class TargetAgent:
             self._stop()
             s = self.host.start(point, key, Path(plan_dir))
             self.session = s
+            self.kept = keep_off(_spare(s.layout))
             return s.layout, s.info, s.error, s.start_s, s.base_url
 
     def alive(self) -> bool:
@@ -71,6 +76,9 @@ class TargetAgent:
             self._stop()
 
     def _stop(self) -> None:
+        if self.kept is not None:
+            self.kept.restore()
+            self.kept = None
         if self.session is not None:
             self.session.stop()
             self.session = None
@@ -78,16 +86,21 @@ class TargetAgent:
     def monitor_begin(self, generator_cores: int) -> None:
         s = self.session
         assert s is not None, "start the target first"
-        self.monitor = s.monitor(generator_cores).__enter__()
+        m = s.monitor(generator_cores)
+        assert isinstance(m, Monitor), "a node's own target is local to it"
+        self.monitor = m.__enter__()
+        self.spent.begin()
 
-    def monitor_end(self) -> tuple[list[Sample], dict[str, object], list[str], dict[str, int]]:
-        """The run's samples, the clock of the target's CPUs here, and the
-        devices and services they cover."""
+    def monitor_end(self) -> tuple[list[Sample], dict[str, object], list[str], dict[str, int], RaySpent]:
+        """The run's samples, the clock of the target's CPUs here, the
+        devices and services they cover, and what Ray's processes here
+        used and where they were kept."""
         m = self.monitor
         assert m is not None, "begin the monitor first"
         m.__exit__(None, None, None)
         self.monitor = None
-        return m.samples, m.clock_summary(), m.devices, m.groups
+        ray = RaySpent(cpu=self.spent.cores(), cpus=self.kept.cpus if self.kept is not None else None)
+        return m.samples, m.clock_summary(), m.devices, m.groups, ray
 
     def close(self) -> None:
         """Stops the target (after a start in progress, which it waits
@@ -96,6 +109,12 @@ class TargetAgent:
         with self._lock:
             self._stop()
             self.host.close()
+
+
+def _spare(layout: Layout) -> list[int]:
+    """The node's CPUs that neither the target nor a service of it uses."""
+    used = set(layout.target_cpus).union(*(sub.target_cpus for sub in layout.services.values()))
+    return sorted(set(layout.generator_cpus) - used)
 
 
 def boot_id() -> str:

@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Protocol
 
 from corebench import __version__
+from corebench.monitor.protocol import RunMonitor
 from corebench.monitor.sampler import Monitor
 from corebench.plan import Point
 from corebench.plan.model import Target
@@ -93,7 +94,7 @@ class TargetSession:
         """The cgroups that measure each process group apart."""
         return {"target": self.layout.accounting} | {s.name: self.layout.of(s.name).accounting for s in self.services}
 
-    def monitor(self, generator_cores: int) -> Monitor:
+    def monitor(self, generator_cores: int) -> RunMonitor:
         """The monitor of a run of this target (entered by the caller)."""
         return Monitor(
             self.pid,
