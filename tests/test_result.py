@@ -109,3 +109,14 @@ def test_an_agents_goodput_leaves_its_unsuccessful_responses_out():
         }
     )
     assert agent.goodput_rps == pytest.approx(30.0) and agent.failures == 40
+
+
+def test_the_reports_legend_says_how_many_statuses_the_log_excused():
+    from corebench.report.data import ReportData
+    from tests.support.records import experiment, stored_run
+
+    def data(replay: bool) -> ReportData:
+        return ReportData(experiment(), [stored_run({}, _result(URLS, replay=replay))], [], {}, [])
+
+    assert "3 of the 8 4xx and 5xx responses here were so" in data(True).as_logged_note()
+    assert data(False).as_logged_note() == ""

@@ -173,3 +173,14 @@ def test_tost_paired_cancels_what_the_pairs_share():
     with pytest.raises(ValueError, match="as many of each"):
         tost_paired([1.0, 2.0], [1.0])
     assert tost_paired([1.0], [1.0]) is None
+
+
+def test_a_permutation_p_at_its_floor_is_said_as_at_most_the_floor():
+    """No permutation of 2,000 beat a large effect: p is at most 1/2,001,
+    not 0.0005; an F test's p is said as it is."""
+    rows = two_factors(2, normal, effect=5.0)
+    perm = anova(rows, ["cpus", "mpm"], "y", method="permutation")
+    floor = [t for t in perm.terms if t.p_value <= 1 / (PERMUTATIONS + 1)]
+    assert floor and all(perm.p_said(t) == "≤ 0.0005" for t in floor)
+    f = anova(rows, ["cpus", "mpm"], "y", method="f")
+    assert all(not f.p_said(t).startswith("≤") for t in f.terms)

@@ -307,3 +307,50 @@ def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
     (line,) = hosts_lines(point_stats(beside))
     assert "the Ray cluster's load agents; in 2 run(s) the load ran on the target's host too" in line
     assert hosts_lines(point_stats(_runs({"cpus": 1}, [10.0, 11.0]))) == []
+
+
+def test_a_cheaper_pick_is_not_shown_against_a_runner_up_whose_throughput_is_a_lower_bound():
+    """cpus=2 serves 1.5× as much at 4× the price: cpus=1 costs 2.67× less
+    per request, shown with tight runs; but where cpus=2's throughput is a
+    lower bound (the generator shared its cores), its cost is an upper
+    bound, and the pick is not shown."""
+    prices = {"cpus": {"1": 0.05, "2": 0.20}}
+
+    def said(shared: bool) -> str:
+        layout = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True) if shared else None
+        runs = _runs({"cpus": 1}, [1000, 1005, 995, 1002])
+        runs += _runs({"cpus": 2}, [1500, 1510, 1490, 1503], layout=layout)
+        (line,) = [v for v in verdicts(point_stats(runs), prices) if "cheapest per request" in v]
+        return line
+
+    clean = said(False)
+    assert "cheapest per request: cpus=1" in clean and "so cpus=1 is shown cheaper" in clean, clean
+    bounded = said(True)
+    assert "cpus=2's throughput is a lower bound" in bounded and "cpus=1 is not shown cheaper" in bounded, bounded
+
+
+def test_an_objective_met_by_the_p99_says_when_requests_waited_most_of_a_run():
+    """50 workers, 175 connections: the p99 meets 50 ms while the requests
+    left without a worker take the whole run. The SLO line says so; the
+    diagnosis names it where Little's law fails."""
+    from corebench.analysis.verdict import parse_slo
+
+    stuck = []
+    for i in (1, 2, 3):
+        result = load_result(10_000, 2.0, p50_us=1000, p99_us=3000, mean_us=1000)
+        total = result.latency_us.total.model_copy(update={"max_us": 1_980_000})
+        result = result.model_copy(update={"latency_us": result.latency_us.model_copy(update={"total": total})})
+        stuck.append(stored_run({}, result, repetition=i, seq=i))
+    (line,) = [v for v in verdicts(point_stats(stuck), slo=parse_slo("p99<50ms")) if v.startswith("p99 < 50 ms")]
+    assert "met by the target" in line and "its slowest response took 1.98 s of a 2.00 s run" in line, line
+    assert "which the p99 does not show" in line
+
+
+def test_a_p99_from_too_few_responses_is_not_ranked():
+    """67 responses a run (users thinking 1 s in a 2 s run): a run's p99 is
+    one of its largest few; no lowest p99 is named."""
+    a = [stored_run({"cpus": 1}, load_result(67, 2.0, p99_us=900_000), repetition=i, seq=i) for i in (1, 2, 3)]
+    b = [stored_run({"cpus": 2}, load_result(67, 2.0, p99_us=400_000), repetition=i, seq=i + 3) for i in (1, 2, 3)]
+    lines = verdicts(point_stats(a + b))
+    assert any("p99 not ranked: a run held only 67 responses" in v for v in lines), lines
+    assert not any("lowest p99" in v for v in lines), lines

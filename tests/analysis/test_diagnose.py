@@ -1,6 +1,8 @@
 """The diagnosis classes, each on a point whose limit is known by
 construction (queueing arithmetic: Little's law and the demand law)."""
 
+from types import SimpleNamespace
+
 from corebench.analysis.diagnose import diagnose
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import summarize
@@ -8,7 +10,7 @@ from corebench.analysis.stats import summarize
 
 def point(x, target_cpu, clients=None, response_s=None, generator_cpu=0.2, **kw):
     s = summarize([x, x, x])
-    runs = [{}] * 3
+    runs = [SimpleNamespace(result=None)] * 3  # stored runs without results: only their number counts here
     demand = [target_cpu / x * 1000] * 3
     p = PointStats({}, runs, runs, s, s, s, 0, 0.0, target_cpu, generator_cpu, False, None, False, [x] * 3, demand)
     p.clients, p.response_s = clients, response_s
@@ -39,10 +41,28 @@ def test_waiting_on_something_else():
 
 def test_generator_limited_and_failing():
     assert diagnose(point(1000, 0.5, client_bound=True), cpus=2).kind == "generator-limited"
-    assert diagnose(point(1000, 0.5, little=1.5, clients=10, response_s=0.015), cpus=2).kind == "generator-limited"
+    held = diagnose(point(1000, 0.5, little=1.5, clients=10, response_s=0.015), cpus=2)
+    assert held.kind == "load not held" and "The cause is not measured" in held.evidence
     assert diagnose(point(1000, 0.5, error_share=0.2), cpus=2).kind == "failing"
 
 
 def test_without_a_cpus_factor_the_machines_cpus_are_the_limit():
     d = diagnose(point(2000, 1.9, clients=50, response_s=0.025), cpus=None, host_cpus=2)
     assert d.kind == "CPU-bound" and "all 2 of this machine's CPUs" in d.evidence
+
+
+def test_load_not_held_with_responses_as_long_as_the_run():
+    """10 clients, 500 req/s at 10 ms each: X·R/N = 0.5, and a response took
+    1.9 s of a 2 s run, as connections waiting for a worker would."""
+    from corebench.analysis.points import point_stats
+    from tests.support.records import load_result, stored_run
+
+    result = load_result(1000, 2.0, p50_us=10_000, p99_us=1_900_000, mean_us=10_000)
+    (p,) = point_stats([stored_run({}, result, repetition=i, seq=i) for i in (1, 2)])
+    d = diagnose(p, cpus=2)
+    assert d.kind == "load not held" and "X·R/N = 0.50" in d.evidence, d
+    assert "the longest response took 1.90 s of a 2.00 s run" in d.evidence and "fewer workers" in d.evidence
+    # Where every response was short, no waiting connection is suggested.
+    quick = load_result(1000, 2.0, p50_us=10_000, p99_us=30_000, mean_us=10_000)
+    (q,) = point_stats([stored_run({}, quick, repetition=i, seq=i) for i in (1, 2)])
+    assert diagnose(q, cpus=2).kind == "load not held" and "longest" not in diagnose(q, cpus=2).evidence

@@ -220,15 +220,15 @@ def test_an_slo_gets_a_verdict_without_prices():
     out = verdicts(ps, slo=slo, factors={"cpus": [1, 2], "concurrency": [10, 50]})
     lines = [v for v in out if v.startswith("p99 ≤ 30 ms")]
     assert lines == [
-        "p99 ≤ 30 ms at concurrency=10, by the median of each point's runs: met by cpus=2 (6.00 ms, 80% under; 3 of 3 "
-        "runs met it), cpus=1 (12.00 ms, 60% under; 3 of 3 runs met it).",
-        "p99 ≤ 30 ms at concurrency=50, by the median of each point's runs: met by cpus=2 (30.00 ms, 0% under; 3 of 3 "
-        "runs met it); missed by cpus=1 (60.00 ms, 100% over; 0 of 3 runs met it).",
+        "p99 ≤ 30 ms at concurrency=10, by the median of each point's runs: met by cpus=2 (6.00 ms, 80% below the "
+        "bound; 3 of 3 runs met it), cpus=1 (12.00 ms, 60% below the bound; 3 of 3 runs met it).",
+        "p99 ≤ 30 ms at concurrency=50, by the median of each point's runs: met by cpus=2 (30.00 ms, 0% below the "
+        "bound; 3 of 3 runs met it); missed by cpus=1 (60.00 ms, 100% above the bound; 0 of 3 runs met it).",
     ]
     # A median that meets the objective from 2 of 3 runs says so.
     mixed = runs({}, [900.0, 900.0, 900.0], [12.0, 12.0, 40.0])
     (line,) = [v for v in verdicts([mixed], slo=slo) if v.startswith("p99 ≤ 30 ms")]
-    assert "met by the target (12.00 ms, 60% under; 2 of 3 runs met it)" in line
+    assert "met by the target (12.00 ms, 60% below the bound; 2 of 3 runs met it)" in line
 
 
 def test_the_cores_verdict_uses_service_demand():

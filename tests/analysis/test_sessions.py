@@ -25,6 +25,14 @@ def test_dersimonian_laird_equals_statsmodels():
     hk = combine(y, v, [], knapp=True)
     wls = combine_effects(np.array(y), np.array(v), method_re="dl", use_t=True).summary_frame().loc["random effect wls"]
     assert (hk.low, hk.high) == pytest.approx((wls["ci_low"], wls["ci_upp"]), rel=1e-9)
+    # Effects closer than their variances predict (Q < k − 1): the HK scale
+    # is truncated at 1, so the interval is never narrower than DL's with t.
+    close, cv = [0.1, 0.101, 0.099], [0.004, 0.006, 0.005]
+    hk, dl = combine(close, cv, [], knapp=True), combine(close, cv, [])
+    raw = combine_effects(np.array(close), np.array(cv), method_re="dl", use_t=True).summary_frame()
+    assert hk.q < 2 and raw.loc["random effect wls", "ci_upp"] - raw.loc["random effect wls", "ci_low"] < 0.01
+    t_over_z = 4.302653 / 1.959964  # t(0.975, 2 df) / z(0.975)
+    assert hk.high - hk.low == pytest.approx((dl.high - dl.low) * t_over_z, rel=1e-5)
     # Sessions that agree: no between-session variance, the fixed-effect answer.
     same = combine([0.2, 0.2], [0.01, 0.01], [])
     assert same.tau2 == 0 and same.estimate == pytest.approx(0.2)

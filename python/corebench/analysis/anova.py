@@ -37,6 +37,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as st
 
+from corebench.analysis.stats import p_is
+
 ALPHA = 0.05
 # Residuals this far from normal (Shapiro–Wilk p below it) get permutation
 # p-values: strict, so the F test's robustness to mild departures is kept
@@ -84,6 +86,14 @@ class Anova:
     method: str = F_TEST  # what gave the terms' p-values: F_TEST or PERMUTATION
     normality_p: float = math.nan  # Shapiro–Wilk on the residuals; NaN: not checked
     permutations: int = 0
+
+    def p_said(self, term: Term) -> str:
+        """A term's p for a table: at a permutation test's floor,
+        1/(permutations + 1), "≤" that floor (no permutation beat it: the
+        test cannot say how much smaller p is)."""
+        if self.method == PERMUTATION and self.permutations and term.p_value <= 1 / (self.permutations + 1) + 1e-12:
+            return f"≤ {1 / (self.permutations + 1):.2g}"
+        return p_is(term.p_value).removeprefix("= ")
 
     def method_words(self) -> str:
         """Which method gave the p-values, and why, for a report."""

@@ -20,6 +20,10 @@ from corebench.analysis.steps import caveat
 TRADE_OFF = 0.1
 
 
+# Responses a run needs for its p99 to be ranked by: 10 beyond it.
+P99_MIN_RESPONSES = 1000
+
+
 def untested(points: list[PointStats]) -> list[PointStats]:
     """The points no comparison can test: fewer than 2 measured runs."""
     return [p for p in points if len(p.measured) < 2]
@@ -76,8 +80,26 @@ def best_at_matched_load(
             slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
             out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load)
             out += _steadiest(best, tied, here, load)
-        out.append(_ranked(here, _best(ps, load, False, families[False]), ps, load, False))
+        out.append(_thin_tail(here, ps) or _ranked(here, _best(ps, load, False, families[False]), ps, load, False))
     return out
+
+
+def _thin_tail(here: str, ps: list[PointStats]) -> Finding | None:
+    """Runs too short for a p99 to rank by: with fewer than
+    P99_MIN_RESPONSES responses, fewer than 10 lie beyond a run's 99th
+    percentile, which is then one of its few largest responses (a run's
+    start-up, one stall) rather than an estimate of the tail."""
+    fewest = min((x.responses for p in ps for x in p.results()), default=0)
+    if fewest >= P99_MIN_RESPONSES:
+        return None
+    return Finding(
+        "verdict",
+        f"{here}, p99 not ranked: a run held only {fewest:,} responses, so fewer than 10 lie beyond its 99th "
+        f"percentile, which is one of its few largest responses, not an estimate of the tail; runs of "
+        f"{P99_MIN_RESPONSES:,} responses or more give one.",
+        subject=f"lowest p99 {here.lower()}",
+        outcome="not tested",
+    )
 
 
 def _ranked(

@@ -17,13 +17,16 @@ MACHINE_FULL = 0.95
 
 @dataclass(frozen=True)
 class Diagnosis:
-    kind: str  # failing, generator-limited, interference, CPU-bound, load-limited, waiting, capacity search, unknown
+    # failing, generator-limited, load not held, interference, CPU-bound, load-limited, waiting,
+    # capacity search, unknown
+    kind: str
     evidence: str
 
 
 def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) -> Diagnosis:
     """The class of limit, in order: failing (errors), generator-limited
-    (its CPU near its ceiling, or time lost outside the requests),
+    (its CPU measured near all its cores), load not held (Little's law
+    fails: time lost outside the requests, cause not measured),
     interference (others took the target's cores, which were full),
     CPU-bound (the target's allowed cores busy, or every core of the machine
     busy with the target, the generator and others), load-limited (a closed loop with too
@@ -51,9 +54,7 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     if p.client_bound:
         return Diagnosis("generator-limited", f"{gen}: near all of its cores; the server was not the limit")
     if little_fails(p):
-        return Diagnosis(
-            "generator-limited", f"Little's law fails (X·R/N = {p.little:.2f}): time went outside the requests"
-        )
+        return _not_held(p, gen)
     if (offered := p.users_offer_rps) is not None:
         used = f"; target used {p.target_cpu:.2f} cores" if p.target_cpu is not None else ""
         return Diagnosis(
@@ -88,6 +89,24 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
             f"{cpus / (statistics.fmean(p.demand_ms) / 1000):,.0f}: about {needed:.0f} clients would keep them busy",
         )
     return Diagnosis("waiting", f"{used}: consistent with a limit other than the CPU (I/O, locks, the network, sleeps)")
+
+
+def _not_held(p: PointStats, gen: str) -> Diagnosis:
+    """Little's law fails: the clients were not all in a request all the
+    time. Its cause is not measured, so none is stated as fact; a response
+    that took most of its run points at connections left waiting (a server
+    with fewer workers than connections), said as consistent with it."""
+    evidence = (
+        f"Little's law fails (X·R/N = {p.little:.2f}): the {p.clients or 'N'} clients were not all in a request all "
+        f"the time, so the figures are not the server's at this concurrency; {gen}. The cause is not measured (the "
+        "generator between requests, connection set-up, or requests left waiting)"
+    )
+    if (stalled := p.stalled()) is not None:
+        evidence += (
+            f"; the longest response took {stalled[0]:.2f} s of a {stalled[1]:.2f} s run: consistent with "
+            "connections waiting for a worker (a server with fewer workers or threads than connections)"
+        )
+    return Diagnosis("load not held", evidence)
 
 
 def _no_cpu(p: PointStats) -> Diagnosis:

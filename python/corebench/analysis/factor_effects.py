@@ -187,13 +187,14 @@ def said(c: Pooled | None, what: str = "over them") -> str:
     if not c.agree:
         lo, hi = c.spread
         return (
-            f"; the comparisons disagree (Cochran's Q = {c.q:.1f}, p = {c.p_q:.2g}), from {_pct(lo - 1)} to "
+            f"; the comparisons disagree (Cochran's Q = {c.q:.1f}, p ≈ {c.p_q:.2g}, approximate: each variance is "
+            f"from a few runs), from {_pct(lo - 1)} to "
             f"{_pct(hi - 1)}: no one effect summarises them"
         )
     kind = f"within ±{MARGIN:.0%}" if c.outcome == "equivalent" else c.outcome
     return (
-        f"; combined {what} (Cochran's Q does not reject their agreement, p = {c.p_q:.2g}; DerSimonian–Laird "
-        f"weights, Hartung–Knapp interval on {c.k - 1} df; one test per line, not adjusted): "
+        f"; combined {what} (Cochran's Q does not reject their agreement, p ≈ {c.p_q:.2g}; DerSimonian–Laird "
+        f"weights, Hartung–Knapp interval on {c.k - 1} df, truncated; one test per line, not adjusted): "
         f"{_pct(c.ratio - 1)} (95% CI {_pct(c.low - 1)} to {_pct(c.high - 1)}), {kind}"
     )
 

@@ -14,6 +14,9 @@ from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Level, MonitorSummary, StoredRun
 from corebench.system import clock
 
+# A response this share of its run long waited most of the run, not for the CPU.
+STALLED_SHARE = 0.5
+
 
 @dataclass
 class PointStats:
@@ -107,6 +110,16 @@ class PointStats:
         if self.interference_runs:
             why.append(f"others on the target's cores (up to {self.interference_max:.0%} of their time)")
         return why
+
+    def stalled(self) -> tuple[float, float] | None:
+        """The run whose slowest response took the largest share of it,
+        as (that response's seconds, the run's), where the share reaches
+        STALLED_SHARE: requests that waited most of a run (a server with
+        fewer workers than connections leaves some so), which a p99 over
+        the rest does not show."""
+        spans = [(x.latency_us.total.max_us / 1e6, x.duration_s) for x in self.results() if x.duration_s]
+        longest = max(spans, key=lambda t: t[0] / t[1], default=None)
+        return longest if longest is not None and longest[0] >= STALLED_SHARE * longest[1] else None
 
     def results(self) -> list[LoadResult]:
         """The measured runs' results, in run order."""

@@ -80,8 +80,9 @@ def combine(
     the interval by Hartung & Knapp (2001, Stat. Med. 20(24)) and Sidik &
     Jonkman (2002): the variance from the effects' own weighted spread, with
     t on k − 1 degrees of freedom (statsmodels' "random effect wls" with
-    use_t), which keeps a few strata with run-to-run variances from 2 runs
-    each from claiming a precision they do not have."""
+    use_t), its scale truncated at 1 (below), which keeps a few strata
+    with run-to-run variances from 2 runs each from claiming a precision
+    they do not have."""
     y, v = np.asarray(effects, float), np.asarray(variances, float)
     k = len(y)
     w = 1 / v
@@ -92,7 +93,13 @@ def combine(
     wr = 1 / (v + tau2)
     mu = float(np.sum(wr * y) / np.sum(wr))
     if knapp and k > 1:
-        se = math.sqrt(float(np.sum(wr * (y - mu) ** 2)) / ((k - 1) * float(np.sum(wr))))
+        # Truncated at the DerSimonian–Laird variance: where the effects
+        # agree more closely than their own variances predict (Q < k − 1),
+        # the untruncated scale would shrink the interval below even the
+        # fixed-effect one (Knapp & Hartung 2003's ad hoc modification;
+        # Röver, Knapp & Friede 2015, BMC Med. Res. Methodol. 15:99).
+        scale = max(1.0, float(np.sum(wr * (y - mu) ** 2)) / (k - 1))
+        se = math.sqrt(scale / float(np.sum(wr)))
         z = float(st.t.ppf(1 - ALPHA / 2, k - 1))
     else:
         se = math.sqrt(1 / float(np.sum(wr)))

@@ -248,8 +248,16 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Fin
             name = split(p, load)[1] or "the target"
             margin = (1 - value / slo.limit_us) * 100
             runs = _runs_meeting(p, slo)
+            stalled = p.stalled()
+            waited = (
+                f"; its slowest response took {stalled[0]:.2f} s of a {stalled[1]:.2f} s run: requests waited "
+                f"most of a run, which the p{slo.percentile:g} does not show"
+                if stalled is not None
+                else ""
+            )
             (met if slo.met(value) else missed).append(
-                f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'under' if margin >= 0 else 'over'}; {runs})"
+                f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'below' if margin >= 0 else 'above'} the "
+                f"bound; {runs}{waited})"
             )
             figures.append(Figure(name, value / 1000, "ms"))
         where = f" at {at}" if at else ""
@@ -292,7 +300,7 @@ def _costs(
         here = where(at)
         ranked = sorted(priced, key=lambda pc: cost_per_million(*pc))
         (p, c), (q, d) = ranked[0], ranked[1]
-        dearer, interval = _dearer(p, c, q, d, load, family)
+        dearer, interval, shown = _dearer(p, c, q, d, load, family)
         out.append(
             Finding(
                 "verdict",
@@ -306,7 +314,7 @@ def _costs(
                 outcome=""
                 if interval is None
                 else "shown cheaper than the runner-up"
-                if interval.low > 1
+                if shown
                 else "not shown cheaper than the runner-up",
                 caveats=caveats(caveat([p, q])),
             )
@@ -339,28 +347,37 @@ def _costs(
 
 def _dearer(
     p: PointStats, c: float, q: PointStats, d: float, load: set[str], family: Family
-) -> tuple[str, Interval | None]:
+) -> tuple[str, Interval | None, bool]:
     """The runner-up's cost per request over the cheapest's, with the
-    interval the throughput comparison gives it (None untested)."""
+    interval the throughput comparison gives it (None untested), and
+    whether the cheapest is shown cheaper. A runner-up whose throughput is
+    a lower bound (ANSWERS.md §3) has a cost that is an upper bound, which
+    favours the pick: it is then not shown, whatever the interval."""
     e = family.get(q, p)  # p's throughput over q's
     name = split(q, load)[1]
     if not e.tested:
-        return f"{name} costs {_sign(cost_per_million(q, d) / cost_per_million(p, c) - 1)} per request, untested", None
+        text = f"{name} costs {_sign(cost_per_million(q, d) / cost_per_million(p, c) - 1)} per request, untested"
+        return text, None, False
     prices = d / c
     low, high = prices * e.low, prices * e.high
     cheapest = split(p, load)[1]
-    shown = (
-        f"so {cheapest} is shown cheaper"
-        if low > 1
-        else f"so {cheapest} is not shown cheaper: the interval holds equal costs"
-    )
+    bounded = low > 1 and bool(q.limits())
+    if bounded:
+        shown = (
+            f"but {name}'s throughput is a lower bound (its figures are partly the generator's or the machine's), "
+            f"so its cost is an upper bound: {cheapest} is not shown cheaper"
+        )
+    elif low > 1:
+        shown = f"so {cheapest} is shown cheaper"
+    else:
+        shown = f"so {cheapest} is not shown cheaper: the interval holds equal costs"
     text = (
         f"{name} costs {_sign(prices * e.ratio - 1)} per request against it (95% CI {_sign(low - 1)} to "
         f"{_sign(high - 1)}, from the throughput comparison's interval), {shown}"
     )
     method = "the price ratio over the family's throughput ratio and its simultaneous interval"
     interval = Interval(prices * e.ratio, low, high, "ratio", simultaneous_over=e.family, method=method)
-    return text, interval
+    return text, interval, low > 1 and not bounded
 
 
 def _sign(share: float) -> str:

@@ -61,6 +61,21 @@ class ReportData(Findings):
             return RunFigures(run.stored_throughput_rps, None)
         return RunFigures(run.result.goodput_rps, run.result.failed_requests)
 
+    def as_logged_note(self) -> str:
+        """Where replays' 4xx and 5xx were left out of the failed requests
+        because their log recorded the same status (the site answered as it
+        did then), how many: "" where none were."""
+        results = [r.result for r in self.runs if r.measured and r.result is not None and r.result.replay is not None]
+        logged = sum(x.as_logged for x in results)
+        if not logged:
+            return ""
+        unsuccessful = sum(x.unsuccessful for x in results)
+        return (
+            f" In replays, a 4xx or 5xx the log recorded for the same request is the site answering as it did then, "
+            f"not a failure of the run: {logged:,} of the {unsuccessful:,} 4xx and 5xx responses here were so, and "
+            "are not in the failed requests."
+        )
+
     @staticmethod
     def placement(run: StoredRun) -> str:
         """Where the run's target and generator ran: "0,2 (2 cores, node 0) | 4-11"."""

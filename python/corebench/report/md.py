@@ -8,7 +8,6 @@ import math
 from corebench.analysis.anova import SCOPE as ANOVA_SCOPE
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
-from corebench.analysis.stats import p_is
 from corebench.report.data import RESPONSES, ReportData
 
 
@@ -56,7 +55,7 @@ class Markdown:
             "## Points",
             "",
             "Throughput is goodput: successful (2xx, 3xx) responses per second; errors, 4xx and 5xx are failed "
-            "requests, never throughput.",
+            "requests, never throughput." + d.as_logged_note(),
             "",
             "| "
             + " | ".join(
@@ -90,7 +89,7 @@ class Markdown:
             for a in d.anova:
                 for term in a.terms:
                     cells = [RESPONSES[a.response], _cell(term.name), str(term.df), _g(term.f)]
-                    cells += [p_is(term.p_value).removeprefix("= "), _g(term.omega2)]
+                    cells += [a.p_said(term), _g(term.omega2)]
                     out.append("| " + " | ".join(cells) + " |")
             out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova), "", ANOVA_SCOPE]
         if d.fits:
