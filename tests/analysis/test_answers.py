@@ -354,3 +354,22 @@ def test_a_p99_from_too_few_responses_is_not_ranked():
     lines = verdicts(point_stats(a + b))
     assert any("p99 not ranked: a run held only 67 responses" in v for v in lines), lines
     assert not any("lowest p99" in v for v in lines), lines
+
+
+def test_a_ceiling_a_run_went_past_marks_no_run_a_lower_bound():
+    """Two points held against one ceiling of 10,000 req/s: one at 9,000
+    (90%, marked near it), one at 12,000 (past it). The ceiling does not
+    hold for this load, so neither is marked by it; a point held against
+    another ceiling keeps its mark."""
+    layout = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1], generator_ceiling_rps=10_000)
+    other = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1], generator_ceiling_rps=20_000)
+    near = "90% of the generator's ceiling"
+    runs = [
+        stored_run({"c": 1}, load_result(ok=9_000), layout=layout, lower_bound=near, seq=1),
+        stored_run({"c": 2}, load_result(ok=12_000), layout=layout, seq=2),
+        stored_run({"c": 3}, load_result(ok=19_000), layout=other, lower_bound="95% of the generator's ceiling", seq=3),
+    ]
+    a, b, c = point_stats(runs)
+    assert not a.near_ceiling and not b.near_ceiling and c.near_ceiling
+    assert "at 80% or more of the generator's calibrated ceiling" in c.limits()
+    assert not any("ceiling" in why for why in a.limits() + b.limits())

@@ -77,3 +77,10 @@ def test_an_interval_past_a_floats_range_is_open_not_an_overflow():
     wide = Effect(2, 2, 1.0, 2.0, 300.0, 1.0, family=6)
     assert wide.low == 0.0 and math.isinf(wide.high)
     assert bound(wide.high - 1) == "×∞" and wide.verdict == "inconclusive"
+
+
+def test_interval_ends_past_a_factor_of_1000_say_only_that():
+    from corebench.analysis.effect import bound
+
+    assert bound(7.76e13) == "×>1000" and bound(-0.99999) == "−>99.9%"
+    assert bound(0.452) == "+45.2%" and bound(2.2) == "×3.2" and bound(-0.5) == "−50.0%"

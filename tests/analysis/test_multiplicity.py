@@ -250,6 +250,8 @@ def test_the_cores_verdict_uses_service_demand():
     b.generator_cpu = 0.05
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
     assert "about 50 req/s at this demand, of the 100 req/s missing: that accounts for 50% of it" in line
+    # Over the projection's interval (1.96–2.05×: 60–141 req/s missing), 35% to 84%.
+    assert "(35% to 84% over the projection's interval, 60–141 req/s missing)" in line
     b.generator_cpu = 0.2
     assert "Caveat, a lower bound of the server: cpus=2: generator on the target's cores." in line
     b.shared = False

@@ -67,3 +67,15 @@ def test_an_effect_that_replicates_and_one_that_does_not():
 def test_one_session_says_nothing_of_replication():
     runs = _session({"cpus": 1}, [1000.0, 1010.0], 1) + _session({"cpus": 2}, [1900.0, 1910.0], 1)
     assert replication(point_stats(runs), set()) == []
+
+
+def test_two_scattered_strata_give_an_open_interval_not_an_overflow():
+    """Two strata, each from runs that scatter over orders of magnitude:
+    t on 1 df times a large standard error passes a float's exp range."""
+    from corebench.analysis.effect import Effect
+    from corebench.analysis.factor_effects import pool, said
+
+    wild = [Effect(2, 2, 1.0, 2.0, 100.0, 1.0), Effect(2, 2, 1.0, 2.2, 100.0, 1.0)]
+    c = pool(wild)
+    assert c is not None and c.high == float("inf") and c.outcome == "inconclusive"
+    assert "to ×∞), inconclusive" in said(c)

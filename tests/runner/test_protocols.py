@@ -113,11 +113,9 @@ def test_each_load_model_gets_its_own_generator_ceiling(tmp_path):
     from corebench.config.settings import LoadSettings
     from corebench.runner.calibrate import loop_model
 
-    assert [loop_model(LoadSettings(**kw)) for kw in ({}, {"rate": 100}, {"think": "1s"})] == [
-        "closed",
-        "open",
-        "users",
-    ]
+    kinds = ({}, {"rate": 100}, {"think": "1s"}, {"think": "0"}, {"think": "0..0"})
+    # Users who never think send as a closed loop does (realistic-vs-benchmark's think=0).
+    assert [loop_model(LoadSettings(**kw)) for kw in kinds] == ["closed", "open", "users", "closed", "closed"]
     for model, line in (("open", 'model = "rate"\nrate = 2000'), ("users", 'model = "users"\nthink = "2ms"')):
         folder = tmp_path / model
         folder.mkdir()

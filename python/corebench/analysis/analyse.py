@@ -71,7 +71,11 @@ def analyse(
             "/proc/cpuinfo); give it as [machine] clock_ghz.",
         )
     elif found.scaling and not any(p.clock_mhz for p in points):
-        found.add("clock", f"Per core-GHz figures use {found.clock_source}: the clock was not measured per run.")
+        found.add(
+            "clock",
+            f"The Cores table's requests per second per core-GHz (HTML and JSON reports) use {found.clock_source}: "
+            "the clock was not measured per run.",
+        )
     found.add("machine", *(f"Before the first run, corebench system check warned: {c}" for c in host.checks))
     found.add("machine", *_not_cores(points))
     found.knees = knees(points, factors)

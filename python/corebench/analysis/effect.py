@@ -106,7 +106,7 @@ class Effect:
         if not self.tested:
             return math.nan, math.nan
         t = float(st.t.ppf(1 - alpha, self.df)) if self.se > 0 else 0.0
-        return _exp(self._diff - t * self.se), _exp(self._diff + t * self.se)
+        return safe_exp(self._diff - t * self.se), safe_exp(self._diff + t * self.se)
 
     @property
     def low(self) -> float:
@@ -212,16 +212,22 @@ def change_size(share: float) -> str:
     return "only more than a factor of 10 either way"
 
 
-def _exp(x: float) -> float:
+def safe_exp(x: float) -> float:
     """exp, infinite past a float's range: an interval of 1 run a side on
     few degrees of freedom can reach it, and is then open to that side."""
     return math.inf if x > 700 else math.exp(x)
 
 
 def bound(share: float) -> str:
-    """An interval's end: "+45.2%", "×3.2" past a doubling, "×∞" open."""
+    """An interval's end: "+45.2%", "×3.2" past a doubling, "×∞" open;
+    past a factor of 1,000 either way only that ("×>1000", "−>99.9%"):
+    a few runs' interval says nothing finer there (not ×7.76e+13)."""
     if math.isinf(share):
         return "×∞"
+    if share >= 999:
+        return "×>1000"
+    if share <= -0.999:
+        return "−>99.9%"
     return _pct(share) if share < 1 else f"×{1 + share:.3g}"
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from scipy import stats as st
 
 from corebench.analysis.anova import MARGIN
-from corebench.analysis.effect import POWER, VERDICTS, Effect, change_size, counted, effect
+from corebench.analysis.effect import POWER, VERDICTS, Effect, bound, change_size, counted, effect, safe_exp
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
@@ -177,7 +177,7 @@ def pool(es: list[Effect]) -> Pooled | None:
     c = combine([math.log(e.ratio) for e in usable], [e.se**2 for e in usable], [], knapp=True)
     p_q = float(st.chi2.sf(c.q, len(usable) - 1))
     ratios = [e.ratio for e in usable]
-    return Pooled(c.ratio, math.exp(c.low), math.exp(c.high), c.q, p_q, len(usable), (min(ratios), max(ratios)))
+    return Pooled(c.ratio, safe_exp(c.low), safe_exp(c.high), c.q, p_q, len(usable), (min(ratios), max(ratios)))
 
 
 def said(c: Pooled | None, what: str = "over them") -> str:
@@ -195,7 +195,7 @@ def said(c: Pooled | None, what: str = "over them") -> str:
     return (
         f"; combined {what} (Cochran's Q does not reject their agreement, p ≈ {c.p_q:.2g}; DerSimonian–Laird "
         f"weights, Hartung–Knapp interval on {c.k - 1} df, truncated; one test per line, not adjusted): "
-        f"{_pct(c.ratio - 1)} (95% CI {_pct(c.low - 1)} to {_pct(c.high - 1)}), {kind}"
+        f"{_pct(c.ratio - 1)} (95% CI {bound(c.low - 1)} to {bound(c.high - 1)}), {kind}"
     )
 
 

@@ -110,7 +110,7 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
     """The generator's calibrated ceiling, and the points that came near it."""
     out = ["Generator " + c.sentence().removeprefix("generator ") + "." for c in exp.calibration or []]
     out += above_ceiling(points)
-    near = [p.label() for p in points if any("generator's ceiling" in (r.lower_bound or "") for r in p.measured)]
+    near = [p.label() for p in points if p.near_ceiling]
     if near:
         out.append(
             f"Lower bounds: at {len(near)} point(s) ({', '.join(near[:3])}{', ...' if len(near) > 3 else ''}) a run "
@@ -199,8 +199,8 @@ def above_ceiling(points: list[PointStats]) -> list[str]:
         f"to {max(above):.0%} of it). The ceiling was measured with the same protocol and load model against "
         f"the built-in server's 64-byte page and projected from its CPU per request; these runs' load "
         f"({', '.join(protocols)}, their pages) cost the generator less per request, or the projection fell short: "
-        "either way the ceiling does not hold for them, and their marks against it (lower bounds, the points near "
-        "it) are unreliable."
+        "either way the ceiling does not hold for them, so no run is marked a lower bound by it (the other marks, "
+        "a CPU-bound generator or shared cores, stand)."
     ]
 
 

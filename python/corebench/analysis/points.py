@@ -135,10 +135,37 @@ def point_stats(runs: list[StoredRun]) -> list[PointStats]:
     groups: dict[str, list[StoredRun]] = {}
     for r in runs:
         groups.setdefault(r.point_key, []).append(r)
-    return [_point(rs) for rs in groups.values()]
+    refuted = refuted_ceilings(runs)
+    return [_point(rs, refuted) for rs in groups.values()]
 
 
-def _point(rs: list[StoredRun]) -> PointStats:
+CeilingKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+def _ceiling_key(r: StoredRun) -> CeilingKey | None:
+    layout = r.layout
+    if layout is None or not layout.generator_ceiling_rps:
+        return None
+    return layout.generator_ceiling_rps, tuple(layout.target_cpus), tuple(layout.generator_cpus)
+
+
+def refuted_ceilings(runs: list[StoredRun]) -> set[CeilingKey]:
+    """The calibrated ceilings a measured run went past: they do not hold
+    for this plan's load (a "Calibration error", said by analysis.lines),
+    so a run near one is not marked a lower bound by it."""
+    out = set()
+    for r in runs:
+        key = _ceiling_key(r)
+        if r.measured and key is not None and r.result is not None and r.result.goodput_rps > key[0]:
+            out.add(key)
+    return out
+
+
+def _near_ceiling(r: StoredRun, refuted: set[CeilingKey]) -> bool:
+    return "generator's ceiling" in (r.lower_bound or "") and _ceiling_key(r) not in refuted
+
+
+def _point(rs: list[StoredRun], refuted: set[CeilingKey] | None = None) -> PointStats:
     measured = [r for r in rs if r.measured]
     results = [r.result for r in measured if r.result is not None]
     monitors = [r.monitor for r in measured if r.monitor is not None]
@@ -193,7 +220,7 @@ def _point(rs: list[StoredRun]) -> PointStats:
         searched=searched,
         steal_runs=sum(m.steal_notable for m in all_monitors),
         steal_max_s=max((m.steal_s for m in all_monitors), default=0.0),
-        near_ceiling=any("generator's ceiling" in (r.lower_bound or "") for r in measured),
+        near_ceiling=any(_near_ceiling(r, refuted or set()) for r in measured),
         interference_runs=sum(x >= NOTABLE_SHARE for x in others),
         interference_max=max(others, default=0.0),
         machine_busy=_mean([sum(c.busy for c in m.cores) / len(m.cores) for m in all_monitors if m.cores]),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-from corebench.analysis.effect import effect
+from corebench.analysis.effect import effect, safe_exp
 from corebench.analysis.load import at_matched_load
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import ALPHA
@@ -44,7 +44,7 @@ class Combined:
 
     @property
     def ratio(self) -> float:
-        return math.exp(self.estimate)
+        return safe_exp(self.estimate)
 
     @property
     def replicated(self) -> bool:
@@ -55,7 +55,7 @@ class Combined:
 
     def sentence(self, what: str) -> str:
         each = ", ".join(f"{(r - 1) * 100:+.1f}%" for r, _, _ in self.per_session).replace("-", "−")
-        low, high = math.exp(self.low) - 1, math.exp(self.high) - 1
+        low, high = safe_exp(self.low) - 1, safe_exp(self.high) - 1
         combined = f"{(self.ratio - 1) * 100:+.1f}% (95% CI {low * 100:+.1f}% to {high * 100:+.1f}%)".replace("-", "−")
         if self.replicated:
             verdict = "replicated: each session's interval excludes no change, on the same side"

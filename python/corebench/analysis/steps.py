@@ -160,20 +160,28 @@ def _demand_step(s: Step) -> str:
     )
     if s.gain.tested and s.gain.high >= low:
         return text + ", consistent with the projection (the intervals overlap): the target used the CPUs it was given."
-    missing = ceiling * a.goodput_rps.mean - b.goodput_rps.mean
+    x_a, x_b = a.goodput_rps.mean, b.goodput_rps.mean
+    missing = (ceiling * x_a - x_b, low * x_a - x_b, high * x_a - x_b)
     return text + ", below the projection: " + _why_short(b, missing, db) + "."
 
 
-def _why_short(b: PointStats, missing: float, demand_ms: float) -> str:
+def _why_short(b: PointStats, missing: tuple[float, float, float], demand_ms: float) -> str:
     """What measured figures say of the throughput missing at the larger
-    point (against the projection); "consistent with" where nothing
-    measured accounts for it."""
-    if b.shared and b.generator_cpu is not None and missing > 0:
+    point against the projection (its estimate, and its range over the
+    projection's interval); "consistent with" where nothing measured
+    accounts for it."""
+    short, short_low, short_high = missing
+    if b.shared and b.generator_cpu is not None and short > 0:
         served = b.generator_cpu / (demand_ms / 1000)
-        part = f"accounts for {served / missing:.0%} of it" + (" (more than all of it)" if served > missing else "")
+        part = f"accounts for {served / short:.0%} of it" + (" (more than all of it)" if served > short else "")
+        most = "more than all of it" if short_low <= served else f"{served / short_low:.0%}"
+        spread = (
+            f" ({served / short_high:.0%} to {most} over the projection's interval, "
+            f"{max(short_low, 0):,.0f}–{short_high:,.0f} req/s missing)"
+        )
         return (
             f"the generator's {b.generator_cpu:.2f} cores of CPU on the target's cores would have served about "
-            f"{served:,.0f} req/s at this demand, of the {missing:,.0f} req/s missing: that {part}"
+            f"{served:,.0f} req/s at this demand, of the {short:,.0f} req/s missing: that {part}{spread}"
         )
     if b.interference_runs:
         return f"consistent with others taking up to {b.interference_max:.0%} of the target's cores"

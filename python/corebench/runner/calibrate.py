@@ -39,6 +39,7 @@ from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
 from corebench.system.cpusets import Numa, Smt, share_cores
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
+from corebench.units import parse_span_s
 
 CALIBRATION_S = 1.0
 # Users' think time in a users-model calibration: long enough that each
@@ -86,8 +87,17 @@ def protocol(load: LoadSettings) -> tuple[bool, str]:
 
 
 def loop_model(load: LoadSettings) -> LoopModel:
-    """How a load makes its requests, as the calibration varies it."""
-    return "open" if load.open_loop else "users" if load.think is not None else "closed"
+    """How a load makes its requests, as the calibration varies it. Users
+    who never think (think = "0") send as a closed loop does: no timer
+    between requests, so no users' calibration."""
+    if load.open_loop:
+        return "open"
+    if load.think is None:
+        return "closed"
+    try:
+        return "closed" if parse_span_s(str(load.think)) == (0.0, 0.0) else "users"
+    except ValueError:
+        return "users"  # refused with its own message when the load is built
 
 
 @dataclass(frozen=True)
