@@ -92,7 +92,9 @@ def test_an_experiment_whose_every_point_measured_the_generator_says_so_first():
     assert out[0].startswith("Measured the generator, not only the server: at every point (2)"), out[0]
     assert "generator CPU-bound" in out[0] and "[cluster]" in out[0]
     (best,) = [v for v in out if "best throughput:" in v]
-    assert "Caveat, a lower bound of the server: mpm=worker: generator CPU-bound" in best
+    # Every point the line names carries its caveat, and the loser's lower bound withholds "shown best".
+    assert "mpm=prefork: generator CPU-bound in 3 of 3 runs; mpm=worker: generator CPU-bound in 3 of 3 runs" in best
+    assert "Not shown best: mpm=prefork had its throughput a lower bound" in best
 
 
 def test_sharing_is_told_from_the_cpu_sets_without_a_cpus_factor():
@@ -373,3 +375,18 @@ def test_a_ceiling_a_run_went_past_marks_no_run_a_lower_bound():
     assert not a.near_ceiling and not b.near_ceiling and c.near_ceiling
     assert "at 80% or more of the generator's calibrated ceiling" in c.limits()
     assert not any("ceiling" in why for why in a.limits() + b.limits())
+
+
+def test_every_line_naming_a_point_whose_requests_waited_a_whole_run_says_so():
+    def stalled(levels, rps, seq):
+        out = []
+        for i, x in enumerate(rps):
+            result = load_result(ok=round(x), mean_us=1e7 / x)
+            total = result.latency_us.total.model_copy(update={"max_us": 990_000})
+            result = result.model_copy(update={"latency_us": result.latency_us.model_copy(update={"total": total})})
+            out.append(stored_run(levels, result, repetition=i + 1, round=i + 1, seq=seq + i))
+        return out
+
+    runs = stalled({"cpus": 1}, [1000.0, 1010.0, 990.0], 1) + _runs({"cpus": 2}, [1500.0, 1510.0, 1490.0])
+    named = [v for v in verdicts(point_stats(runs)) if "cpus=1" in v]
+    assert named and all("Caution: requests waited most of a run at cpus=1" in v for v in named), named

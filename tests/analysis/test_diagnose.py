@@ -40,7 +40,7 @@ def test_waiting_on_something_else():
 
 
 def test_generator_limited_and_failing():
-    assert diagnose(point(1000, 0.5, client_bound=True), cpus=2).kind == "generator-limited"
+    assert diagnose(point(1000, 0.5, client_bound=True, client_bound_runs=3), cpus=2).kind == "generator-limited"
     held = diagnose(point(1000, 0.5, little=1.5, clients=10, response_s=0.015), cpus=2)
     assert held.kind == "load not held" and "The cause is not measured" in held.evidence
     assert diagnose(point(1000, 0.5, error_share=0.2), cpus=2).kind == "failing"
@@ -66,3 +66,24 @@ def test_load_not_held_with_responses_as_long_as_the_run():
     quick = load_result(1000, 2.0, p50_us=10_000, p99_us=30_000, mean_us=10_000)
     (q,) = point_stats([stored_run({}, quick, repetition=i, seq=i) for i in (1, 2)])
     assert diagnose(q, cpus=2).kind == "load not held" and "longest" not in diagnose(q, cpus=2).evidence
+
+
+def test_a_target_at_its_cpus_limit_is_cpu_bound_whatever_its_clients_did():
+    """X·R/N = 0.6 (the clients were outside requests 40% of the time),
+    but the target used 95% of its one CPU: it set the rate, so the point
+    is CPU-bound, the Little's law failure is said beside it, and it is no
+    reason to call the figures a lower bound."""
+    p = point(1000, 0.95, little=0.6, target_share=0.95, clients=10, response_s=0.01)
+    d = diagnose(p, cpus=1)
+    assert d.kind == "CPU-bound" and "Little's law fails (X·R/N = 0.60), but with the target's CPUs full" in d.evidence
+    assert not any("Little's law" in why for why in p.limits())
+    # Not at its limit: the failure bounds the figures and names the point.
+    q = point(1000, 0.5, little=0.6, target_share=0.5, clients=10, response_s=0.01)
+    assert diagnose(q, cpus=1).kind == "load not held" and any("Little's law" in why for why in q.limits())
+
+
+def test_a_generator_cpu_bound_in_one_run_of_three_is_counted_not_the_diagnosis():
+    p = point(2000, 1.9, clients=50, response_s=0.025, client_bound=True, client_bound_runs=1)
+    d = diagnose(p, cpus=2)
+    assert d.kind == "CPU-bound" and "CPU-bound in 1 of 3 runs" in d.evidence, d
+    assert "generator CPU-bound in 1 of 3 runs" in p.limits()

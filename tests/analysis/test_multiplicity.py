@@ -260,16 +260,24 @@ def test_the_cores_verdict_uses_service_demand():
 
 
 def test_factor_effects_say_when_no_difference_matters():
-    # Throughput 0.5% apart under the two MPMs at each of two CPU levels, runs 2% apart.
+    # Throughput 0.5% apart under the two MPMs at each of three CPU levels, runs 2% apart.
     ps = [
         point({"cpus": c, "mpm": m}, [x * f for f in (0.98, 1.0, 1.02, 1.0)])
-        for c, base in ((1, 900), (2, 1700))
+        for c, base in ((1, 900), (2, 1700), (4, 3000))
         for m, x in (("prefork", base), ("worker", base * 1.005))
     ]
-    (line,) = [v for v in verdicts(ps, factors={"cpus": [1, 2], "mpm": ["prefork", "worker"]}) if v.startswith("mpm=")]
-    assert line.startswith("mpm=worker against mpm=prefork: throughput equivalent in 2 of 2 matched comparisons"), line
+    factors = {"cpus": [1, 2, 4], "mpm": ["prefork", "worker"]}
+    (line,) = [v for v in verdicts(ps, factors=factors) if v.startswith("mpm=")]
+    # Each comparison, held to a family of 9, is too wide alone; the three combined are within ±5%.
+    assert line.startswith("mpm=worker against mpm=prefork: throughput inconclusive in 3 of 3 matched"), line
     assert "combined over them (Cochran's Q does not reject their agreement" in line and "Hartung–Knapp" in line
+    assert "+0.5% (95% CI −2.3% to +3.4%), within ±5%" in line
+    assert "they range from +0.5% to +0.5%" in line
     assert "no significant difference" not in line
+    # Two strata are not combined: their own classes stand.
+    two = [p for p in ps if p.levels["cpus"] != 4]
+    (line,) = [v for v in verdicts(two, factors={"cpus": [1, 2], "mpm": factors["mpm"]}) if v.startswith("mpm=")]
+    assert "equivalent in 2 of 2" in line and "combined" not in line
 
 
 def test_superlinear_steps_and_implausible_demand_are_flagged():

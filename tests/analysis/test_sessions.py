@@ -70,12 +70,12 @@ def test_one_session_says_nothing_of_replication():
 
 
 def test_two_scattered_strata_give_an_open_interval_not_an_overflow():
-    """Two strata, each from runs that scatter over orders of magnitude:
-    t on 1 df times a large standard error passes a float's exp range."""
+    """Three strata, each from runs that scatter over orders of magnitude:
+    t on 2 df times a large standard error passes a float's exp range."""
     from corebench.analysis.effect import Effect
     from corebench.analysis.factor_effects import pool, said
 
-    wild = [Effect(2, 2, 1.0, 2.0, 100.0, 1.0), Effect(2, 2, 1.0, 2.2, 100.0, 1.0)]
+    wild = [Effect(2, 2, 1.0, r, 300.0, 1.0) for r in (2.0, 2.2, 2.1)]
     c = pool(wild)
     assert c is not None and c.high == float("inf") and c.outcome == "inconclusive"
     assert "to ×∞), inconclusive" in said(c)

@@ -32,7 +32,7 @@ def test_the_records_and_the_sentences_are_the_same_findings():
     assert worker["sentence"] == " ".join([worker["text"], *worker["caveats"]])
     (gate,) = [f for f in doc["findings"] if f["kind"] == "threshold"]
     assert gate["outcome"] == "fail" and {"name": "points failing", "value": 2.0, "unit": "count"} in gate["figures"]
-    assert len(doc["points"]) == 4 and all(p["measured_runs"] == 4 for p in doc["points"])
+    assert len(doc["points"]) == 6 and all(p["measured_runs"] == 4 for p in doc["points"])
 
 
 def test_points_of_one_run_and_a_dead_one_write_null_not_nan():

@@ -110,6 +110,15 @@ def _ranked(
     show it best (not where an untested configuration's mean is better)."""
     best, line, tied = ranked
     text = f"{here}, {line}{_untested_note(ps, load)}."
+    # A configuration behind the best whose figures are bounds (partly the
+    # generator's) may truly be ahead of it: the pick is then not shown.
+    bounded = [split(p, load)[1] for p in ps if p is not best and p not in tied and p.limits()]
+    if bounded:
+        what = "throughput a lower bound" if higher else "latency an upper bound"
+        text += (
+            f" Not shown best: {', '.join(bounded)} had its {what} (partly the generator's or the machine's), "
+            "which favours the pick."
+        )
     name = split(best, load)[1]
     s, scale = (best.goodput_rps, 1.0) if higher else (best.p99_us, 1e-3)
     unit = "req/s" if higher else "ms"
@@ -124,8 +133,8 @@ def _ranked(
         subject=f"best {what} {here.lower()}: {name}",
         figures=(Figure(name, s.mean * scale, unit),),
         interval=interval,
-        outcome="not shown best" if tied or _untested_better(best, ps, higher) else "shown best",
-        caveats=caveats(caveat([best, *tied], latency=not higher)),
+        outcome="not shown best" if tied or bounded or _untested_better(best, ps, higher) else "shown best",
+        caveats=caveats(caveat(ps, latency=not higher)),
     )
 
 
@@ -148,7 +157,8 @@ def _set_by_think(here: str, ps: list[PointStats]) -> Finding:
     return Finding(
         "verdict",
         f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
-        "by the configuration: it is not compared here; the configurations are compared by latency.",
+        "by the configuration: it is not compared here; the configurations are compared by latency (where the "
+        "runs hold enough responses for it).",
         subject=f"throughput {here.lower()}",
         figures=() if bound is None else (Figure("users' offered rate", bound, "req/s"),),
         outcome="load-limited",

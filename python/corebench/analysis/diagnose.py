@@ -6,10 +6,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from corebench.analysis.points import CPU_BOUND_SHARE as CPU_BOUND_SHARE  # re-exported: the diagnosis's rule
 from corebench.analysis.points import FAILING_SHARE, PointStats, little_fails
 
-# A target using this share of the CPUs it was given was CPU-bound.
-CPU_BOUND_SHARE = 0.85
 # The machine's cores this busy (target, generator and others together) left
 # nothing to grow into: CPU-bound, whichever process had the CPU.
 MACHINE_FULL = 0.95
@@ -33,27 +32,17 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     few clients to keep the CPUs busy: by Little's law N clients at R s each
     carry at most N/R requests per second), or waiting on something other
     than the CPU (I/O, locks, sleeps)."""
-    if not p.measured:
-        why = f": {p.failure}" if p.failure else ""
-        return Diagnosis(
-            "failing",
-            f"no measured run succeeded ({p.failed_runs} failed{why}); {p.error_share * 100:.1f}% of requests failed",
-        )
-    if p.error_share > FAILING_SHARE or p.failed_runs:
-        return Diagnosis(
-            "failing",
-            f"{p.error_share * 100:.1f}% of requests failed (errors, 4xx, 5xx); {p.failed_runs} runs failed",
-        )
-    if p.searched:
-        return Diagnosis(
-            "capacity search",
-            "each run searched for the highest rate meeting the objective (see Capacity within the objective); "
-            "the monitor's CPU figures span every step of a search, so no one rate's CPU is shown",
-        )
+    first = _before_load(p)
+    if first is not None:
+        return first
     gen = f"generator {p.generator_cpu:.2f} cores" if p.generator_cpu is not None else "generator CPU unknown"
-    if p.client_bound:
-        return Diagnosis("generator-limited", f"{gen}: near all of its cores; the server was not the limit")
-    if little_fails(p):
+    if p.client_bound_runs * 2 > len(p.measured):
+        return Diagnosis(
+            "generator-limited",
+            f"{gen}: near all of its cores in {p.client_bound_runs} of {len(p.measured)} runs; the server was not "
+            "the limit",
+        )
+    if little_fails(p) and not p.cpu_saturated:
         return _not_held(p, gen)
     if (offered := p.users_offer_rps) is not None:
         used = f"; target used {p.target_cpu:.2f} cores" if p.target_cpu is not None else ""
@@ -70,8 +59,17 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
         return Diagnosis("unknown", f"target used {p.target_cpu:.2f} cores; how many it could use is unknown")
     share = p.target_cpu / cpus
     used = f"target used {p.target_cpu:.2f} of the {allowed} ({share * 100:.0f}%)"
+    if p.client_bound:
+        gen += f"; CPU-bound in {p.client_bound_runs} of {len(p.measured)} runs"
     full = _cpu_full(p, cpus, used, gen)
     if full is not None:
+        if little_fails(p):
+            # Said, not ranked first: a target at its CPUs' limit set the rate.
+            full = Diagnosis(
+                full.kind,
+                f"{full.evidence}; Little's law fails (X·R/N = {p.little:.2f}), but with the target's CPUs full "
+                "the time its clients spent outside requests did not set the rate",
+            )
         return full
     cpu_time_s = _cpu_response_s(p, share)
     if p.clients is not None and p.response_s and cpu_time_s is not None and p.response_s > 1.5 * cpu_time_s:
@@ -89,6 +87,29 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
             f"{cpus / (statistics.fmean(p.demand_ms) / 1000):,.0f}: about {needed:.0f} clients would keep them busy",
         )
     return Diagnosis("waiting", f"{used}: consistent with a limit other than the CPU (I/O, locks, the network, sleeps)")
+
+
+def _before_load(p: PointStats) -> Diagnosis | None:
+    """Failing points and capacity searches, named before any limit of
+    the load or the server is read."""
+    if not p.measured:
+        why = f": {p.failure}" if p.failure else ""
+        return Diagnosis(
+            "failing",
+            f"no measured run succeeded ({p.failed_runs} failed{why}); {p.error_share * 100:.1f}% of requests failed",
+        )
+    if p.error_share > FAILING_SHARE or p.failed_runs:
+        return Diagnosis(
+            "failing",
+            f"{p.error_share * 100:.1f}% of requests failed (errors, 4xx, 5xx); {p.failed_runs} runs failed",
+        )
+    if p.searched:
+        return Diagnosis(
+            "capacity search",
+            "each run searched for the highest rate meeting the objective (see Capacity within the objective); "
+            "the monitor's CPU figures span every step of a search, so no one rate's CPU is shown",
+        )
+    return None
 
 
 def _not_held(p: PointStats, gen: str) -> Diagnosis:

@@ -16,6 +16,8 @@ from corebench.system import clock
 
 # A response this share of its run long waited most of the run, not for the CPU.
 STALLED_SHARE = 0.5
+# A target using this share of the CPUs it was given was CPU-bound.
+CPU_BOUND_SHARE = 0.85
 
 
 @dataclass
@@ -65,6 +67,11 @@ class PointStats:
     sharing_runs: int = 0
     # The first line of the first failed run's error, where a run failed.
     failure: str | None = None
+    # Measured runs whose generator was CPU-bound (its monitor said so).
+    client_bound_runs: int = 0
+    # The target's busy share of the CPUs its layout gave it, mean over the
+    # measured runs where both are known (None: not placed or not measured).
+    target_share: float | None = None
     # A host measured through node_exporter ([target] monitor): its cores,
     # and why a run got no figures from it, where one did not.
     exporter_cores: int | None = None
@@ -98,8 +105,10 @@ class PointStats:
         part, in words; empty where its figures are the server's (ANSWERS.md §3)."""
         why = []
         if self.client_bound:
-            why.append("generator CPU-bound")
-        if little_fails(self):
+            why.append(f"generator CPU-bound in {self.client_bound_runs} of {len(self.measured)} runs")
+        if little_fails(self) and not self.cpu_saturated:
+            # A target at its CPUs' limit set the rate whatever the clients
+            # did between requests: the failure does not bound its figures.
             why.append(f"Little's law fails (X·R/N = {self.little:.2f}: the concurrency was not held)")
         if self.near_ceiling:
             why.append(f"at {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling")
@@ -110,6 +119,11 @@ class PointStats:
         if self.interference_runs:
             why.append(f"others on the target's cores (up to {self.interference_max:.0%} of their time)")
         return why
+
+    @property
+    def cpu_saturated(self) -> bool:
+        """The target used CPU_BOUND_SHARE or more of the CPUs it was given."""
+        return self.target_share is not None and self.target_share >= CPU_BOUND_SHARE
 
     def stalled(self) -> tuple[float, float] | None:
         """The run whose slowest response took the largest share of it,
@@ -159,6 +173,16 @@ def refuted_ceilings(runs: list[StoredRun]) -> set[CeilingKey]:
         if r.measured and key is not None and r.result is not None and r.result.goodput_rps > key[0]:
             out.add(key)
     return out
+
+
+def _target_share(r: StoredRun) -> float | None:
+    """The target's CPU over the CPUs its run's layout gave it (its quota
+    where it had one)."""
+    m, layout = r.monitor, r.layout
+    if m is None or m.target_cpu is None or layout is None or not layout.controlled or m.source != "local":
+        return None
+    given = layout.quota_cpus or len(layout.target_cpus)
+    return m.target_cpu / given if given else None
 
 
 def _near_ceiling(r: StoredRun, refuted: set[CeilingKey]) -> bool:
@@ -211,6 +235,8 @@ def _point(rs: list[StoredRun], refuted: set[CeilingKey] | None = None) -> Point
         target_cpu=_mean(_known(m.target_cpu for m in monitors)),
         generator_cpu=_mean(_known(m.generator_cpu for m in monitors)),
         client_bound=any(m.client_bound for m in monitors),
+        client_bound_runs=sum(m.client_bound for m in monitors),
+        target_share=_mean([x for x in (_target_share(r) for r in measured) if x is not None]),
         little=little,
         shared=any(r.shared for r in measured),
         run_goodput_rps=rps,

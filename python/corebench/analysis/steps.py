@@ -110,13 +110,26 @@ def _summary(steps: list[Step]) -> Finding:
     return Finding(
         "verdict",
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
-        f"{counted(gains)} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){said(together)}." + could_see(gains),
+        f"{counted(gains)} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){said(together)}."
+        + could_see(gains)
+        + _summary_demand(steps),
         subject=f"cpus={hi:g} against cpus={lo:g}",
         figures=tuple(figures),
         interval=together.interval() if together else None,
         outcome=together.outcome if together else "",
         caveats=caveats(limited_note([(s.a, s.b) for s in steps])),
     )
+
+
+def _summary_demand(steps: list[Step]) -> str:
+    """The steps' effect on the target's CPU per request, combined as the
+    throughput's is, where the monitor measured it at both levels."""
+    es = [effect(s.a.demand_ms, s.b.demand_ms) for s in steps if len(s.a.demand_ms) >= 2 and len(s.b.demand_ms) >= 2]
+    ratios = [e.ratio for e in es if e.tested]
+    if not ratios:
+        return ""
+    median = f"{(statistics.median(ratios) - 1) * 100:+.1f}%".replace("-", "−")
+    return f" CPU per request (service demand): {counted(es)}, median change {median}{said(pool(es))}."
 
 
 def _superlinear(s: Step) -> str:
@@ -159,7 +172,8 @@ def _demand_step(s: Step) -> str:
         f"{measured:.2f}×"
     )
     if s.gain.tested and s.gain.high >= low:
-        return text + ", consistent with the projection (the intervals overlap): the target used the CPUs it was given."
+        used = f"; at {hi:g} CPUs the target used {b.target_cpu:.2f} of them" if b.target_cpu is not None else ""
+        return text + f", not shown below the projection (the intervals overlap){used}."
     x_a, x_b = a.goodput_rps.mean, b.goodput_rps.mean
     missing = (ceiling * x_a - x_b, low * x_a - x_b, high * x_a - x_b)
     return text + ", below the projection: " + _why_short(b, missing, db) + "."
@@ -221,7 +235,14 @@ def caveat(points: list[PointStats], latency: bool = False) -> str:
     generator or the machine at least in part (ANSWERS.md §3): its
     throughput is a lower bound of the server's, its latency an upper one."""
     said = [f"{p.label()}: {', '.join(p.limits())}" for p in points if p.limits()]
-    if not said:
-        return ""
     bound = "an upper bound of the server's latency" if latency else "a lower bound of the server"
-    return f" Caveat, {bound}: {'; '.join(said)}."
+    out = f" Caveat, {bound}: {'; '.join(said)}." if said else ""
+    stalled = [(p.label(), s) for p in points if (s := p.stalled()) is not None]
+    if stalled:
+        out += (
+            " Caution: requests waited most of a run at "
+            + "; ".join(f"{name} (the slowest took {s[0]:.2f} s of a {s[1]:.2f} s run)" for name, s in stalled)
+            + ": consistent with connections waiting for a worker (fewer workers or threads than connections); "
+            "the figures describe the connections served."
+        )
+    return out

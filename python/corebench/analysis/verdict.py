@@ -331,6 +331,7 @@ def _costs(
                         subject=f"lowest cost meeting {slo} {here.lower()}: {split(p, load)[1]}",
                         figures=(Figure(split(p, load)[1], cost_per_million(p, c), "$ per million requests"),),
                         outcome="met",
+                        caveats=caveats(caveat([p], latency=True)),
                     )
                 )
             else:
