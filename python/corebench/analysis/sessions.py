@@ -65,7 +65,8 @@ class Combined:
             verdict = "not replicated: the combined interval holds no change"
         return (
             f"{what}: {each} in the {self.sessions} sessions; combined {combined}, between-session spread τ = "
-            f"{math.sqrt(self.tau2) * 100:.1f}% (DerSimonian–Laird random effects): {verdict}."
+            f"{math.sqrt(self.tau2) * 100:.1f}% (DerSimonian–Laird random effects, Hartung–Knapp interval on "
+            f"{self.sessions - 1} df): {verdict}."
         )
 
 
@@ -167,7 +168,10 @@ def _across(a: PointStats, b: PointStats, held: list[int]) -> Combined | None:
             ys.append(math.log(e.ratio))
             vs.append(e.se**2)
             each.append((e.ratio, e.low, e.high))
-    return combine(ys, vs, each) if len(ys) >= 2 else None
+    # Hartung–Knapp (truncated) as the factor effects use: with two sessions
+    # the between-session variance rests on one degree of freedom, and a
+    # normal interval would claim the next session is known.
+    return combine(ys, vs, each, knapp=True) if len(ys) >= 2 else None
 
 
 def _rps(p: PointStats, session: int) -> list[float]:

@@ -104,7 +104,7 @@ def _summary(steps: list[Step]) -> Finding:
     lo, hi = steps[0].lo, steps[0].hi
     gains = [s.gain for s in steps]
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
-    median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; " if ratios else ""
+    median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; ".replace("-", "−") if ratios else ""
     together = pool(gains)
     figures = [*tally(gains), Figure("ideal ratio", hi / lo, "ratio")]
     return Finding(
