@@ -60,7 +60,16 @@ class Markdown:
             "| "
             + " | ".join(
                 factors
-                + ["runs", "good req/s mean", "CV", "95% CI", "p50 ms", "p99 ms", "failed requests", "diagnosis"]
+                + [
+                    "runs",
+                    "good req/s mean",
+                    "CV",
+                    "95% CI",
+                    "p50 ms (median of runs)",
+                    "p99 ms (median of runs)",
+                    "failed requests",
+                    "diagnosis",
+                ]
             )
             + " |",
             "|" + "---|" * (len(factors) + 8),
