@@ -37,7 +37,7 @@ def test_slope_interval_and_p_equal_statsmodels(slope):
 def test_a_real_drift_is_found_and_none_is_not_claimed():
     rng = np.random.default_rng(11)
     assert drift(_data(rng, -0.02)).notable
-    assert "Drift: throughput changed by -" in drift(_data(rng, -0.02)).sentence()
+    assert "Drift: throughput changed by −" in drift(_data(rng, -0.02)).sentence()
     false_alarms = sum(drift(_data(rng, 0.0)).notable for _ in range(400))
     assert false_alarms / 400 < 0.09, "the test keeps its 5% level"
     # Each round's luck shared by every configuration (one start per round):

@@ -48,7 +48,7 @@ class Drift:
     def sentence(self) -> str:
         if self.rounds < MIN_ROUNDS:
             return too_few(self.rounds)
-        span = f"{self.slope:+.2%} per round (95% CI {self.ci_low:+.2%} to {self.ci_high:+.2%}"
+        span = f"{self.slope:+.2%} per round (95% CI {self.ci_low:+.2%} to {self.ci_high:+.2%}".replace("-", "−")
         how = f"p {p_is(self.p_value)}; round means of {self.runs} runs over {self.rounds} rounds)"
         if self.notable:
             return (
