@@ -75,7 +75,7 @@ def test_a_target_at_its_cpus_limit_is_cpu_bound_whatever_its_clients_did():
     reason to call the figures a lower bound."""
     p = point(1000, 0.95, little=0.6, target_share=0.95, clients=10, response_s=0.01)
     d = diagnose(p, cpus=1)
-    assert d.kind == "CPU-bound" and "Little's law fails (X·R/N = 0.60), but with the target's CPUs full" in d.evidence
+    assert d.kind == "CPU-bound" and "Little's law fails (X·R/N = 0.60), but with the CPUs full" in d.evidence
     assert not any("Little's law" in why for why in p.limits())
     # Not at its limit: the failure bounds the figures and names the point.
     q = point(1000, 0.5, little=0.6, target_share=0.5, clients=10, response_s=0.01)
@@ -87,3 +87,14 @@ def test_a_generator_cpu_bound_in_one_run_of_three_is_counted_not_the_diagnosis(
     d = diagnose(p, cpus=2)
     assert d.kind == "CPU-bound" and "CPU-bound in 1 of 3 runs" in d.evidence, d
     assert "generator CPU-bound in 1 of 3 runs" in p.limits()
+
+
+def test_a_full_machine_is_read_before_a_rule_that_infers_a_limit_elsewhere():
+    """Every core 97% busy, the generator CPU-bound in 3 of 3 runs and
+    Little's law failing: the machine's CPU was the limit, said as
+    measured, with the generator at its limit beside it."""
+    p = point(1000, 0.9, little=0.6, clients=10, response_s=0.01, machine_busy=0.97)
+    p.client_bound, p.client_bound_runs = True, 3
+    d = diagnose(p, cpus=2)
+    assert d.kind == "CPU-bound" and "every core of the machine was busy (97%" in d.evidence, d
+    assert "CPU-bound in 3 of 3 runs, so both were at their limit there" in d.evidence

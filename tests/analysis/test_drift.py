@@ -54,3 +54,31 @@ def test_too_little_to_show_a_slope():
     assert drift({"a": [(1, 10.0)], "b": [(1, 11.0)]}) is None
     assert drift({"a": [(1, 10.0), (2, 11.0)]}) is None, "two rounds: no residual degree of freedom"
     assert drift({"a": [(1, 10.0), (1, 11.0), (1, 12.0)]}) is None, "one round"
+
+
+def test_a_step_between_sessions_is_not_a_drift():
+    """Two sessions of 4 rounds each, flat within each, the second 10%
+    faster throughout: no drift while the experiment ran."""
+    from corebench.analysis.lines import schedule_lines
+    from corebench.analysis.points import point_stats
+    from tests.support.records import load_result, stored_run
+
+    rng = np.random.default_rng(3)
+    runs = []
+    for session, level in ((1, 1000.0), (2, 1100.0)):
+        for rnd in range(1, 5):
+            for cpus in (1, 2):
+                x = level * cpus * (1 + rng.normal(0, 0.005))
+                seq = len(runs) + 1
+                runs.append(
+                    stored_run(
+                        {"cpus": cpus},
+                        load_result(ok=round(x)),
+                        round=rnd + 4 * (session - 1),
+                        session=session,
+                        seq=seq,
+                    )
+                )
+    lines = schedule_lines({}, runs, point_stats(runs))
+    (said,) = [x for x in lines if "rift" in x]
+    assert said.startswith("Drift across rounds: none detected") and "Within each session" in said, said

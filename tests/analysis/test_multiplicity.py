@@ -22,6 +22,7 @@ from corebench.analysis.stats import (
     summarize,
 )
 from corebench.analysis.verdict import best_at_matched_load, verdicts
+from corebench.store import MonitorSummary
 from tests.support.records import load_result, stored_run
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2, math.nan, 0.049]
@@ -237,14 +238,23 @@ def test_the_cores_verdict_uses_service_demand():
     a = point({"cpus": 1}, [900, 905, 895])
     b = point({"cpus": 2}, [1700, 1710, 1690])
     a.demand_ms, b.demand_ms = [1.0, 1.01, 0.99], [1.0, 0.99, 1.01]
+    # The runs' own CPU, U = D·X: 0.90 of 1 CPU busy against 1.70 of 2.
+    for p in (a, b):
+        p.measured = [
+            r.model_copy(update={"monitor": MonitorSummary(target_cpu=d * x / 1000)})
+            for r, d, x in zip(p.measured, p.demand_ms, p.run_goodput_rps, strict=True)
+        ]
     b.shared, b.generator_cpu = True, 0.2
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
     assert "CPU per request 1.000 → 1.000 ms" in line and "service demand equivalent within ±5%" in line
     assert "projected CPU ceiling of 2 CPUs is 2.00× that of 1 (95% CI 1.9" in line
+    # Measured over projected is the CPU shares' ratio: 85% of 2 against 90% of 1, 0.94.
+    assert "measured 1.89×, below the projection: the target kept 85% of its 2 CPUs busy against 90% of 1" in line
+    assert "a ratio of 0.94 (95% CI" in line
     # The projection, 2.00× the 900 req/s at 1 CPU, is 1,800: 100 are
     # missing, and the generator's 0.2 cores on the target's cores would
     # have served 200 at 1 ms each.
-    assert "measured 1.89×, below the projection: the generator's 0.20 cores" in line
+    assert "Welch's t on the runs' shares); the generator's 0.20 cores" in line
     assert "about 200 req/s at this demand, of the 100 req/s missing: that accounts for 200% of it" in line
     assert "(more than all of it)" in line
     b.generator_cpu = 0.05

@@ -54,14 +54,24 @@ def test_an_effect_that_replicates_and_one_that_does_not():
         runs += _session({"cpus": 2}, list(rng.normal(1000 * gain, 15, 3)), s)
     (head, line) = replication(point_stats(runs), set())
     assert head.startswith("Sessions: this store holds 2 sessions")
-    assert line.startswith("cpus=2 against cpus=1: +7") and "replicated: each session's interval" in line
-    # +20% in one session, −15% in the other: each significant, the combination not.
+    assert (
+        line.startswith("cpus=2 against cpus=1: +7") and "shown in every session, on the same side: replicated" in line
+    )
+    assert "no combined interval is claimed" in head and "95% CI" not in line, "two sessions: one df, no interval"
+    # +20% in one session, −15% in the other: each significant, on opposite sides.
     runs = []
     for s, gain in ((1, 1.2), (2, 0.85)):
         runs += _session({"mpm": "a"}, list(rng.normal(1000, 5, 3)), s)
         runs += _session({"mpm": "b"}, list(rng.normal(1000 * gain, 5, 3)), s)
     (_, line) = replication(point_stats(runs), set())
-    assert "not replicated: the combined interval holds no change" in line, line
+    assert "shown on opposite sides (1 higher, 1 lower): conflicting" in line, line
+    # Three sessions: combined, with the Hartung–Knapp interval.
+    runs = []
+    for s, gain in ((1, 1.8), (2, 1.75), (3, 1.78)):
+        runs += _session({"cpus": 1}, list(rng.normal(1000, 10, 3)), s)
+        runs += _session({"cpus": 2}, list(rng.normal(1000 * gain, 15, 3)), s)
+    (head, line) = replication(point_stats(runs), set())
+    assert "combined as blocks" in head and "replicated; combined +7" in line and "on 2 df" in line, line
 
 
 def test_one_session_says_nothing_of_replication():

@@ -49,6 +49,8 @@ def best_at_matched_load(
             )
         ]
     families = {True: family or Family(points, load), False: Family(points, load, p99_ms)}
+    # Steadiness is asked at every load level with two configurations or more: held over them all.
+    levels = max(1, sum(len(ps) >= 2 for _, ps in at_matched_load(points, load)))
     out = []
     for at, ps in at_matched_load(points, load):
         here = where(at)
@@ -78,8 +80,8 @@ def best_at_matched_load(
             best, line, tied = _best(ps, load, True, families[True])
             out.append(_ranked(here, (best, line, tied), ps, load, True))
             slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
-            out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load)
-            out += _steadiest(best, tied, here, load)
+            out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load, levels)
+            out += _steadiest(best, tied, here, load, levels)
         out.append(_thin_tail(here, ps) or _ranked(here, _best(ps, load, False, families[False]), ps, load, False))
     return out
 
@@ -109,15 +111,23 @@ def _ranked(
     with the t interval over its runs, and whether the family's comparisons
     show it best (not where an untested configuration's mean is better)."""
     best, line, tied = ranked
-    text = f"{here}, {line}{_untested_note(ps, load)}."
     # A configuration behind the best whose figures are bounds (partly the
     # generator's) may truly be ahead of it: the pick is then not shown.
     bounded = [split(p, load)[1] for p in ps if p is not best and p not in tied and p.limits()]
     if bounded:
+        head = "best throughput: " if higher else "lowest p99: "
+        shown = "no configuration shown best in throughput" if higher else "no configuration shown lowest in p99"
+        line = line.replace(head, f"{shown}; the {'highest' if higher else 'lowest'} mean: ", 1)
+    text = f"{here}, {line}{_untested_note(ps, load)}."
+    if bounded:
         what = "throughput a lower bound" if higher else "latency an upper bound"
+        bias = (
+            "and so had the pick: which way that biases the ranking is unknown"
+            if best.limits()
+            else "which favours the pick"
+        )
         text += (
-            f" Not shown best: {', '.join(bounded)} had its {what} (partly the generator's or the machine's), "
-            "which favours the pick."
+            f" Not shown best: {', '.join(bounded)} had its {what} (partly the generator's or the machine's), {bias}."
         )
     name = split(best, load)[1]
     s, scale = (best.goodput_rps, 1.0) if higher else (best.p99_us, 1e-3)
@@ -255,7 +265,7 @@ def _spread_effect(a: PointStats, b: PointStats, family: int = 1) -> Effect:
     return effect(_run_sds(a), _run_sds(b)).in_family(family)
 
 
-def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str]) -> list[Finding]:
+def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str], levels: int = 1) -> list[Finding]:
     """The fourth field report's trade-off, where there is one: the fastest
     configuration against the one, among those shown slower, whose
     requests' latency varies least (the sd of every request, ab's ±sd), when
@@ -271,8 +281,9 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
     if ss >= (1 - TRADE_OFF) * sb:
         return []
     faster = best.goodput_rps.mean / steady.goodput_rps.mean - 1
-    # The steadiest was picked among the candidates: held over all of them (Bonferroni).
-    e = _spread_effect(best, steady, len(candidates))
+    # The steadiest was picked among the candidates, at each of the load
+    # levels: held over all of them (Bonferroni), as throughput's family is.
+    e = _spread_effect(best, steady, len(candidates) * levels)
     fast_name, steady_name = split(best, load)[1], split(steady, load)[1]
     shown = e.verdict == "lower"
     vary = "vary less" if shown else "varied less in these runs, not shown"
@@ -298,7 +309,7 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
     ]
 
 
-def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[str]) -> list[Finding]:
+def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[str], levels: int = 1) -> list[Finding]:
     """Where throughput cannot tell the best from others, there is no
     speed to trade: which of them serves requests with the least spread
     (the sd of every request, the fourth field report's measure), and
@@ -311,7 +322,7 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
     others = [p for p in [best, *tied] if p is not steady and id(p) in spread]
     if not others or spread[id(steady)][1] >= (1 - TRADE_OFF) * min(spread[id(p)][1] for p in others):
         return []
-    effects = [_spread_effect(p, steady, len(others)) for p in others]
+    effects = [_spread_effect(p, steady, len(others) * levels) for p in others]
     said = ", ".join(
         f"{spread[id(p)][0] / 1000:.2f} ± {spread[id(p)][1] / 1000:.2f} ms for {split(p, load)[1]}" for p in others
     )

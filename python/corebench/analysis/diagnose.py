@@ -36,13 +36,16 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     if first is not None:
         return first
     gen = f"generator {p.generator_cpu:.2f} cores" if p.generator_cpu is not None else "generator CPU unknown"
-    if p.client_bound_runs * 2 > len(p.measured):
+    # A full CPU (the target's, or the whole machine's) is read first: the
+    # rules below infer a limit elsewhere, which a measured one overrides.
+    full_cpu = p.cpu_saturated or (p.machine_busy is not None and p.machine_busy >= MACHINE_FULL)
+    if p.client_bound_runs * 2 > len(p.measured) and not full_cpu:
         return Diagnosis(
             "generator-limited",
             f"{gen}: near all of its cores in {p.client_bound_runs} of {len(p.measured)} runs; the server was not "
             "the limit",
         )
-    if little_fails(p) and not p.cpu_saturated:
+    if little_fails(p) and not full_cpu:
         return _not_held(p, gen)
     if (offered := p.users_offer_rps) is not None:
         used = f"; target used {p.target_cpu:.2f} cores" if p.target_cpu is not None else ""
@@ -60,15 +63,15 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     share = p.target_cpu / cpus
     used = f"target used {p.target_cpu:.2f} of the {allowed} ({share * 100:.0f}%)"
     if p.client_bound:
-        gen += f"; CPU-bound in {p.client_bound_runs} of {len(p.measured)} runs"
+        gen += f"; CPU-bound in {p.client_bound_runs} of {len(p.measured)} runs, so both were at their limit there"
     full = _cpu_full(p, cpus, used, gen)
     if full is not None:
         if little_fails(p):
             # Said, not ranked first: a target at its CPUs' limit set the rate.
             full = Diagnosis(
                 full.kind,
-                f"{full.evidence}; Little's law fails (X·R/N = {p.little:.2f}), but with the target's CPUs full "
-                "the time its clients spent outside requests did not set the rate",
+                f"{full.evidence}; Little's law fails (X·R/N = {p.little:.2f}), but with the CPUs full the time "
+                "the clients spent outside requests did not set the rate",
             )
         return full
     cpu_time_s = _cpu_response_s(p, share)

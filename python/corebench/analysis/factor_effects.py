@@ -233,8 +233,8 @@ def _demand(es: list[Effect], services: list[str]) -> str:
         return ""
     apart = f", the target's own processes ({', '.join(services)} measured apart)" if services else ""
     return (
-        f" CPU per request (service demand{apart}): median change {_pct(statistics.median(ratios) - 1)}"
-        f"{said(pool(es))}."
+        f" CPU per request (service demand{apart}): {counted(es)} of {len(es)}, median change "
+        f"{_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
     )
 
 

@@ -42,13 +42,19 @@ def schedule_lines(experiment: Mapping[str, object], runs: list[StoredRun], poin
             out.append(
                 how + f"{len(wide)} point(s) still wider than the target ({named}{', ...' if len(wide) > 4 else ''})."
             )
+    # Each configuration's runs are held against their own session's mean:
+    # a step between sessions (another day, another machine state) is not a
+    # drift while the experiment ran.
     pairs: dict[str, list[tuple[int, float]]] = {}
     for r in runs:
         if r.measured and r.round and r.result is not None:
-            pairs.setdefault(r.point_key, []).append((r.round, r.result.goodput_rps))
+            pairs.setdefault(f"{r.session or 1}|{r.point_key}", []).append((r.round, r.result.goodput_rps))
     found = drift(pairs)
     if found is not None:
-        out.append(found.sentence())
+        several = len({k.split("|")[0] for k in pairs}) > 1
+        out.append(
+            found.sentence() + (" (Within each session: each run against its session's mean.)" if several else "")
+        )
     else:
         rounds = len({r for pairs_ in pairs.values() for r, _ in pairs_})
         if rounds >= 2:

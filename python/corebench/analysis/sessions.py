@@ -18,6 +18,7 @@ the combined interval holds no change."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,27 +48,52 @@ class Combined:
         return safe_exp(self.estimate)
 
     @property
+    def shown(self) -> tuple[int, int]:
+        """Sessions whose own interval excludes no change: above, below."""
+        return sum(lo > 1 for _, lo, _ in self.per_session), sum(hi < 1 for _, _, hi in self.per_session)
+
+    @property
+    def pattern(self) -> str:
+        """What the sessions' own comparisons say together: "every" (each
+        shows it, on one side), "conflicting" (shown on both sides), "some"
+        (shown in some, the others inconclusive) or "none"."""
+        up, down = self.shown
+        if up and down:
+            return "conflicting"
+        if max(up, down) == self.sessions:
+            return "every"
+        return "some" if up or down else "none"
+
+    @property
     def replicated(self) -> bool:
         """Every session's own interval excludes no change, on the same side."""
-        ups = [lo > 1 for _, lo, _ in self.per_session]
-        downs = [hi < 1 for _, _, hi in self.per_session]
-        return all(ups) or all(downs)
+        return self.pattern == "every"
 
     def sentence(self, what: str) -> str:
         each = ", ".join(f"{(r - 1) * 100:+.1f}%" for r, _, _ in self.per_session).replace("-", "−")
+        up, down = self.shown
+        said = {
+            "every": "shown in every session, on the same side: replicated",
+            "conflicting": f"shown on opposite sides ({up} higher, {down} lower): conflicting",
+            "some": f"shown in {max(up, down)} of {self.sessions} sessions, inconclusive in the rest: not replicated",
+            "none": "inconclusive in every session: nothing to replicate",
+        }[self.pattern]
+        if self.sessions < MIN_COMBINED:
+            # Two sessions give the between-session variance one degree of
+            # freedom: no interval to expect again is claimed from them.
+            return f"{what}: {each} in the {self.sessions} sessions; {said}."
         low, high = safe_exp(self.low) - 1, safe_exp(self.high) - 1
         combined = f"{(self.ratio - 1) * 100:+.1f}% (95% CI {low * 100:+.1f}% to {high * 100:+.1f}%)".replace("-", "−")
-        if self.replicated:
-            verdict = "replicated: each session's interval excludes no change, on the same side"
-        elif self.low > 0 or self.high < 0:
-            verdict = "shown across sessions, though not within every session"
-        else:
-            verdict = "not replicated: the combined interval holds no change"
         return (
-            f"{what}: {each} in the {self.sessions} sessions; combined {combined}, between-session spread τ = "
-            f"{math.sqrt(self.tau2) * 100:.1f}% (DerSimonian–Laird random effects, Hartung–Knapp interval on "
-            f"{self.sessions - 1} df): {verdict}."
+            f"{what}: {each} in the {self.sessions} sessions; {said}; combined {combined}, between-session spread "
+            f"τ = {math.sqrt(self.tau2) * 100:.1f}% (DerSimonian–Laird random effects, Hartung–Knapp interval on "
+            f"{self.sessions - 1} df)."
         )
+
+
+# Sessions combined into an interval only from this many (as strata are:
+# analysis.factor_effects.MIN_STRATA).
+MIN_COMBINED = 3
 
 
 def combine(
@@ -126,6 +152,8 @@ def replication(points: list[PointStats], load: set[str]) -> list[str]:
         return []
     found: list[tuple[str, Combined]] = []
     for at, ps in at_matched_load(points, load):
+        # Where users' think time sets the rate, throughput is the load's, not compared (analysis.best).
+        ps = [p for p in ps if p.users_offer_rps is None]
         for i, a in enumerate(ps):
             for b in ps[i + 1 :]:
                 differ = [k for k in a.levels if a.levels[k] != b.levels.get(k)]
@@ -138,19 +166,33 @@ def replication(points: list[PointStats], load: set[str]) -> list[str]:
                     rest = " ".join(f"{n}={v}" for n, v in a.levels.items() if n != k and n not in load)
                     label = f"{k}={b.levels[k]} against {k}={a.levels[k]}{where_}{' ' + rest if rest else ''}"
                     found.append((label, combined))
+    how = (
+        "the sessions combined as blocks (random effects), so its interval is one to expect again in another session"
+        if len(held) >= MIN_COMBINED
+        else f"with {len(held)} sessions no combined interval is claimed (the between-session variance would rest on "
+        "one degree of freedom): each session's own class is given"
+    )
     head = (
         f"Sessions: this store holds {len(held)} sessions of the experiment; each comparison of two configurations "
-        "that differ in one factor is made within each session that measured both, and the sessions combined as "
-        "blocks (random effects), so its interval is one to expect again in another session."
+        f"that differ in one factor (throughput, at matched load) is made within each session that measured both; "
+        f"{how}."
     )
     if not found:
-        return [head + " No pair was measured 2 or more times on both sides in 2 sessions: nothing to combine."]
+        return [head + " No pair was measured 2 or more times on both sides in 2 sessions: nothing to compare."]
     if len(found) <= DETAIL:
         return [head, *(c.sentence(label) for label, c in found)]
-    good = sum(c.replicated for _, c in found)
+    counts = Counter(c.pattern for _, c in found)
+    said = {
+        "every": "shown in every session on the same side (replicated)",
+        "some": "shown in some sessions, inconclusive in the others",
+        "none": "inconclusive in every session",
+        "conflicting": "shown on opposite sides (conflicting)",
+    }
     return [
-        head + f" Of {len(found)} such comparisons, {good} replicated (each session's interval on the same side of no "
-        f"change) and {len(found) - good} did not."
+        head
+        + f" Of {len(found)} such comparisons: "
+        + "; ".join(f"{counts[k]} {v}" for k, v in said.items() if counts[k])
+        + "."
     ]
 
 

@@ -171,12 +171,30 @@ def _demand_step(s: Step) -> str:
         f"ceiling of {hi:g} CPUs is {ceiling:.2f}× that of {lo:g} (95% CI {low:.2f}–{high:.2f}×); measured "
         f"{measured:.2f}×"
     )
-    if s.gain.tested and s.gain.high >= low:
-        used = f"; at {hi:g} CPUs the target used {b.target_cpu:.2f} of them" if b.target_cpu is not None else ""
-        return text + f", not shown below the projection (the intervals overlap){used}."
+    # Measured over projected is (X_b / X_a) · (D_b / D_a) · (lo / hi) = U_b/hi
+    # over U_a/lo: the share of its CPUs the target kept busy at each level
+    # (the utilization law). Tested on the runs' own shares, the demands'
+    # noise cancels, which two overlapping intervals would not show.
+    shares = effect(_shares(a, lo), _shares(b, hi))
+    if not shares.tested:
+        return text + "."
+    kept = (
+        f"the target kept {statistics.fmean(_shares(b, hi)):.0%} of its {hi:g} CPUs busy against "
+        f"{statistics.fmean(_shares(a, lo)):.0%} of {lo:g}, a ratio of {shares.ratio:.2f} (95% CI "
+        f"{shares.low:.2f}–{shares.high:.2f}; Welch's t on the runs' shares)"
+    )
+    if shares.high >= 1:
+        return text + f", not shown below the projection: {kept}."
     x_a, x_b = a.goodput_rps.mean, b.goodput_rps.mean
     missing = (ceiling * x_a - x_b, low * x_a - x_b, high * x_a - x_b)
-    return text + ", below the projection: " + _why_short(b, missing, db) + "."
+    return text + f", below the projection: {kept}; " + _why_short(b, missing, db) + "."
+
+
+def _shares(p: PointStats, cpus: float) -> list[float]:
+    """Each measured run's target CPU over the CPUs it was given."""
+    return [
+        r.monitor.target_cpu / cpus for r in p.measured if r.monitor is not None and r.monitor.target_cpu is not None
+    ]
 
 
 def _why_short(b: PointStats, missing: tuple[float, float, float], demand_ms: float) -> str:
