@@ -7,10 +7,11 @@ per request read from them, D = U / X (the service demand law, Denning &
 Buzen 1978), is an upper bound of the server's own. What the figures can
 say of the limit: where the objective was first missed, either the host's
 CPUs were full (the share a diagnosis calls CPU-bound, or one CPU nearly
-always busy: a single thread's limit), or they were not, and the limit was
-the objective was missed before the CPU filled: queueing at a CPU that
-is only partly busy (waits grow as 1/(1 − ρ), Kingman 1961) or another
-limit, which these figures cannot tell apart, so no cause is named."""
+always busy: a single thread's limit), or they were not, and the objective
+was missed before the CPU filled: queueing at a CPU that is only partly
+busy (waits grow as 1/(1 − ρ), Kingman 1961) or another limit, which these
+figures cannot tell apart, so no cause is named; errors alone are not read
+as a CPU limit at all."""
 
 from __future__ import annotations
 

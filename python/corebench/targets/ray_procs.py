@@ -9,8 +9,9 @@ Other nodes' raylets on the same machine (a lab) are not touched.
 
 Affinity is per thread on Linux (sched_setaffinity acts on one task), so
 every thread of each process is moved; threads and processes started
-later inherit the mask of the thread that started them. What is moved is
-moved back when the target stops: nothing Ray set up is left changed."""
+later inherit the mask of the thread that started them. When the target
+stops, each is moved back, and those started meanwhile get their
+process's CPUs (a new process, the raylet's)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,17 @@ class KeptOff:
         for tid, cpus in self.saved.items():
             with contextlib.suppress(OSError):  # the thread has ended
                 os.sched_setaffinity(tid, cpus)
+        # Threads and processes started meanwhile inherited the kept CPUs:
+        # they get their process's first thread's CPUs back (a process
+        # started meanwhile, the raylet's).
+        procs = ray_processes()
+        fallback = self.saved.get(procs[0].pid) if procs else None
+        for p in procs:
+            back = self.saved.get(p.pid, fallback)
+            for tid in _threads(p.pid):
+                with contextlib.suppress(OSError):
+                    if back is not None and tid not in self.saved and os.sched_getaffinity(tid) == set(self.cpus):
+                        os.sched_setaffinity(tid, back)
         self.saved.clear()
 
 
