@@ -159,7 +159,7 @@ def test_the_fastest_is_weighed_against_the_least_variable_per_request():
     (line,) = [v for v in out if "speed against steadiness" in v]
     assert line.startswith("At the plan's one load, speed against steadiness: cpus=4 serves the most (+10% over")
     assert "cpus=8's requests vary less: latency 11.00 ± 4.40 ms against 10.00 ± 8.00 ms" in line
-    assert "the sd each run's own, as the field report's; latency sd lower: −45.0%" in line
+    assert "the sd each run's own, its geometric mean over runs; latency sd lower: −45.0%" in line
     assert "run-to-run variation of throughput" in line
     # Run sds that scatter, 5 runs a side: still shown, with its interval.
     runs = _spread({"cpus": 4}, [1090.0, 1100.0, 1110.0, 1095.0, 1105.0], 10.0, [8.0, 7.5, 8.5, 8.2, 7.8])

@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as st
 from statsmodels.stats.power import TTestIndPower
 
-from corebench.analysis.effect import detectable_shift, effect, power
+from corebench.analysis.effect import detectable_shift, effect, log_effect, power
+from corebench.analysis.stats import geometric, summarize
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 10])
@@ -84,3 +86,29 @@ def test_interval_ends_past_a_factor_of_1000_say_only_that():
 
     assert bound(7.76e13) == "×>1000" and bound(-0.99999) == "−>99.9%"
     assert bound(0.452) == "+45.2%" and bound(2.2) == "×3.2" and bound(-0.5) == "−50.0%"
+
+
+def test_log_effect_is_welchs_t_on_the_logs_as_scipy_computes_it():
+    a, b = [9.1, 10.4, 11.8, 9.7], [13.2, 15.9, 12.4]
+    e = log_effect(a, b)
+    ref = st.ttest_ind(np.log(b), np.log(a), equal_var=False)
+    assert e.geometric and e.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert e.ratio == pytest.approx(st.gmean(b) / st.gmean(a), rel=1e-12)
+    low, high = ref.confidence_interval(0.95)
+    assert (e.low, e.high) == pytest.approx((math.exp(low), math.exp(high)), rel=1e-9)
+    assert not log_effect([1.0, 0.0], [2.0, 3.0]).tested, "a 0 has no logarithm: not tested, never a crash"
+
+
+def test_geometric_mean_and_interval_cover_lognormal_truth():
+    # Runs' p99s drawn log-normal with median 20 ms (the geometric mean's
+    # target): its t interval on the logs covers 20 in 95% of designs.
+    rng = np.random.default_rng(3)
+    covered, trials = 0, 1000
+    for _ in range(trials):
+        gm, low, high = geometric(list(rng.lognormal(math.log(20), 0.4, 4)))
+        covered += low <= 20 <= high
+    assert 0.93 <= covered / trials <= 0.97, covered / trials
+    assert geometric([30.0, 30.0, 30.0]) == (30.0, 30.0, 30.0), "equal runs keep their value to the last bit"
+    s = summarize([12.0, 12.0, 40.0])
+    assert s.geomean == pytest.approx(st.gmean([12.0, 12.0, 40.0])) and s.median == 12.0
+    assert math.isnan(summarize([0.0, 1.0]).geomean)

@@ -163,9 +163,11 @@ def test_lower_is_better_for_p99():
     (_, found) = best_at_matched_load([slow, fast, slower], set())
     line = found.sentence
     assert found.figures[0].unit == "ms" and found.outcome == "not shown best"
-    assert line.startswith("At the plan's one load, lowest p99: mpm=event at 9.96 ms (the mean of its runs' p99"), line
+    assert line.startswith(
+        "At the plan's one load, lowest p99: mpm=event at 9.95 ms (the geometric mean of its runs' p99, as tabled)"
+    ), line
     assert "cannot be told from it: mpm=prefork" in line, "10.3 ms cannot be told from 10"
-    assert "mpm=worker higher: the best's p99 −28.3%" in line, "14 ms can"
+    assert "mpm=worker higher: the best's p99 −28.4%" in line, "14 ms can"
     assert mcb([[1.0, 2.0], [5.0, 6.0]], higher=False).in_set == [True, False]
 
 
@@ -221,15 +223,15 @@ def test_an_slo_gets_a_verdict_without_prices():
     out = verdicts(ps, slo=slo, factors={"cpus": [1, 2], "concurrency": [10, 50]})
     lines = [v for v in out if v.startswith("p99 ≤ 30 ms")]
     assert lines == [
-        "p99 ≤ 30 ms at concurrency=10, by the median of each point's runs: met by cpus=2 (6.00 ms, 80% below the "
-        "bound; 3 of 3 runs met it), cpus=1 (12.00 ms, 60% below the bound; 3 of 3 runs met it).",
-        "p99 ≤ 30 ms at concurrency=50, by the median of each point's runs: met by cpus=2 (30.00 ms, 0% below the "
-        "bound; 3 of 3 runs met it); missed by cpus=1 (60.00 ms, 100% above the bound; 0 of 3 runs met it).",
+        "p99 ≤ 30 ms at concurrency=10, by the geometric mean of each point's runs: met by cpus=2 (6.00 ms, 80% "
+        "below the bound; 3 of 3 runs met it), cpus=1 (12.00 ms, 60% below the bound; 3 of 3 runs met it).",
+        "p99 ≤ 30 ms at concurrency=50, by the geometric mean of each point's runs: met by cpus=2 (30.00 ms, 0% "
+        "below the bound; 3 of 3 runs met it); missed by cpus=1 (60.00 ms, 100% above the bound; 0 of 3 runs met it).",
     ]
-    # A median that meets the objective from 2 of 3 runs says so.
+    # A geometric mean (12·12·40)^(1/3) that meets the objective from 2 of 3 runs says so.
     mixed = runs({}, [900.0, 900.0, 900.0], [12.0, 12.0, 40.0])
     (line,) = [v for v in verdicts([mixed], slo=slo) if v.startswith("p99 ≤ 30 ms")]
-    assert "met by the target (12.00 ms, 60% below the bound; 2 of 3 runs met it)" in line
+    assert "met by the target (17.93 ms, 40% below the bound; 2 of 3 runs met it)" in line
 
 
 def test_the_cores_verdict_uses_service_demand():

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 
-from corebench.analysis.effect import Effect, bound, change_size, effect
+from corebench.analysis.effect import Effect, bound, change_size, log_effect
 from corebench.analysis.family import Family, p99_ms
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.load import at_matched_load, split, where
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, holm, p_is
+from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, geometric, holm, p_is
 from corebench.analysis.steps import caveat
 
 # A per-request latency spread (sd) this much smaller is worth weighing
@@ -48,7 +48,7 @@ def best_at_matched_load(
                 "latency curves and the knee below.",
             )
         ]
-    families = {True: family or Family(points, load), False: Family(points, load, p99_ms)}
+    families = {True: family or Family(points, load), False: Family(points, load, p99_ms, geometric=True)}
     # Steadiness is asked at every load level with two configurations or more: held over them all.
     levels = max(1, sum(len(ps) >= 2 for _, ps in at_matched_load(points, load)))
     out = []
@@ -130,18 +130,21 @@ def _ranked(
             f" Not shown best: {', '.join(bounded)} had its {what} (partly the generator's or the machine's), {bias}."
         )
     name = split(best, load)[1]
-    s, scale = (best.goodput_rps, 1.0) if higher else (best.p99_us, 1e-3)
+    s = best.goodput_rps if higher else best.p99_us
     unit = "req/s" if higher else "ms"
     what = "throughput" if higher else "p99"
     interval = None
-    if s.n >= 2 and not math.isnan(s.ci_low):
-        method = "the mean of its runs, Student's t interval"
-        interval = Interval(s.mean * scale, s.ci_low * scale, s.ci_high * scale, unit, method=method)
+    centre, low, high = (
+        (s.mean, s.ci_low, s.ci_high) if higher else (s.geomean / 1e3, s.geo_low / 1e3, s.geo_high / 1e3)
+    )
+    if s.n >= 2 and not math.isnan(low):
+        method = "the mean of its runs" if higher else "the geometric mean of its runs' p99"
+        interval = Interval(centre, low, high, unit, method=f"{method}, Student's t interval")
     return Finding(
         "verdict",
         text,
         subject=f"best {what} {here.lower()}: {name}",
-        figures=(Figure(name, s.mean * scale, unit),),
+        figures=(Figure(name, centre, unit),),
         interval=interval,
         outcome="not shown best" if tied or bounded or _untested_better(best, ps, higher) else "shown best",
         caveats=caveats(caveat(ps, latency=not higher)),
@@ -152,7 +155,7 @@ def _untested_better(best: PointStats, ps: list[PointStats], higher: bool) -> bo
     """An untested configuration (one run) whose mean beats the best's."""
     if higher:
         return any(p.goodput_rps.mean > best.goodput_rps.mean for p in untested(ps))
-    return any(p.p99_us.mean < best.p99_us.mean for p in untested(ps) if p.p99_us.n)
+    return any(p.p99_us.geomean < best.p99_us.geomean for p in untested(ps) if p.p99_us.n)
 
 
 def _set_by_think(here: str, ps: list[PointStats]) -> Finding:
@@ -179,11 +182,12 @@ def _best(
     ps: list[PointStats], load: set[str], higher: bool, family: Family
 ) -> tuple[PointStats, str, list[PointStats]]:
     """The best configuration by mean throughput (or by the mean of its
-    runs' p99, the statistic its comparisons test), what the family's
+    runs' p99 by their geometric mean, the tables' figure and the statistic
+    its comparisons test), what the family's
     comparisons say of each other one against it, and those that cannot be
     told from it."""
     tested = [p for p in ps if p not in untested(ps)]
-    best = max(tested, key=_goodput) if higher else min(tested, key=lambda p: p.p99_us.mean)
+    best = max(tested, key=_goodput) if higher else min(tested, key=lambda p: p.p99_us.geomean)
     what = "throughput" if higher else "p99"
     said, tied = [], []
     for p in tested:
@@ -212,7 +216,7 @@ def _best(
         head = (
             "no configuration shown best in throughput; the highest mean"
             if higher
-            else "no configuration shown lowest in p99; the lowest mean"
+            else "no configuration shown lowest in p99; the lowest"
         )
     return best, f"{head}: {_figure(best, load, higher)}; " + "; ".join(said), [p for p, _ in tied]
 
@@ -220,10 +224,7 @@ def _best(
 def _figure(p: PointStats, load: set[str], higher: bool) -> str:
     if higher:
         return f"{split(p, load)[1]} at {p.goodput_rps.mean:,.0f} req/s ({_ci(p.goodput_rps)})"
-    return (
-        f"{split(p, load)[1]} at {p.p99_us.mean / 1000:.2f} ms (the mean of its runs' p99; the tables give the "
-        f"median, {p.p99_us.median / 1000:.2f} ms)"
-    )
+    return f"{split(p, load)[1]} at {p.p99_us.geomean / 1000:.2f} ms (the geometric mean of its runs' p99, as tabled)"
 
 
 def effect_said(e: Effect) -> str:
@@ -241,15 +242,18 @@ def _pct(share: float) -> str:
 
 def _request_spread(p: PointStats) -> tuple[float, float] | None:
     """Per-request latency at a point, in µs: the mean of its runs'
-    requests, and the mean of each run's own sd (ab's "±sd" of a run), the
-    quantity its comparisons test: a pooled sd would add the drift of the
-    runs' means, which is run-to-run variation, another question."""
+    requests, and the geometric mean of each run's own sd (ab's "±sd" of a
+    run), the quantity its comparisons test (the log-sd ratio: sds are
+    compared on the log scale, where their sampling spread is about even;
+    Bartlett & Kendall 1946, JRSS Suppl. 8(2)): a pooled sd would add the
+    drift of the runs' means, which is run-to-run variation, another
+    question."""
     parts = [(x.latency_us.total.count, x.latency_us.total.mean_us) for x in p.results()]
     n = sum(c for c, _ in parts)
-    sds = _run_sds(p)
+    sds = [s for s in _run_sds(p) if s > 0]
     if n < 2 or not sds:
         return None
-    return sum(c * m for c, m in parts) / n, sum(sds) / len(sds)
+    return sum(c * m for c, m in parts) / n, geometric(sds)[0]
 
 
 def _run_sds(p: PointStats) -> list[float]:
@@ -260,9 +264,9 @@ def _run_sds(p: PointStats) -> list[float]:
 
 def _spread_effect(a: PointStats, b: PointStats, family: int = 1) -> Effect:
     """b's per-request latency sd against a's, as the ratio of their runs'
-    mean sds with its interval and class (analysis.effect: the run is the
-    unit, as for throughput)."""
-    return effect(_run_sds(a), _run_sds(b)).in_family(family)
+    geometric mean sds (Welch's t on the log sds) with its interval and
+    class (analysis.effect: the run is the unit, as for throughput)."""
+    return log_effect(_run_sds(a), _run_sds(b)).in_family(family)
 
 
 def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[str], levels: int = 1) -> list[Finding]:
@@ -293,7 +297,7 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
             f"{here}, speed against steadiness: {fast_name} serves the most ({faster:+.0%} over "
             f"{steady_name}, shown above), but {steady_name}'s requests {vary}: latency "
             f"{ms / 1000:.2f} ± {ss / 1000:.2f} ms against {mb / 1000:.2f} ± {sb / 1000:.2f} ms (mean ± sd of "
-            f"every request, the sd each run's own, as the field report's; {e.words('latency sd')}). "
+            f"every request, the sd each run's own, its geometric mean over runs; {e.words('latency sd')}). "
             + ("Which to run weighs the two; the" if shown else "The")
             + f" run-to-run variation of throughput (CV {steady.goodput_rps.cv:.1%} and "
             f"{best.goodput_rps.cv:.1%}) is another question.",
@@ -337,7 +341,7 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
             "verdict",
             f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, "
             f"and its requests {vary}: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of "
-            f"every request, the sd each run's own, as the field report's); {per_run}.",
+            f"every request, the sd each run's own, its geometric mean over runs); {per_run}.",
             subject=f"steadiest {here.lower()}: {split(steady, load)[1]}",
             figures=tuple(
                 Figure(f"latency sd of {split(p, load)[1]}", spread[id(p)][1] / 1000, "ms") for p in [steady, *others]

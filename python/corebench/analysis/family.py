@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corebench.analysis.anova import MARGIN
-from corebench.analysis.effect import POWER, Effect, effect
+from corebench.analysis.effect import POWER, Effect, effect, log_effect
 from corebench.analysis.load import at_matched_load
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import ALPHA
@@ -40,18 +40,23 @@ def p99_ms(p: PointStats) -> list[float]:
 
 
 class Family:
-    """Every pair of configurations at each load level, for one measure."""
+    """Every pair of configurations at each load level, for one measure:
+    throughput as a ratio of means; a latency percentile (`geometric`) as a
+    ratio of geometric means, the figure the tables show."""
 
-    def __init__(self, points: list[PointStats], load: set[str], values: Values = throughput) -> None:
+    def __init__(
+        self, points: list[PointStats], load: set[str], values: Values = throughput, geometric: bool = False
+    ) -> None:
         self.values = values
+        self._effect = log_effect if geometric else effect
         pairs: list[tuple[PointStats, PointStats]] = []
         for _, ps in at_matched_load(points, load):
             pairs += [(a, b) for i, a in enumerate(ps) for b in ps[i + 1 :]]
-        self.size = sum(effect(values(a), values(b)).tested for a, b in pairs)
+        self.size = sum(self._effect(values(a), values(b)).tested for a, b in pairs)
 
     def get(self, a: PointStats, b: PointStats) -> Effect:
         """B against A, held to the family's level."""
-        return effect(self.values(a), self.values(b)).in_family(self.size)
+        return self._effect(self.values(a), self.values(b)).in_family(self.size)
 
     def method(self) -> str:
         return (

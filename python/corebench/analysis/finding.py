@@ -43,7 +43,11 @@ class Interval:
         the delta method on the log scale, Welch's t (`analysis.effect`)."""
         if not e.tested:
             return None
-        method = "ratio of means, delta method on the log scale, Welch's t"
+        method = (
+            "ratio of geometric means, Welch's t on the logs"
+            if e.geometric
+            else "ratio of means, delta method on the log scale, Welch's t"
+        )
         if e.verdict == "equivalent":
             # Equivalence is shown by the (1 − 2α) interval inside the margin (Schuirmann's TOST).
             method += f"; the TOST interval, inside ±{e.margin:.0%}"

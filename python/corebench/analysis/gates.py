@@ -1,15 +1,16 @@
 """A plan's [thresholds] judged point by point: over each point's measured
-runs, the median of the latency figure, the mean goodput, and the share (or
+runs, the geometric mean of the latency figure (the report's, see
+analysis.stats.geometric), the mean goodput, and the share (or
 count) of failed requests. A failing point (over 1% failed requests) is
 judged like any other: a threshold on errors is what catches it."""
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from corebench.analysis.finding import Figure, Finding
 from corebench.analysis.points import PointStats
+from corebench.analysis.stats import geometric
 from corebench.plan.thresholds import Threshold
 
 
@@ -29,8 +30,14 @@ def _measure(t: Threshold, p: PointStats) -> float:
         return p.error_share if t.share else float(sum(x.failed_requests for x in results))
     total = [x.latency_us.total for x in results]
     if t.metric == "mean":
-        return float(statistics.median(s.mean_us for s in total))
-    return float(statistics.median(s.at(float(t.metric[1:])) for s in total))
+        return _geometric([s.mean_us for s in total])
+    return _geometric([s.at(float(t.metric[1:])) for s in total])
+
+
+def _geometric(values: list[float]) -> float:
+    """The runs' geometric mean; 0 where a run's figure is 0 (a run with no
+    response, which the point's other thresholds judge)."""
+    return 0.0 if min(values) <= 0 else geometric(values)[0]
 
 
 def judge(thresholds: list[Threshold], points: list[PointStats]) -> list[Judged]:

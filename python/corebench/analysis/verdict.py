@@ -43,7 +43,7 @@ def parse_slo(text: str) -> Slo:
 
 
 def _tail(p: PointStats, percentile: float) -> float:
-    return (p.p99_us if percentile == 99.0 else p.p50_us).median
+    return (p.p99_us if percentile == 99.0 else p.p50_us).geomean
 
 
 def cost_per_million(p: PointStats, price_per_hour: float) -> float:
@@ -236,7 +236,8 @@ def _clock(points: list[PointStats]) -> list[str]:
 
 def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Finding]:
     """At each load level, which configurations meet the latency objective
-    (the median over runs of the percentile it names, the tables' figure),
+    (the geometric mean over runs of the percentile it names, the tables'
+    figure),
     how many of their runs did, and by what margin; prices are not needed."""
     out = []
     for at, ps in at_matched_load(points, load):
@@ -264,7 +265,7 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Fin
         out.append(
             Finding(
                 "verdict",
-                f"{slo}{where}, by the median of each point's runs: "
+                f"{slo}{where}, by the geometric mean of each point's runs: "
                 + (f"met by {', '.join(met)}" if met else "met by no configuration")
                 + (f"; missed by {', '.join(missed)}" if missed else "")
                 + ".",

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from corebench.analysis.points import PointStats  # noqa: E402
 from corebench.analysis.scaling import Fit  # noqa: E402
+from corebench.analysis.stats import geometric  # noqa: E402
 from corebench.plan.objective import parse_objective  # noqa: E402
 from corebench.plan.thresholds import Threshold  # noqa: E402
 from corebench.report.data import ReportData, ScalingFit  # noqa: E402
@@ -139,10 +140,10 @@ def latency(d: ReportData) -> str | None:
     fig, ax = plt.subplots()
     for label, ps in _series(d.points, factor, d.factors.get(factor)).items():
         xs = [_x(p, factor, d.factors[factor]) for p in ps]
-        (line,) = ax.plot(xs, [p.p99_us.median / 1000 for p in ps], marker="o", label=f"p99 {label}")
+        (line,) = ax.plot(xs, [p.p99_us.geomean / 1000 for p in ps], marker="o", label=f"p99 {label}")
         ax.plot(
             xs,
-            [p.p50_us.median / 1000 for p in ps],
+            [p.p50_us.geomean / 1000 for p in ps],
             marker=".",
             linestyle="--",
             color=line.get_color(),
@@ -151,7 +152,7 @@ def latency(d: ReportData) -> str | None:
     ax.set_xlabel(factor)
     ax.set_ylabel("latency (ms)")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"Latency percentiles by {factor} (median of runs)")
+    ax.set_title(f"Latency percentiles by {factor} (geometric mean of runs)")
     ax.legend(fontsize=6)
     return _svg(fig)
 
@@ -159,7 +160,7 @@ def latency(d: ReportData) -> str | None:
 def distribution(d: ReportData) -> str | None:
     """Gil Tene's percentile plot (as HdrHistogram's): latency against
     1/(1 − q) on a log axis, so the tail from p90 to p99.999 is as wide as
-    the body; per point, the median over its runs at each percentile."""
+    the body; per point, the geometric mean over its runs at each percentile."""
     fig, ax = plt.subplots()
     drawn, right = 0, 2.0
     for p in d.points:
@@ -175,7 +176,7 @@ def distribution(d: ReportData) -> str | None:
         plt.close(fig)
         return None
     _percentile_axis(ax, right)
-    ax.set_title("Latency distribution (median of runs at each percentile)")
+    ax.set_title("Latency distribution (geometric mean of runs at each percentile)")
     ax.legend(fontsize=6)
     return _svg(fig)
 
@@ -199,14 +200,17 @@ def compare_distribution(pairs: list[tuple[str, PointStats, PointStats]], sides:
         plt.close(fig)
         return None
     _percentile_axis(ax, right)
-    ax.set_title(f"Latency distribution, A solid, B dashed (median of runs at each percentile)\n{sides}", fontsize=8)
+    ax.set_title(
+        f"Latency distribution, A solid, B dashed (geometric mean of runs at each percentile)\n{sides}", fontsize=8
+    )
     ax.legend(fontsize=6)
     return _svg(fig)
 
 
 def percentile_curve(p: PointStats) -> tuple[list[float], list[float]] | None:
     """(1/(1 − q), latency ms) at each of `_QUANTILES` the point's runs
-    resolve (none finer than their counts allow): the median over its runs.
+    resolve (none finer than their counts allow): the geometric mean over
+    its runs, as the tables' percentiles.
     None when its runs stored no spectrum."""
     curves = [c for c in (_spectrum(x) for x in p.results()) if c]
     if not curves:
@@ -215,8 +219,12 @@ def percentile_curve(p: PointStats) -> tuple[list[float], list[float]] | None:
     qs = [q for q in _QUANTILES if q <= top]
     if len(qs) < 2:
         return None
-    ys = [float(np.median([_at(c, q) for c in curves])) / 1000 for q in qs]
+    ys = [_centre([_at(c, q) for c in curves]) / 1000 for q in qs]
     return [1 / (1 - q) for q in qs], ys
+
+
+def _centre(values: list[float]) -> float:
+    return geometric(values)[0] if min(values) > 0 else 0.0
 
 
 def _plain_log(axis: Any) -> None:

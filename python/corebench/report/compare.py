@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corebench.analysis.effect import Effect, effect
+from corebench.analysis.effect import Effect, effect, log_effect
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import p_is
 from corebench.errors import UsageError
@@ -68,7 +68,7 @@ class Table:
             if r.c is None:
                 out.append(f"{r.label:<40} {r.what:<7} {'(no measured runs)':>30}")
                 continue
-            ma, mb = sum(r.xa) / len(r.xa), sum(r.xb) / len(r.xb)
+            ma, mb = (r.c.mean_a, r.c.mean_b) if r.c.geometric else (sum(r.xa) / len(r.xa), sum(r.xb) / len(r.xb))
             out.append(f"{r.label:<40} {r.what:<7} {r.fmt.format(ma):>12} {r.fmt.format(mb):>12}  {r.delta()}")
         return out
 
@@ -79,11 +79,12 @@ class Table:
 
 def _rows(label: str, a: PointStats, b: PointStats) -> list[Row]:
     out = []
-    for what, fmt, xa, xb in (
-        ("req/s", "{:,.0f}", a.run_goodput_rps, b.run_goodput_rps),
-        ("p99 ms", "{:.3f}", _p99_ms(a), _p99_ms(b)),
+    # p99: the runs' geometric mean, compared on the log scale, as the report's.
+    for what, fmt, xa, xb, compared in (
+        ("req/s", "{:,.0f}", a.run_goodput_rps, b.run_goodput_rps, effect),
+        ("p99 ms", "{:.3f}", _p99_ms(a), _p99_ms(b), log_effect),
     ):
-        out.append(Row(label, what, fmt, xa, xb, effect(xa, xb) if xa and xb else None))
+        out.append(Row(label, what, fmt, xa, xb, compared(xa, xb) if xa and xb else None))
     return out
 
 

@@ -31,6 +31,9 @@ class PointRow:
     goodput_rps_ci: tuple[float, float] | None  # 95%, Student's t over the runs
     p50_ms_median: float
     p99_ms_median: float
+    # exp(mean log) of the runs' percentile: the tables' figure, and what verdicts rank and test
+    p50_ms_geomean: float
+    p99_ms_geomean: float
     failed_share: float
     failing: bool
     limits: tuple[str, ...]  # why its figures are partly the generator's or the machine's
@@ -84,6 +87,8 @@ def _point(p: PointStats) -> PointRow:
         goodput_rps_ci=ci,
         p50_ms_median=p.p50_us.median / 1000,
         p99_ms_median=p.p99_us.median / 1000,
+        p50_ms_geomean=p.p50_us.geomean / 1000,
+        p99_ms_geomean=p.p99_us.geomean / 1000,
         failed_share=p.error_share,
         failing=p.failing,
         limits=tuple(p.limits()),

@@ -65,8 +65,8 @@ class Markdown:
                     "good req/s mean",
                     "CV",
                     "95% CI",
-                    "p50 ms (median of runs)",
-                    "p99 ms (median of runs)",
+                    "p50 ms (geometric mean of runs)",
+                    "p99 ms (geometric mean of runs)",
                     "failed requests",
                     "diagnosis",
                 ]
@@ -81,8 +81,8 @@ class Markdown:
                 _n(t.mean),
                 f"{_n(t.cv * 100, 1)}%" if t.n else "–",
                 f"{_n(t.ci_low)}–{_n(t.ci_high)}" if t.n else "–",
-                _n(p.p50_us.median / 1000, 3),
-                _n(p.p99_us.median / 1000, 3),
+                _n(p.p50_us.geomean / 1000, 3),
+                _n(p.p99_us.geomean / 1000, 3),
                 f"{_n(p.error_share * 100, 1)}%",
                 _cell(dg.kind),
             ]
