@@ -4,13 +4,14 @@ the generator say so first, interference is measured and named, and
 intervals never reach 0."""
 
 import numpy as np
+import pytest
 
 from corebench.analysis.diagnose import diagnose
 from corebench.analysis.drift import drift
 from corebench.analysis.load import load_factors
 from corebench.analysis.points import point_stats
 from corebench.analysis.verdict import compare, verdicts
-from corebench.store import CoreTimes, MonitorSummary, RunLayout
+from corebench.store import CoreTimes, MonitorSummary, RunLayout, ServiceSummary
 from tests.support.records import load_result, stored_run
 
 REALISTIC = {"think": ["0", "0..2s"], "size": [2048, 204800], "model": ["prefork", "threads"]}
@@ -407,3 +408,24 @@ def test_steadiness_asked_at_every_load_level_is_held_over_them():
     out = verdicts(point_stats(runs), factors={"mpm": ["event", "worker"], "concurrency": [10, 50]})
     said = [v for v in out if "steadiness per request" in v]
     assert len(said) == 2 and all("simultaneous over 2 (Bonferroni)" in v for v in said), said
+
+
+def test_a_services_own_cpu_per_request_is_compared_beside_the_targets():
+    # The second field report: bigger buffers cut the database's CPU per
+    # request (2.0 → 1.0 ms, a cgroup of its own), not the web server's
+    # (0.5 ms either way). Service demand law per run, D = U/X.
+    runs = []
+    for buffers, db_ms in (("8MB", 2.0), ("80MB", 1.0)):
+        rps = [500.0, 505.0, 495.0]
+        for r, x, wobble in zip(_runs({"buffers": buffers}, rps), rps, (1.0, 1.01, 0.99), strict=True):
+            db = ServiceSummary(user_cpu=0.8 * db_ms * wobble * x / 1000, system_cpu=0.2 * db_ms * wobble * x / 1000)
+            monitor = MonitorSummary(target_cpu=0.5 * wobble * x / 1000, services={"db": db})
+            runs.append(r.model_copy(update={"monitor": monitor}))
+    ps = point_stats(runs)
+    assert [p.service_demand_ms["db"] for p in ps] == [
+        pytest.approx([2.0, 2.02, 1.98]),
+        pytest.approx([1.0, 1.01, 0.99]),
+    ]
+    (line,) = [v for v in verdicts(ps, factors={"buffers": ["8MB", "80MB"]}) if v.startswith("buffers=80MB")]
+    assert "CPU per request (service demand, the target's own processes (db measured apart)): equivalent" in line
+    assert "db's own CPU per request: lower in 1 of 1, median change −50.0%." in line

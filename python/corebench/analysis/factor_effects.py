@@ -80,7 +80,7 @@ def row(label: str, compared: list[Compared]) -> Finding:
     services = sorted(
         {n for c in measured for p in (c.a, c.b) for r in p.measured if r.monitor for n in r.monitor.services}
     )
-    demand = _demand(demand_es, services)
+    demand = _demand(demand_es, services) + "".join(_service_demands(measured, services))
     together = pool(es)
     figures = tally(es)
     if demand_ratios := [e.ratio for e in demand_es if e.tested]:
@@ -236,6 +236,27 @@ def _demand(es: list[Effect], services: list[str]) -> str:
         f" CPU per request (service demand{apart}): {counted(es)} of {len(es)}, median change "
         f"{_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
     )
+
+
+def _service_demands(compared: list[Compared], services: list[str]) -> list[str]:
+    """Each service's own CPU per request, the same level against the
+    first, where its cgroup was measured in both: the second field report's
+    question (did tuning the database cut its CPU?) asked of the database,
+    not only of the web server."""
+    out = []
+    for name in services:
+        es = [
+            effect(c.a.service_demand_ms[name], c.b.service_demand_ms[name])
+            for c in compared
+            if len(c.a.service_demand_ms.get(name, [])) >= 2 and len(c.b.service_demand_ms.get(name, [])) >= 2
+        ]
+        ratios = [e.ratio for e in es if e.tested]
+        if ratios:
+            out.append(
+                f" {name}'s own CPU per request: {counted(es)} of {len(es)}, median change "
+                f"{_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
+            )
+    return out
 
 
 def _pct(share: float) -> str:

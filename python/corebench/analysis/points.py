@@ -43,6 +43,9 @@ class PointStats:
     # The target's CPU service demand per request, each measured run: D = U/X,
     # U in cores (Denning & Buzen 1978, the service demand law).
     demand_ms: list[float] = field(default_factory=list)
+    # Each service's (a database's) own CPU per request, each measured run
+    # its monitor measured: the same law over the service's cgroup.
+    service_demand_ms: dict[str, list[float]] = field(default_factory=dict)
     # Closed loop only: the clients (N) and the mean response time (R, s).
     clients: int | None = None
     response_s: float | None = None
@@ -206,8 +209,9 @@ def _point(rs: list[StoredRun], refuted: set[CeilingKey] | None = None) -> Point
         for r, x in zip(measured, rps, strict=True)
         if x > 0 and r.monitor is not None and r.monitor.target_cpu is not None
     ]
+    services = _service_demand(measured, rps)
     if searched:
-        demand, monitors = [], []
+        demand, monitors, services = [], [], {}
     closed = [x for x in results if x.model == "closed"]
     # Users (a closed loop with think time) have their clients too; Little's
     # X·R/N is for a loop without pauses.
@@ -241,6 +245,7 @@ def _point(rs: list[StoredRun], refuted: set[CeilingKey] | None = None) -> Point
         shared=any(r.shared for r in measured),
         run_goodput_rps=rps,
         demand_ms=demand,
+        service_demand_ms=services,
         clients=looped[0].concurrency if looped else None,
         response_s=_mean([x.latency_us.total.mean_us / 1e6 for x in looped]),
         searched=searched,
@@ -273,3 +278,18 @@ def monitors_of(p: PointStats) -> list[MonitorSummary]:
 
 def little_fails(p: PointStats) -> bool:
     return p.little is not None and abs(p.little - 1) > LITTLE_TOLERANCE
+
+
+def _service_demand(measured: list[StoredRun], rps: list[float]) -> dict[str, list[float]]:
+    """Each service's CPU (cores) over the run's goodput, in ms per request."""
+    out: dict[str, list[float]] = {}
+    for r, x in zip(measured, rps, strict=True):
+        if x <= 0 or r.monitor is None:
+            continue
+        for name, s in r.monitor.services.items():
+            cpu = s.cpu
+            if cpu is None and (s.user_cpu is not None or s.system_cpu is not None):
+                cpu = (s.user_cpu or 0.0) + (s.system_cpu or 0.0)
+            if cpu is not None:
+                out.setdefault(name, []).append(cpu / x * 1000)
+    return out
