@@ -429,3 +429,25 @@ def test_a_services_own_cpu_per_request_is_compared_beside_the_targets():
     (line,) = [v for v in verdicts(ps, factors={"buffers": ["8MB", "80MB"]}) if v.startswith("buffers=80MB")]
     assert "CPU per request (service demand, the target's own processes (db measured apart)): equivalent" in line
     assert "db's own CPU per request: lower in 1 of 1, median change −50.0%." in line
+
+
+def test_runs_that_differ_in_their_limit_are_read_one_by_one():
+    # Reading 3's case: one CPU, its runs' target at 98%, 95% and 64% of it.
+    # The mean (86%) alone would call all three CPU-bound; the third run
+    # took 10 ms a response where the CPU accounts for at most
+    # 0.64 / (1 − 0.64) = 1.8 ms: it waited on something else.
+    layout = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1])
+    runs = [
+        r.model_copy(update={"monitor": MonitorSummary(target_cpu=u, generator_cpu=0.2)})
+        for r, u in zip(_runs({"cpus": 1}, [1000.0, 1000.0, 1000.0], layout=layout), (0.98, 0.95, 0.64), strict=True)
+    ]
+    (p,) = point_stats(runs)
+    d = diagnose(p, 1.0, 2)
+    assert d.kind == "mixed", d
+    assert d.evidence.startswith(
+        "the runs differ: CPU-bound in 2 of 3 runs (target CPU 98%, 95% of 1); waiting in 1 of 3 runs (target CPU "
+        "64% of 1). Over their means: CPU-bound, target used 0.86 of the 1 CPUs it was given (86%)"
+    ), d.evidence
+    # Runs that agree keep their one class.
+    same = [r.model_copy(update={"monitor": MonitorSummary(target_cpu=0.97, generator_cpu=0.2)}) for r in runs]
+    assert diagnose(point_stats(same)[0], 1.0, 2).kind == "CPU-bound"

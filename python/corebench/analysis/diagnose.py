@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from corebench.analysis.points import CPU_BOUND_SHARE as CPU_BOUND_SHARE  # re-exported: the diagnosis's rule
-from corebench.analysis.points import FAILING_SHARE, PointStats, little_fails
+from corebench.analysis.points import FAILING_SHARE, PointStats, each_run, little_fails
 
 # The machine's cores this busy (target, generator and others together) left
 # nothing to grow into: CPU-bound, whichever process had the CPU.
@@ -23,6 +23,30 @@ class Diagnosis:
 
 
 def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) -> Diagnosis:
+    """The point's class of limit (`classify`), read from each measured
+    run as well: where the runs' own classes differ (one run's target used
+    0.98 of its core, another's 0.64), the point is "mixed", and the
+    evidence counts the runs of each class with their CPU shares before the
+    reading of the runs' means, which alone would name one class for
+    runs of two."""
+    whole = classify(p, cpus, host_cpus)
+    if len(p.measured) < 2 or whole.kind in ("failing", "capacity search"):
+        return whole
+    runs = each_run(p)
+    kinds = [classify(r, cpus, host_cpus).kind for r in runs]
+    if len(set(kinds)) == 1:
+        return whole
+    _, given = _allowed(p, cpus, host_cpus)
+    parts = []
+    for kind in dict.fromkeys(kinds):
+        mine = [r for r, k in zip(runs, kinds, strict=True) if k == kind]
+        shares = [f"{r.target_cpu / given:.0%}" for r in mine if r.target_cpu is not None and given]
+        used = f" (target CPU {', '.join(shares)} of {given:g})" if shares else ""
+        parts.append(f"{kind} in {len(mine)} of {len(runs)} runs{used}")
+    return Diagnosis("mixed", f"the runs differ: {'; '.join(parts)}. Over their means: {whole.kind}, {whole.evidence}")
+
+
+def classify(p: PointStats, cpus: float | None, host_cpus: int | None = None) -> Diagnosis:
     """The class of limit, in order: failing (errors), generator-limited
     (its CPU measured near all its cores), load not held (Little's law
     fails: time lost outside the requests, cause not measured),

@@ -159,6 +159,15 @@ def point_stats(runs: list[StoredRun]) -> list[PointStats]:
 CeilingKey = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
+def each_run(p: PointStats) -> list[PointStats]:
+    """The point's measured runs, each as a point of its own (the same
+    rules, one run's figures): for readings that a mean over runs could
+    blur, such as a diagnosis where some runs filled the CPU and others did
+    not."""
+    refuted = refuted_ceilings(p.runs)
+    return [_point([r], refuted) for r in p.measured]
+
+
 def _ceiling_key(r: StoredRun) -> CeilingKey | None:
     layout = r.layout
     if layout is None or not layout.generator_ceiling_rps:
