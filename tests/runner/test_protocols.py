@@ -138,6 +138,10 @@ concurrency = 4
         assert exp.calibration is not None
         (c,) = exp.calibration
         assert c.model == model and c.error is None and c.ceiling_rps >= c.rps > 0, c
+        # Measured on the plan's own page, three times, with an interval.
+        assert c.page_bytes == 2048 and c.repeats == 3, c
+        assert c.ceiling_low_rps is not None and c.ceiling_high_rps is not None
+        assert 0 < c.ceiling_low_rps <= c.ceiling_rps <= c.ceiling_high_rps, c
         (r,) = ran.runs
         assert r.layout is not None and r.layout.generator_ceiling_rps == round(c.ceiling_rps)
         loop = {"open": "an open loop", "users": "users with think time"}[model]

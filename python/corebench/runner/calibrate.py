@@ -12,6 +12,14 @@ ceiling holds for the load it was measured with, so each protocol and
 connection use of the plan (HTTP version, keep-alive or a connection per
 request) gets its own: a new connection per request costs the generator
 several times what a kept one does, HTTP/2's streams less. So does each
+page size the plan asks of the built-in server's /static/N (a 200 kB page
+costs the generator several times a 64-byte one's CPU): the calibration
+loads that page; any other path is calibrated on the 64-byte page, said so,
+and the runs' own generator CPU then shows where the generator was at its
+limit. Each ceiling is measured CALIBRATION_REPEATS times, and its mean is
+given with Student's t interval over them; a run is near the ceiling from
+NEAR_CEILING of its interval's lower end, so a noisy calibration marks more
+runs, never fewer. So does each
 load model: an open loop paces its requests by timers and users pause
 between theirs, which a closed loop does not; those are measured at half
 the closed loop's rate (an open loop) or with users pausing up to
@@ -25,23 +33,29 @@ the server's: it is stored and reported as a lower bound."""
 from __future__ import annotations
 
 import os
+import re
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from corebench import engine
+from corebench.analysis.stats import summarize
 from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
-from corebench.plan.model import Builtin, Target
+from corebench.plan.model import Builtin, Load, Target
 from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
 from corebench.system.cpusets import Numa, Smt, share_cores
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
-from corebench.units import parse_span_s
+from corebench.units import parse_size_bytes, parse_span_s
 
-CALIBRATION_S = 1.0
+# Three half-second measurements: an interval over them for 0.5 s more
+# than one 1-second measurement took.
+CALIBRATION_S = 0.5
+CALIBRATION_REPEATS = 3
 # Users' think time in a users-model calibration: long enough that each
 # request waits on a timer, short enough that many are made in CALIBRATION_S.
 USERS_THINK = "1ms"
@@ -50,6 +64,8 @@ USERS_THINK = "1ms"
 # pacing's CPU per request, not a queue.
 OPEN_SHARE = 0.9
 PAGE = "/static/64"
+# The built-in server's pages: a plan path of this form is calibrated on it.
+_STATIC = re.compile(r"^/?static/(\d+[km]?b?)$", re.IGNORECASE)
 DEFAULT_CONNECTIONS = 64
 
 
@@ -57,17 +73,18 @@ def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[
     """One ceiling per distinct layout and protocol of the plan's points."""
     connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
     threads = max((p.load.threads or 0 for p in exp.points), default=0) or None
-    seen: dict[tuple[tuple[int, ...], tuple[int, ...], bool, str, LoopModel], Asked] = {}
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...], bool, str, LoopModel, str], Asked] = {}
     for p in exp.points:
         cpus = p.target.cpus if p.target.url is None else None
         # Services with cores of their own leave the generator fewer.
         own = {n: s.cpus for n, s in p.target.services.items() if s.cpus is not None}
         asked = Asked(cpus, own, p.target.smt, p.target.numa)
         target, generator = _layout_cpus(control, asked)
-        seen.setdefault((tuple(target), tuple(generator), *protocol(p.load), loop_model(p.load)), asked)
+        key = (tuple(target), tuple(generator), *protocol(p.load), loop_model(p.load), page(p.load))
+        seen.setdefault(key, asked)
     return [
-        _measure(control, asked, Calibration(connections, threads, keep_alive, http, model), work_dir)
-        for (_, _, keep_alive, http, model), asked in seen.items()
+        _measure(control, asked, Calibration(connections, threads, keep_alive, http, model, path), work_dir)
+        for (_, _, keep_alive, http, model, path), asked in seen.items()
     ]
 
 
@@ -84,6 +101,18 @@ class Asked:
 def protocol(load: LoadSettings) -> tuple[bool, str]:
     """(keep-alive, HTTP version) of a load, as the calibration varies them."""
     return load.keep_alive is not False, load.http or "1.1"
+
+
+def page(load: Load) -> str:
+    """The built-in page a load's ceiling is measured on: its own where it
+    asks for /static/N by path, else the 64-byte one."""
+    m = _STATIC.match(load.path) if load.url is None else None
+    return f"/static/{m.group(1)}" if m else PAGE
+
+
+def page_bytes(path: str) -> int:
+    """/static/2k's 2,048 bytes, as the built-in server reads the size."""
+    return parse_size_bytes(path.rsplit("/", 1)[1])
 
 
 def loop_model(load: LoadSettings) -> LoopModel:
@@ -107,6 +136,7 @@ class Calibration:
     keep_alive: bool
     http: str
     model: LoopModel = "closed"
+    page: str = PAGE
 
 
 def _layout_cpus(control: CpuControl, a: Asked) -> tuple[list[int], list[int]]:
@@ -129,7 +159,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         if layout.method != "none":
             os.sched_setaffinity(0, layout.generator_cpus)
         settings = LoadSettings(
-            url=started.base_url.rstrip("/") + PAGE,
+            url=started.base_url.rstrip("/") + how.page,
             concurrency=how.connections,
             duration=CALIBRATION_S,
             keep_alive=how.keep_alive,
@@ -137,12 +167,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
             threads=how.threads,
             think=USERS_THINK if how.model == "users" else None,
         )
-        result = _whole(engine.run(engine_config(settings)))
-        if how.model == "open":
-            closed = result.successes / max(result.duration_s, 1e-9)
-            paced = settings.model_copy(update={"rate": max(1.0, round(closed * OPEN_SHARE))})
-            result = _whole(engine.run(engine_config(paced)))
-        used = result.generator_cpu_s / max(result.duration_s, 1e-9)
+        measured = [_once(settings, how.model) for _ in range(CALIBRATION_REPEATS)]
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
         return _failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
     finally:
@@ -150,21 +175,40 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         if started is not None:
             process.stop(started.proc, server)
         CpuControl.release(layout)
-    rps = result.successes / result.duration_s if result.duration_s else 0.0
+    if not all(rps > 0 for rps, _ in measured):
+        why = f"the built-in server's {how.page} gave no successful response in a calibration"
+        return _failed(layout.target_cpus, layout.generator_cpus, shared, how, why)
     cores = len(layout.generator_cpus)
-    ceiling = rps * cores / used if used > 0 else rps
+    # Each repeat's projection: its rate over the share of the generator's cores it used.
+    ceilings = [max(rps * cores / used, rps) if used > 0 else rps for rps, used in measured]
+    s = summarize(ceilings)
     return Ceiling(
         target_cpus=layout.target_cpus,
         generator_cpus=layout.generator_cpus,
         shared=shared,
         connections=how.connections,
-        rps=rps,
-        generator_cpu=used,
-        ceiling_rps=max(ceiling, rps),
+        rps=statistics.fmean(rps for rps, _ in measured),
+        generator_cpu=statistics.fmean(used for _, used in measured),
+        ceiling_rps=s.mean,
+        ceiling_low_rps=s.ci_low,
+        ceiling_high_rps=s.ci_high,
+        repeats=len(ceilings),
+        page_bytes=page_bytes(how.page),
         keep_alive=how.keep_alive,
         http=how.http,
         model=how.model,
     )
+
+
+def _once(settings: LoadSettings, model: LoopModel) -> tuple[float, float]:
+    """One measurement: (successes per second, cores' worth of generator CPU)."""
+    result = _whole(engine.run(engine_config(settings)))
+    if model == "open":
+        closed = result.successes / max(result.duration_s, 1e-9)
+        paced = settings.model_copy(update={"rate": max(1.0, round(closed * OPEN_SHARE))})
+        result = _whole(engine.run(engine_config(paced)))
+    seconds = max(result.duration_s, 1e-9)
+    return result.successes / seconds if result.duration_s else 0.0, result.generator_cpu_s / seconds
 
 
 def _whole(result: LoadResult) -> LoadResult:
@@ -184,6 +228,7 @@ def _failed(target: list[int], generator: list[int], shared: bool, how: Calibrat
         keep_alive=how.keep_alive,
         http=how.http,
         model=how.model,
+        page_bytes=page_bytes(how.page),
         rps=0.0,
         generator_cpu=0.0,
         ceiling_rps=0.0,
@@ -191,13 +236,13 @@ def _failed(target: list[int], generator: list[int], shared: bool, how: Calibrat
     )
 
 
-def ceiling_for(ceilings: list[Ceiling], layout: Layout, load: LoadSettings) -> Ceiling | None:
+def ceiling_for(ceilings: list[Ceiling], layout: Layout, load: Load) -> Ceiling | None:
     """The ceiling measured on this layout with this load's protocol and model."""
     keep_alive, http = protocol(load)
-    model = loop_model(load)
+    model, size = loop_model(load), page_bytes(page(load))
     for c in ceilings:
         same = c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus
-        if same and (c.keep_alive, c.http, c.model) == (keep_alive, http, model) and not c.error:
+        if same and (c.keep_alive, c.http, c.model, c.page_bytes) == (keep_alive, http, model, size) and not c.error:
             return c
     return None
 
@@ -211,6 +256,6 @@ def lower_bound(
         why.append("the generator shared the target's cores")
     if monitor is not None and monitor.client_bound:
         why.append("the generator was CPU-bound")
-    if ceiling is not None and throughput_rps >= NEAR_CEILING * ceiling.ceiling_rps:
-        why.append(f"{throughput_rps / ceiling.ceiling_rps:.0%} of the generator's ceiling")
+    if ceiling is not None and throughput_rps >= NEAR_CEILING * ceiling.lowest_rps:
+        why.append(f"{throughput_rps / ceiling.ceiling_rps:.0%} of the generator's ceiling{ceiling.interval()}")
     return "; ".join(why) or None

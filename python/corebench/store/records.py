@@ -11,6 +11,7 @@ Each part accepts what older stores wrote: fields added since default to
 from __future__ import annotations
 
 import json
+import math
 from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue
@@ -91,6 +92,26 @@ class Ceiling(_Record):
     http: str = "1.1"
     # The load model it was measured with (before: always a closed loop).
     model: LoopModel = "closed"
+    # The built-in page it was measured on (before: always 64 bytes), and
+    # Student's t interval of the ceiling over its repeats (before: one
+    # measurement, no interval).
+    page_bytes: int = 64
+    ceiling_low_rps: float | None = None
+    ceiling_high_rps: float | None = None
+    repeats: int = 1
+
+    @property
+    def lowest_rps(self) -> float:
+        """The ceiling's interval's lower end (its value where it has none):
+        what a run is held near, so a noisy calibration marks more runs."""
+        low = self.ceiling_low_rps
+        return low if low is not None and math.isfinite(low) and low > 0 else self.ceiling_rps
+
+    def interval(self) -> str:
+        low, high = self.ceiling_low_rps, self.ceiling_high_rps
+        if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+            return ""
+        return f" (95% CI {low:,.0f}–{high:,.0f} over {self.repeats} calibrations)"
 
     def sentence(self) -> str:
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
@@ -100,10 +121,11 @@ class Ceiling(_Record):
         how = f"HTTP/{self.http}, {'keep-alive' if self.keep_alive else 'a new connection per request'}"
         loop = {"closed": "a closed loop", "open": "an open loop", "users": "users with think time"}[self.model]
         return (
-            f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s, projected to all of its "
-            f"{_cores(len(self.generator_cpus))} from {self.rps:,.0f} req/s at {self.generator_cpu:.2f} of them "
-            f"({self.connections} connections to the built-in server's 64-byte page; {where}{shared}); it holds for "
-            "that protocol and load model only"
+            f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s{self.interval()}, projected "
+            f"to all of its {_cores(len(self.generator_cpus))} from {self.rps:,.0f} req/s at "
+            f"{self.generator_cpu:.2f} of them ({self.connections} connections to the built-in server's "
+            f"{self.page_bytes:,}-byte page; {where}{shared}); it holds for that protocol, load model and page size "
+            "only"
         )
 
 
