@@ -9,7 +9,9 @@ time is the simulated seconds of load (probe and steps; draining after a
 missed step is not simulated and costs both rules alike). The error is the
 answer's ("sustains", the highest rate whose steps met) against theory,
 and the interpolated limit's (analysis.capacity), mean ± sd over the
-searches.
+searches. "seeded" is a later round's search (runner.capacity.seeded):
+started from the sequential search's answer with the same seed, on a queue
+of its own seed, its time and error beside the unseeded ones.
 
 With --real: the same two searches against the built-in server's /queue
 (an exact M/M/1 queue, μ = 200/s), in wall time.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -75,7 +78,35 @@ def simulated(searches: int) -> None:
                 f"{arrivals:<9} {rule:<11} {medians[rule]:8.0f} {statistics.median(steps):5.0f} "
                 f"{sum(early):5d} steps {_pct(errs):>15} {_pct(interp):>18}"
             )
+        medians["seeded"] = _seeded(base, arrivals, truth, searches)
         print(f"{arrivals:<9} sequential/fixed median time: {medians['sequential'] / medians['fixed']:.2f}")
+        print(f"{arrivals:<9} seeded/fixed median time: {medians['seeded'] / medians['fixed']:.2f}")
+
+
+def _seeded(base: LoadConfig, arrivals: str, truth: float, searches: int) -> float:
+    """Second rounds: each started from the first round's answer."""
+    settings = SearchSettings(slo=SLO, arrivals=arrivals, sequential=True)
+    times, steps, early, errs, interp = [], [], [], [], []
+    for seed in range(searches):
+        first = capacity.search(base, settings, QueueRunner(MU, seed))
+        if first.rate_rps is None:
+            continue
+        q = QueueRunner(MU, seed + 100_000)
+        later = capacity.seeded(settings, first.rate_rps, random.Random(seed))
+        found = capacity.search(base, later, q)
+        times.append(q.clock_s)
+        steps.append(len(found.steps))
+        early.append(q.steps_settled)
+        if found.rate_rps is not None:
+            errs.append((found.rate_rps / truth - 1) * 100)
+        est = limit_estimate(found.steps, settings.objective)
+        if est is not None:
+            interp.append((est.rate_rps / truth - 1) * 100)
+    print(
+        f"{arrivals:<9} {'seeded':<11} {statistics.median(times):8.0f} {statistics.median(steps):5.0f} "
+        f"{sum(early):5d} steps {_pct(errs):>15} {_pct(interp):>18}"
+    )
+    return statistics.median(times)
 
 
 def real() -> None:

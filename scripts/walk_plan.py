@@ -16,7 +16,10 @@ import sys
 from types import FrameType
 from typing import Any
 
-PLAN_TYPES = {"Experiment", "ExperimentPlan"}
+# The plan object by module and name: the old `corebench.plan.Experiment`
+# and today's `ExperimentPlan`, not the [experiment] table's model
+# (`corebench.plan.model.Experiment`), which shares the old name.
+PLAN_TYPES = {("corebench.plan", "Experiment"), ("corebench.plan.experiment", "ExperimentPlan")}
 
 modules: set[str] = set()
 edges: set[tuple[str, str]] = set()
@@ -26,6 +29,10 @@ inside = 0  # run_experiment frames open
 
 def _module(frame: FrameType) -> str:
     return str(frame.f_globals.get("__name__", ""))
+
+
+def _kind(value: object) -> tuple[str, str]:
+    return type(value).__module__, type(value).__name__
 
 
 def _ours(frame: FrameType) -> bool:
@@ -46,7 +53,7 @@ def _profile(frame: FrameType, event: str, _arg: Any) -> None:
     modules.add(here)
     code = frame.f_code
     args = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    if any(type(frame.f_locals.get(a)).__name__ in PLAN_TYPES for a in args):
+    if any(_kind(frame.f_locals.get(a)) in PLAN_TYPES for a in args):
         plan_calls.append(f"{here}:{code.co_name}")
     caller = frame.f_back
     while caller is not None and not _ours(caller):

@@ -186,7 +186,7 @@ def test_a_plan_searches_each_configuration_and_answers_in_cores(tmp_path):
 [experiment]
 calibrate = false  # the generator's ceiling is tested in test_adaptive_run
 name = "searched"
-repetitions = 1
+repetitions = 2
 
 [factors]
 cpus = [1, 2]
@@ -220,6 +220,14 @@ precision = "5%"
         # one CI run saw 15, 32 and 26 ms at the same rate (theory 13 ms): the
         # bracket lands within ±15%. The ±5% accuracy is the test above's.
         assert found["outcome"] == "found" and (lo + hi) / 2 == pytest.approx(truth, rel=0.15), found["bracket"]
+    # The second round's search of each configuration starts below the
+    # first's answer (capacity.seeded), without a probe.
+    for first, second in [(a, b) for a in runs for b in runs if a.point_key == b.point_key and a.seq < b.seq]:
+        assert first.search is not None and second.search is not None
+        assert first.search.seeded_from_rps is None and first.search.probe_rps is not None
+        assert second.search.seeded_from_rps == first.search.rate_rps and second.search.probe_rps is None
+        assert second.search.start_rps is not None
+        assert 0.85 * first.search.rate_rps <= second.search.start_rps <= first.search.rate_rps
     rep = run_cli("report", str(store), "-o", str(tmp_path / "r.html"), "--traffic", "500")
     assert rep.returncode == 0, rep.stderr
     assert "To serve 500 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from corebench.runner.capacity import Bracket, SearchSettings
+from corebench.runner.capacity import SEEDED_GROWTH, Bracket, SearchSettings, seeded
 
 
 def drive(bracket: Bracket, meets, max_steps: int = 60) -> list[float]:
@@ -89,3 +89,21 @@ def test_a_noisy_limit_is_found_without_drifting_down(spread):
     mean = sum(mids) / len(mids)
     assert abs(mean / limit - 1) < 0.01 + spread / 3, f"biased: mean midpoint {mean:.1f}"
     assert misses <= (1 if spread == 0.01 else 5), f"{misses} of 200 searches off by more than 5%"
+
+
+def test_a_later_round_starts_below_the_earlier_answer_on_a_random_grid():
+    s = SearchSettings(slo="p99<=20ms")
+    starts = [seeded(s, 1000.0, random.Random(i)).start_rps for i in range(200)]
+    assert all(850 <= x <= 1000 for x in starts) and len(set(starts)) == 200, "drawn, not one grid"
+    assert seeded(s, 1000.0, random.Random(0)).growth == SEEDED_GROWTH
+    fixed = SearchSettings(slo="p99<=20ms", start_rate=300)
+    assert seeded(fixed, 1000.0, random.Random(0)) is fixed, "a plan's own start is kept"
+    # Started at 900 with a limit of 1,234: a bracket of 1.25, then bisection.
+    b = Bracket(seeded(s, 1000.0, random.Random(1)), start_rps=900)
+    rates = drive(b, lambda r: r <= 1234)
+    assert rates[:3] == [900, 1125, pytest.approx(1406.25)]
+    assert b.lo is not None and b.hi is not None and b.lo <= 1234 < b.hi and b.hi / b.lo <= 1.02 / 0.98
+    # An answer the server no longer sustains: ramped down as far as an
+    # unseeded search goes, six halvings below the start.
+    gone = Bracket(seeded(s, 1000.0, random.Random(1)), start_rps=900)
+    assert drive(gone, lambda r: False)[-1] == pytest.approx(900 / 64)

@@ -7,6 +7,7 @@ the whole search's answer is where theory puts it."""
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
@@ -201,3 +202,27 @@ def test_the_engine_counts_each_seconds_late_responses_and_ends_a_settled_run_wh
     for s in seen:
         # Every response slept 20 ms: all over 5 ms, none over 2 s.
         assert s.over[:2] == (s.completed, 0) and s.completed > 0, s
+
+
+@pytest.mark.parametrize("arrivals", ["poisson", "uniform"])
+def test_a_later_rounds_search_from_the_earlier_answer_finds_the_limit_sooner(arrivals):
+    """capacity.seeded over the simulated queue: started from a first
+    search's answer, the second finds the same limit (median within 10% of
+    theory) in less simulated time, and its answers are not tied to the
+    first's (a fixed start would put them on one grid)."""
+    settings = SearchSettings(slo="p99<=100ms", arrivals=arrivals, max_steps=40)
+    base = LoadConfig(url="http://127.0.0.1:1/queue", concurrency=512, keep_alive=True)
+    truth = limit_rps(MU, 99, BOUND_S, arrivals)
+    plain_s, seeded_s, answers = [], [], []
+    for seed in range(6):
+        q = QueueRunner(MU, seed)
+        first = capacity.search(base, settings, q)
+        assert first.rate_rps is not None
+        plain_s.append(q.clock_s)
+        q2 = QueueRunner(MU, seed + 100)
+        later = capacity.search(base, capacity.seeded(settings, first.rate_rps, random.Random(seed)), q2)
+        assert later.outcome == "found" and later.probe_rps is None, later.sentence()
+        seeded_s.append(q2.clock_s)
+        answers.append(later.rate_rps)
+    assert float(np.median(answers)) == pytest.approx(truth, rel=0.1), answers
+    assert np.median(seeded_s) < 0.85 * np.median(plain_s), (seeded_s, plain_s)

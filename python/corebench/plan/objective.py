@@ -94,7 +94,7 @@ class SearchSettings(BaseModel):
     these settings and their defaults: `corebench capacity`'s flags and a
     plan's `[search]` table are both read into it (plan keys: slo,
     precision, arrivals, start_rate, min_rate, max_rate, step, max_step,
-    max_steps, sequential)."""
+    max_steps, sequential, from_previous)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -112,6 +112,9 @@ class SearchSettings(BaseModel):
     # A step ends once its misses exceed what its whole length allows
     # (runner.sequential); False: every step runs its whole length.
     sequential: bool = True
+    # A later round's search of a configuration starts near the previous
+    # round's answer (runner.capacity.seeded); False: every search probes.
+    from_previous: bool = True
     # The ramp's factor between steps, and how long a server may take to drain.
     growth: float = 2.0
     max_settle_s: float = 60.0

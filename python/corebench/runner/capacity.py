@@ -17,6 +17,7 @@ charged to the next rate."""
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,8 +34,14 @@ from corebench.store import Capacity, Step
 # A step that could not send this share of its schedule (every connection
 # busy) did not offer its rate: it misses, whatever its latencies.
 UNSENT_SHARE = 0.01
-# How far below its start the search goes looking for a rate that meets.
+# How far below its start the search goes looking for a rate that meets:
+# this many halvings.
 RAMP_DOWN_STEPS = 6
+# A search that starts from an earlier round's answer (`seeded`): its start
+# is drawn uniformly from this share of that answer up to the answer, and
+# it ramps by SEEDED_GROWTH rather than doubling.
+SEEDED_LOW = 0.85
+SEEDED_GROWTH = 1.25
 
 
 @dataclass
@@ -79,7 +86,7 @@ class Bracket:
         (say, keep-alive connections held by too few workers), and the
         steps there would each last a minute."""
         s = self.settings
-        return max(s.min_rps, min(self.start_rps, s.max_rps) / s.growth**RAMP_DOWN_STEPS)
+        return max(s.min_rps, min(self.start_rps, s.max_rps) / 2.0**RAMP_DOWN_STEPS)
 
     def converged(self) -> bool:
         lo, hi = self.lo, self.hi
@@ -104,6 +111,25 @@ class Bracket:
             # Both ends of the answer's bracket are measured twice.
             return next((r for r in (lo, hi) if len(self.runs[r]) < 2), None)
         return math.sqrt(lo * hi)
+
+
+def seeded(settings: SearchSettings, previous_rps: float, rng: random.Random) -> SearchSettings:
+    """The search of a later round of a plan, started from an earlier
+    round's answer for the same configuration: no probe, no first step far
+    below the limit (the longest of a search: a step lasts long enough for
+    its percentile's samples, so the lower its rate the longer), and a
+    bracket of SEEDED_GROWTH rather than 2, so fewer bisections. The start
+    is drawn uniformly from SEEDED_LOW to 1 times the earlier answer: a
+    fixed start would put every round's rates on one grid, and their
+    answers would agree by construction, understating the spread between
+    rounds. Each step is still measured and judged whole; an earlier answer
+    the server no longer sustains is ramped down from, as far as an
+    unseeded search goes (RAMP_DOWN_STEPS halvings). A plan's own
+    start_rate is kept."""
+    if settings.start_rps is not None:
+        return settings
+    start = previous_rps * rng.uniform(SEEDED_LOW, 1.0)
+    return settings.model_copy(update={"start_rps": max(start, settings.min_rps), "growth": SEEDED_GROWTH})
 
 
 class Runner(Protocol):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Literal
 
 from corebench import __version__
 from corebench.analysis import precision
+from corebench.config.load import LoadConfig
 from corebench.errors import UsageError
 from corebench.machine import Claim
 from corebench.monitor import RunMonitor
@@ -105,6 +107,9 @@ class ExperimentRun:
     # This process's claim on the machine (`runner.machine`): who else
     # measured beside a run marks it.
     machine: Claim | None = None
+    # Each point's latest capacity answer, where a search found one: a
+    # later round's search starts from it (capacity.seeded).
+    answers: dict[str, float] | None = None
 
     def visit(self, run: schedule.Run) -> None:
         target = self._target_for(run)
@@ -171,9 +176,7 @@ class ExperimentRun:
                 if self.exp.plan.search is None or run.warmup:
                     result = self.backend.run(cfg, self.show.tick)
                 else:
-                    found = capacity.search(
-                        cfg, self.exp.plan.search, lambda c, live=None: self.backend.run(c, self.show.tick, live)
-                    )
+                    found = self._search(run, cfg)
                     if found.outcome == "interrupted":
                         raise Interrupted
                     result = found.sustained() or (found.results[-1] if found.results else None)
@@ -190,6 +193,31 @@ class ExperimentRun:
         return Measured(
             began, time.time(), result, error, monitor=monitor, exporter=watch, search=found, sharing=sharing
         )
+
+    def _search(self, run: schedule.Run, cfg: LoadConfig) -> Capacity:
+        """The run's capacity search, started from the point's latest answer
+        (this invocation's, or the store's on --resume or --session) where
+        the plan's [search] says from_previous."""
+        settings = self.exp.plan.search
+        assert settings is not None
+        key = run.point.key
+        previous = self._answers().get(key) if settings.from_previous else None
+        seed = f"{self.exp.plan.experiment.seed}:{key}:{self.session}:{run.round}:{run.repetition}"
+        mine = capacity.seeded(settings, previous, random.Random(seed)) if previous else settings
+        found = capacity.search(cfg, mine, lambda c, live=None: self.backend.run(c, self.show.tick, live))
+        if mine is not settings:
+            found = found.model_copy(update={"seeded_from_rps": previous, "start_rps": mine.start_rps})
+        if found.rate_rps is not None and found.outcome == "found":
+            self._answers()[key] = found.rate_rps
+        return found
+
+    def _answers(self) -> dict[str, float]:
+        if self.answers is None:
+            self.answers = {}
+            for r in sorted(self.store.runs(self.out.experiment_id), key=lambda r: r.seq):
+                if r.search is not None and r.search.outcome == "found" and r.search.rate_rps is not None:
+                    self.answers[r.point_key] = r.search.rate_rps
+        return self.answers
 
     def _store(self, run: schedule.Run, m: Measured) -> None:
         """The run committed to the store, and its line on the display."""

@@ -349,6 +349,10 @@ class Capacity(_Record):
     outcome: str  # "found", "above-max", "none", "unfinished", "dead", "interrupted"
     steps: list[Step]
     probe_rps: float | None = None
+    # A later round's search started from an earlier round's answer
+    # (runner.capacity.seeded): that answer, and the start drawn below it.
+    seeded_from_rps: float | None = None
+    start_rps: float | None = None
     elapsed_s: float = 0.0
     # Why the search ended "dead": the failures of the probe or step that got
     # no answer (stored as probe_failures by the first stores with searches).
