@@ -65,8 +65,14 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     assert p.returncode == 0, p.stderr
     s = Store(tmp_path / "s.sqlite", read_only=True)
     runs = s.runs(1)
+    node = s.experiment(1).host.target_node
     s.close()
     assert sorted(r.point["cpus"] for r in runs) == [1, 2] and all(r.status == "ok" for r in runs), runs
+    # The node's own facts, read there (the lab's node is this machine).
+    from corebench.system.facts import facts
+
+    assert node is not None and node["node"] == lab.ip["target"], node
+    assert node["cpu_model"] == facts("none", None)["cpu_model"] and node["cpus"] == os.cpu_count()
     for r in runs:
         # The lab's node is this machine (same boot id): the load shared its CPUs, and says so.
         assert r.layout.target_host == lab.ip["target"] and r.layout.shared and r.shared
@@ -89,6 +95,7 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     report = run_cli("report", str(tmp_path / "s.sqlite"), "--format", "md")
     assert report.returncode == 0, report.stderr
     assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
+    assert f"; the target's host, Ray node {lab.ip['target']}: {node['cpu_model']}, " in report.stdout
     assert "the load ran on the target's host too" in report.stdout
     assert "Ray's own processes on that node" in report.stdout and "their CPU is not the target's" in report.stdout
     # Moved back once the target stopped: every Ray thread that lived through the run has its CPUs again.

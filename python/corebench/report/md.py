@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from pydantic import JsonValue
+
 from corebench.analysis.anova import SCOPE as ANOVA_SCOPE
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
@@ -32,7 +34,7 @@ class Markdown:
             f"# {_cell(d.experiment.name)}",
             "",
             f"{len(d.runs)} runs of {d.experiment.runs_planned} planned; host: {_cell(d.host.cpu_model)}, "
-            f"{d.host.cpus} CPUs, kernel {_cell(d.host.kernel)}.",
+            f"{d.host.cpus} CPUs, kernel {_cell(d.host.kernel)}{_node(d.host.target_node)}.",
             "",
             "## Verdict",
             "",
@@ -118,3 +120,13 @@ class Markdown:
                     )
                     out.append(f"  {params}; R² = {f.r2:.3f}; {peak}; predicted {predicted}")
         return "\n".join(out) + "\n"
+
+
+def _node(node: dict[str, JsonValue] | None) -> str:
+    """The target's own host, where it ran on a Ray node of its own."""
+    if not node:
+        return ""
+    return (
+        f"; the target's host, Ray node {_cell(node.get('node'))}: {_cell(node.get('cpu_model'))}, "
+        f"{node.get('cpus')} CPUs, kernel {_cell(node.get('kernel'))}"
+    )

@@ -45,6 +45,7 @@ from corebench.store import (
     StoredRun,
     StoreWriteError,
 )
+from corebench.system import facts
 from corebench.targets.cpus import CpuControl, plan_layout
 from corebench.targets.session import LocalHost, TargetHost, TargetSession
 
@@ -452,12 +453,19 @@ def open_experiment(
             plan_toml=exp.text,
             plan_digest=exp.digest,
             plan=plan_record(exp),
-            host=HostFacts.model_validate(host.facts(control.method, server) | ({"checks": checks} if checks else {})),
+            host=_host_facts(control, server, checks, where),
             runs_planned=len(runs),
             created_unix=time.time(),
             corebench_version=__version__,
         )
     )
+
+
+def _host_facts(control: CpuControl, server: str | None, checks: list[str], where: TargetHost) -> HostFacts:
+    """This machine's facts, and the target's host's where it is another."""
+    found = facts.facts(control.method, server) | ({"checks": checks} if checks else {})
+    node = where.facts()
+    return HostFacts.model_validate(found | ({"target_node": node} if node is not None else {}))
 
 
 def plan_record(exp: ExperimentPlan) -> PlanRecord:

@@ -244,6 +244,12 @@ class RayHost:
         said = self.call("server_version", target, default=None)
         return said if isinstance(said, str) else None
 
+    def facts(self) -> dict[str, Any] | None:
+        """The node's own facts (its CPU model, CPUs, kernel, memory), as
+        its agent read them there."""
+        found = self.info.get("facts")
+        return dict(found) | {"node": self.node} if isinstance(found, dict) else None
+
     def start(self, point: Point, key: str, plan_dir: Path) -> TargetSession:
         t = point.target
         where = ipaddress.ip_address(t.address)

@@ -41,7 +41,7 @@ class _Part(BaseModel):
 
 
 class HostFacts(_Part):
-    """What the numbers were measured on (`runner.host.facts`)."""
+    """What the numbers were measured on (`system.facts`)."""
 
     cpu_model: str | None = None
     cpus: int | None = None
@@ -56,6 +56,9 @@ class HostFacts(_Part):
     memory_bytes: int | None = None
     # What `corebench system check` warned of before the first run, one line each with its fix.
     checks: list[str] = []
+    # Where the target ran on a Ray node of its own ([target] node): that
+    # node's facts, read there, with its address as `node`.
+    target_node: dict[str, JsonValue] | None = None
 
     def shown(self) -> dict[str, JsonValue]:
         """The facts this experiment stored, in its order (an older store's

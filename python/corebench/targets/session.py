@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from corebench import __version__
 from corebench.monitor.protocol import RunMonitor
@@ -137,6 +137,10 @@ class TargetHost(Protocol):
         """What the target reports itself to be (its version command's first line)."""
         ...
 
+    def facts(self) -> dict[str, Any] | None:
+        """The target's machine (system.facts), where it is not this one."""
+        ...
+
     def start(self, point: Point, key: str, plan_dir: Path) -> TargetSession:
         """The target of `point` started on its CPUs and ready, or a session
         that says why not (its `error`); raises only on Ctrl-C or SIGTERM,
@@ -177,6 +181,9 @@ class LocalHost:
     def server_version(self, target: Target) -> str | None:
         t = recipes.expand(target)
         return version_of(t.version_command, t.builtin is not None)
+
+    def facts(self) -> dict[str, Any] | None:
+        return None  # this machine: the experiment's own host facts
 
     def start(self, point: Point, key: str, plan_dir: Path) -> TargetSession:
         t = point.target
