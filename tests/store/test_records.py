@@ -96,3 +96,34 @@ def test_the_first_searches_failures_are_read():
         | {"rate_rps": None, "bracket": [None, None], "probe_failures": "100 sent; connect: 100"}
     )
     assert found.failures == "100 sent; connect: 100"
+
+
+def test_an_answer_resting_on_a_thin_tail_is_said_undecided():
+    def step(rate, meets, few):
+        return {
+            "rate_rps": rate,
+            "duration_s": 60.0,
+            "meets": meets,
+            "goodput_rps": rate,
+            "sent": 100,
+            "scheduled": 100,
+            "late": 0,
+            "p50_us": 900,
+            "judged": [["p99.9<=20ms", "3.1 ms", meets]],
+            "measured": {"p99.9": 3100.0},
+            "few_samples": few,
+        }
+
+    found = {"objective": "p99.9<=20ms", "arrivals": "poisson", "precision": 0.02, "outcome": "found"}
+    found |= {"rate_rps": 100.0, "bracket": [100.0, 104.0]}
+    thin = Capacity.model_validate(
+        found | {"steps": [step(50.0, True, True), step(100.0, True, True), step(104.0, False, False)]}
+    )
+    assert thin.sentence().endswith(
+        "Undecided at 100 req/s: a step there had fewer responses than the percentile needs (--max-step ended it), "
+        "so its verdict is from a thin tail; a longer --max-step decides it."
+    )
+    whole = Capacity.model_validate(
+        found | {"steps": [step(50.0, True, True), step(100.0, True, False), step(104.0, False, False)]}
+    )
+    assert "Undecided" not in whole.sentence(), "a thin step away from the answer's bracket is not the answer's"

@@ -376,10 +376,13 @@ class Capacity(_Record):
             return (
                 f"Sustains {lo:,.0f} req/s within {self.objective} ({self.arrivals} arrivals); the steps' verdicts "
                 f"change between {lo:,.0f} and {hi:,.0f} req/s (the search's resolution, ±{half:.1%}, not a "
-                "confidence interval)."
+                f"confidence interval).{self._thin(lo, hi)}"
             )
         if self.outcome == "above-max" and lo is not None:
-            return f"Sustains at least {lo:,.0f} req/s within {self.objective}, the highest rate tried (--max-rate)."
+            return (
+                f"Sustains at least {lo:,.0f} req/s within {self.objective}, the highest rate tried (--max-rate)."
+                f"{self._thin(lo)}"
+            )
         if self.outcome == "dead":
             return f"No request succeeded: the server stopped answering ({self.failures}); the search ended there."
         if self.outcome == "none":
@@ -395,6 +398,19 @@ class Capacity(_Record):
                 f"{so_far}."
             )
         return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
+
+    def _thin(self, *rates: float) -> str:
+        """Where a step at the answer's rates had fewer responses than its
+        percentile needs (--max-step cut it): that verdict is undecided,
+        read from a thin tail, and said so."""
+        thin = sorted({s.rate_rps for s in self.steps if s.few_samples and s.rate_rps in rates})
+        if not thin:
+            return ""
+        at = " and ".join(f"{r:,.0f}" for r in thin)
+        return (
+            f" Undecided at {at} req/s: a step there had fewer responses than the percentile needs (--max-step "
+            "ended it), so its verdict is from a thin tail; a longer --max-step decides it."
+        )
 
 
 class StoredRun(_Record):
