@@ -23,14 +23,14 @@ def test_the_ceiling_names_its_cpus_in_the_right_number():
         "core from 61,965 req/s at 0.92 of them (64 connections to the built-in server's 64-byte page; generator on "
         "CPU 1, built-in server on CPU 0); it holds for that protocol, load model and page size only"
     )
-    # Measured three times on a 200 kB page: the interval is said, and a run
-    # is held near the ceiling from its lower end.
+    # Measured three times on a 200 kB page: the range is said, and a run
+    # is held near the ceiling from its lowest calibration.
     big = one.model_copy(
         update={"page_bytes": 204_800, "ceiling_low_rps": 9_000.0, "ceiling_high_rps": 11_000.0, "repeats": 3}
     )
-    assert "about 67,478 req/s (95% CI 9,000–11,000 over 3 calibrations), projected" in big.sentence()
+    assert "about 67,478 req/s (3 calibrations ranged 9,000–11,000), projected" in big.sentence()
     assert "the built-in server's 204,800-byte page" in big.sentence()
-    assert big.lowest_rps == 9_000.0 and one.lowest_rps == 67_478.0, "an old store's ceiling has no interval"
+    assert big.lowest_rps == 9_000.0 and one.lowest_rps == 67_478.0, "an old store's ceiling has no range"
     both = _ceiling([0, 1], [0, 1], True, 64, 44_877.0, 1.88, 94_987.0)
     assert "generator on CPUs 0,1, built-in server on CPUs 0,1; they share cores)" in both.sentence()
     fresh = one.model_copy(update={"keep_alive": False, "http": "2"})

@@ -120,8 +120,8 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
     if near:
         out.append(
             f"Lower bounds: at {len(near)} point(s) ({', '.join(near[:3])}{', ...' if len(near) > 3 else ''}) a run "
-            f"reached {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling, so the generator, not only "
-            "the server, set the figure: the server can do at least that much."
+            f"reached {NEAR_CEILING:.0%} or more of the lowest of the generator's calibrations, so the generator, "
+            "not only the server, set the figure: the server can do at least that much."
         )
     out += hosts_lines(points)
     results = [x for p in points for x in p.results()]
@@ -182,10 +182,11 @@ def _ray_spent(points: list[PointStats]) -> str:
 
 
 def above_ceiling(points: list[PointStats]) -> list[str]:
-    """Runs faster than the generator's calibrated ceiling for their
-    protocol: a ceiling holds for the load it was measured with (the
-    built-in server's 64-byte page), so a run above it says the calibration
-    did not fit this load, not that the server beat the generator."""
+    """Runs faster than the highest calibration of the generator's ceiling
+    for their protocol: a ceiling holds for the load it was measured with
+    (the built-in server's page: the plan's /static/N, else 64 bytes), so a
+    run above it says the calibration did not fit this load, not that the
+    server beat the generator."""
     # Each run holds the ceiling of its own layout, protocol and load
     # model (runner.calibrate.ceiling_for), stored with its layout.
     above = [
@@ -195,16 +196,17 @@ def above_ceiling(points: list[PointStats]) -> list[str]:
         if (x := r.result) is not None
         and r.layout is not None
         and r.layout.generator_ceiling_rps
-        and x.goodput_rps > r.layout.generator_ceiling_rps
+        and x.goodput_rps > (r.layout.generator_ceiling_high_rps or r.layout.generator_ceiling_rps)
     ]
     if not above:
         return []
     protocols = sorted({_protocol(x) for p in points for x in p.results()})
     return [
-        f"Calibration error: {len(above)} measured run(s) went faster than the generator's calibrated ceiling (up "
-        f"to {max(above):.0%} of it). The ceiling was measured with the same protocol and load model against "
-        f"the built-in server's 64-byte page and projected from its CPU per request; these runs' load "
-        f"({', '.join(protocols)}, their pages) cost the generator less per request, or the projection fell short: "
+        f"Calibration error: {len(above)} measured run(s) went faster than every calibration of the generator's "
+        f"ceiling (up to {max(above):.0%} of it). The ceiling was measured with the same protocol and load model "
+        f"against the built-in server's page (the plan's /static/N, else 64 bytes) and projected from its CPU "
+        f"per request; these runs' load ({', '.join(protocols)}, their pages) cost the generator less per "
+        "request, or the projection fell short: "
         "either way the ceiling does not hold for them, so no run is marked a lower bound by it (the other marks, "
         "a CPU-bound generator or shared cores, stand)."
     ]

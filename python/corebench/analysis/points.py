@@ -114,7 +114,7 @@ class PointStats:
             # did between requests: the failure does not bound its figures.
             why.append(f"Little's law fails (X·R/N = {self.little:.2f}: the concurrency was not held)")
         if self.near_ceiling:
-            why.append(f"at {NEAR_CEILING:.0%} or more of the generator's calibrated ceiling")
+            why.append(f"at {NEAR_CEILING:.0%} or more of the lowest of the generator's calibrations")
         if self.shared:
             why.append("generator on the target's cores")
         if self.sharing_runs:
@@ -182,9 +182,17 @@ def refuted_ceilings(runs: list[StoredRun]) -> set[CeilingKey]:
     out = set()
     for r in runs:
         key = _ceiling_key(r)
-        if r.measured and key is not None and r.result is not None and r.result.goodput_rps > key[0]:
+        if r.measured and key is not None and r.result is not None and r.result.goodput_rps > _refuted_above(r):
             out.add(key)
     return out
+
+
+def _refuted_above(r: StoredRun) -> float:
+    """The rate past which a run refutes its ceiling: the highest of its
+    calibrations (the ceiling itself for stores from before the range)."""
+    layout = r.layout
+    assert layout is not None and layout.generator_ceiling_rps
+    return float(layout.generator_ceiling_high_rps or layout.generator_ceiling_rps)
 
 
 def _target_share(r: StoredRun) -> float | None:

@@ -16,10 +16,12 @@ page size the plan asks of the built-in server's /static/N (a 200 kB page
 costs the generator several times a 64-byte one's CPU): the calibration
 loads that page; any other path is calibrated on the 64-byte page, said so,
 and the runs' own generator CPU then shows where the generator was at its
-limit. Each ceiling is measured CALIBRATION_REPEATS times, and its mean is
-given with Student's t interval over them; a run is near the ceiling from
-NEAR_CEILING of its interval's lower end, so a noisy calibration marks more
-runs, never fewer. So does each
+limit. Each ceiling is measured CALIBRATION_REPEATS times and given as
+their mean and their range: a run is near the ceiling from NEAR_CEILING of
+the lowest calibration, so a noisy calibration marks more runs, never
+fewer, and a run refutes the ceiling only above the highest. (A t interval
+of the mean on 2 degrees of freedom reaches 0 at a CV of 40% and is the
+mean's uncertainty, not the ceiling's: a statistician's review.) So does each
 load model: an open loop paces its requests by timers and users pause
 between theirs, which a closed loop does not; those are measured at half
 the closed loop's rate (an open loop) or with users pausing up to
@@ -40,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corebench import engine
-from corebench.analysis.stats import summarize
 from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
@@ -181,7 +182,6 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
     cores = len(layout.generator_cpus)
     # Each repeat's projection: its rate over the share of the generator's cores it used.
     ceilings = [max(rps * cores / used, rps) if used > 0 else rps for rps, used in measured]
-    s = summarize(ceilings)
     return Ceiling(
         target_cpus=layout.target_cpus,
         generator_cpus=layout.generator_cpus,
@@ -189,9 +189,9 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         connections=how.connections,
         rps=statistics.fmean(rps for rps, _ in measured),
         generator_cpu=statistics.fmean(used for _, used in measured),
-        ceiling_rps=s.mean,
-        ceiling_low_rps=s.ci_low,
-        ceiling_high_rps=s.ci_high,
+        ceiling_rps=statistics.fmean(ceilings),
+        ceiling_low_rps=min(ceilings),
+        ceiling_high_rps=max(ceilings),
         repeats=len(ceilings),
         page_bytes=page_bytes(how.page),
         keep_alive=how.keep_alive,

@@ -229,7 +229,8 @@ class ExperimentRun:
         ceiling = calibrate.ceiling_for(self.ceilings, t.layout, run.point.load)
         layout = self.backend.layout(t.layout.record())
         if ceiling is not None:
-            layout = layout.model_copy(update={"generator_ceiling_rps": round(ceiling.ceiling_rps)})
+            held = {"generator_ceiling_rps": round(ceiling.ceiling_rps)}
+            layout = layout.model_copy(update=held | {"generator_ceiling_high_rps": round(ceiling.highest_rps)})
         sharing = set(m.sharing) | set(self.machine.others(m.began_unix) if self.machine is not None else [])
         if sharing:
             layout = layout.model_copy(update={"sharing": sorted(sharing)})

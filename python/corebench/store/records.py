@@ -96,8 +96,8 @@ class Ceiling(_Record):
     # The load model it was measured with (before: always a closed loop).
     model: LoopModel = "closed"
     # The built-in page it was measured on (before: always 64 bytes), and
-    # Student's t interval of the ceiling over its repeats (before: one
-    # measurement, no interval).
+    # the lowest and highest of its repeated calibrations (before: one
+    # measurement, no range).
     page_bytes: int = 64
     ceiling_low_rps: float | None = None
     ceiling_high_rps: float | None = None
@@ -105,16 +105,22 @@ class Ceiling(_Record):
 
     @property
     def lowest_rps(self) -> float:
-        """The ceiling's interval's lower end (its value where it has none):
+        """The lowest calibration (the one measurement where there was one):
         what a run is held near, so a noisy calibration marks more runs."""
         low = self.ceiling_low_rps
         return low if low is not None and math.isfinite(low) and low > 0 else self.ceiling_rps
+
+    @property
+    def highest_rps(self) -> float:
+        """The highest calibration: a run past it refutes the ceiling."""
+        high = self.ceiling_high_rps
+        return high if high is not None and math.isfinite(high) else self.ceiling_rps
 
     def interval(self) -> str:
         low, high = self.ceiling_low_rps, self.ceiling_high_rps
         if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
             return ""
-        return f" (95% CI {low:,.0f}–{high:,.0f} over {self.repeats} calibrations)"
+        return f" ({self.repeats} calibrations ranged {low:,.0f}–{high:,.0f})"
 
     def sentence(self) -> str:
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
@@ -176,6 +182,9 @@ class RunLayout(_Part):
     accounting: list[str] = []
     services: dict[str, RunLayout] = {}
     generator_ceiling_rps: int | None = None
+    # The highest of that ceiling's calibrations: a run past it refutes it
+    # (before: the ceiling itself).
+    generator_ceiling_high_rps: int | None = None
     generator: str | None = None  # "ray agents" when the load came from a cluster
     # Other corebench measurements on this machine during the run (--force).
     sharing: list[str] = []
