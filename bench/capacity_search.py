@@ -11,7 +11,10 @@ answer's ("sustains", the highest rate whose steps met) against theory,
 and the interpolated limit's (analysis.capacity), mean ± sd over the
 searches. "seeded" is a later round's search (runner.capacity.seeded):
 started from the sequential search's answer with the same seed, on a queue
-of its own seed, its time and error beside the unseeded ones.
+of its own seed, its time and error beside the unseeded ones; then, over
+--pairs pairs of rounds, whether seeding ties a round's answer to the one
+before: the correlation of the two answers and the sd of their
+difference, seeded against a second round searched afresh.
 
 With --real: the same two searches against the built-in server's /queue
 (an exact M/M/1 queue, μ = 200/s), in wall time.
@@ -81,6 +84,34 @@ def simulated(searches: int) -> None:
         medians["seeded"] = _seeded(base, arrivals, truth, searches)
         print(f"{arrivals:<9} sequential/fixed median time: {medians['sequential'] / medians['fixed']:.2f}")
         print(f"{arrivals:<9} seeded/fixed median time: {medians['seeded'] / medians['fixed']:.2f}")
+        print(f"{arrivals:<9} seeded/sequential median time: {medians['seeded'] / medians['sequential']:.2f}")
+
+
+def rounds(pairs: int) -> None:
+    """Pairs of rounds: does a seeded second round lean on the first?"""
+    import numpy as np
+
+    print(f"\n# {pairs} pairs of rounds (first round seeds 0-{pairs - 1}), sequential steps")
+    print(f"{'arrivals':<9} {'second round':<13} {'corr':>6} {'sd of difference':>17} {'mean error':>11}")
+    base = LoadConfig(url="http://127.0.0.1:1/queue", concurrency=512, keep_alive=True)
+    for arrivals in ("poisson", "uniform"):
+        truth = limit_rps(MU, PERCENTILE, BOUND_S, arrivals)
+        settings = SearchSettings(slo=SLO, arrivals=arrivals)
+        first, fresh, seeded = [], [], []
+        for seed in range(pairs):
+            a = capacity.search(base, settings, QueueRunner(MU, seed)).rate_rps
+            b = capacity.search(base, settings, QueueRunner(MU, seed + 100_000)).rate_rps
+            later = capacity.seeded(settings, a, random.Random(seed)) if a is not None else settings
+            c = capacity.search(base, later, QueueRunner(MU, seed + 100_000)).rate_rps
+            if a is not None and b is not None and c is not None:
+                first.append(a)
+                fresh.append(b)
+                seeded.append(c)
+        for name, second in (("afresh", fresh), ("seeded", seeded)):
+            r = float(np.corrcoef(first, second)[0, 1])
+            sd = statistics.stdev(np.subtract(first, second))
+            err = (statistics.mean(second) / truth - 1) * 100
+            print(f"{arrivals:<9} {name:<13} {r:+6.2f} {sd:13.1f} req/s {err:+10.1f}%")
 
 
 def _seeded(base: LoadConfig, arrivals: str, truth: float, searches: int) -> float:
@@ -133,8 +164,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--searches", type=int, default=40)
     ap.add_argument("--real", action="store_true")
+    ap.add_argument("--pairs", type=int, default=200)
     a = ap.parse_args()
     simulated(a.searches)
+    rounds(a.pairs)
     if a.real:
         real()
 

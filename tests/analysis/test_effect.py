@@ -69,8 +69,17 @@ def test_too_few_runs_are_not_tested_and_not_worded_as_a_result():
     assert one.verdict == "not tested"
     assert one.words() == ("throughput +144.4%, not tested (1 and 1 measured runs: a test needs 2 or more a side)")
     assert effect([], [1.0, 2.0]).verdict == "not tested"
-    exact = effect([5.0, 5.0], [6.0, 6.0])
-    assert exact.verdict == "higher" and exact.low == exact.high == pytest.approx(1.2)
+    # Identical runs each side: the run-to-run variance is unknown, not 0
+    # (a statistician's review: it read "+20.0% (95% CI +20.0% to +20.0%;
+    # p < 0.0001)").
+    for flat in (effect([5.0, 5.0], [6.0, 6.0]), log_effect([5.0, 5.0], [6.0, 6.0])):
+        assert flat.verdict == "not tested" and flat.flat
+        assert flat.words("p99") == (
+            "p99 +20.0%, not tested (the runs of both sides gave identical figures: their run-to-run variance is "
+            "unknown, not 0)"
+        )
+    assert log_effect([5.0, 0.0], [6.0, 6.0]).words("p99").endswith("(a run's value of 0)")
+    assert effect([5.0, 5.0], [6.0, 7.0]).tested, "one side's spread is enough to test"
 
 
 def test_an_interval_past_a_floats_range_is_open_not_an_overflow():

@@ -103,7 +103,12 @@ def test_a_later_round_starts_below_the_earlier_answer_on_a_random_grid():
     rates = drive(b, lambda r: r <= 1234)
     assert rates[:3] == [900, 1125, pytest.approx(1406.25)]
     assert b.lo is not None and b.hi is not None and b.lo <= 1234 < b.hi and b.hi / b.lo <= 1.02 / 0.98
-    # An answer the server no longer sustains: ramped down as far as an
-    # unseeded search goes, six halvings below the start.
+    # An answer the server no longer sustains: ramped down by halves, as far
+    # as an unseeded search goes (six halvings below the start), and a
+    # limit below the start is bracketed as a first search would.
     gone = Bracket(seeded(s, 1000.0, random.Random(1)), start_rps=900)
-    assert drive(gone, lambda r: False)[-1] == pytest.approx(900 / 64)
+    assert drive(gone, lambda r: False) == pytest.approx([900 / 2**k for k in range(7)])
+    slower = Bracket(seeded(s, 1000.0, random.Random(1)), start_rps=900)
+    rates = drive(slower, lambda r: r <= 300)
+    assert rates[:3] == [900, 450, 225] and rates[3] == pytest.approx(math.sqrt(225 * 450)), "then bisection"
+    assert slower.lo is not None and slower.hi is not None and slower.lo <= 300 < slower.hi

@@ -117,7 +117,7 @@ def _ranked(
     if bounded:
         head = "best throughput: " if higher else "lowest p99: "
         shown = "no configuration shown best in throughput" if higher else "no configuration shown lowest in p99"
-        line = line.replace(head, f"{shown}; the {'highest' if higher else 'lowest'} mean: ", 1)
+        line = line.replace(head, f"{shown}; {'the highest mean' if higher else 'the lowest'}: ", 1)
     text = f"{here}, {line}{_untested_note(ps, load)}."
     if bounded:
         what = "throughput a lower bound" if higher else "latency an upper bound"
@@ -186,7 +186,8 @@ def _best(
     its comparisons test), what the family's
     comparisons say of each other one against it, and those that cannot be
     told from it."""
-    tested = [p for p in ps if p not in untested(ps)]
+    # A p99 is ranked by its runs' geometric mean: not where a run's is 0 (none).
+    tested = [p for p in ps if p not in untested(ps) and (higher or math.isfinite(p.p99_us.geomean))]
     best = max(tested, key=_goodput) if higher else min(tested, key=lambda p: p.p99_us.geomean)
     what = "throughput" if higher else "p99"
     said, tied = [], []
@@ -250,7 +251,7 @@ def _request_spread(p: PointStats) -> tuple[float, float] | None:
     question."""
     parts = [(x.latency_us.total.count, x.latency_us.total.mean_us) for x in p.results()]
     n = sum(c for c, _ in parts)
-    sds = [s for s in _run_sds(p) if s > 0]
+    sds = _run_sds(p)
     if n < 2 or not sds:
         return None
     return sum(c * m for c, m in parts) / n, geometric(sds)[0]
@@ -259,7 +260,7 @@ def _request_spread(p: PointStats) -> tuple[float, float] | None:
 def _run_sds(p: PointStats) -> list[float]:
     """Each measured run's own sd of per-request latency, in µs: the runs are
     the units a comparison of spread replicates over."""
-    return [x.latency_us.total.stdev_us for x in p.results() if x.latency_us.total.count > 1]
+    return [s for x in p.results() if x.latency_us.total.count > 1 and (s := x.latency_us.total.stdev_us) > 0]
 
 
 def _spread_effect(a: PointStats, b: PointStats, family: int = 1) -> Effect:

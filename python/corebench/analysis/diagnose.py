@@ -12,6 +12,10 @@ from corebench.analysis.points import FAILING_SHARE, PointStats, each_run, littl
 # The machine's cores this busy (target, generator and others together) left
 # nothing to grow into: CPU-bound, whichever process had the CPU.
 MACHINE_FULL = 0.95
+# Runs whose target CPU shares all lie this close to CPU_BOUND_SHARE differ
+# in class by the cut, not by their limit: they straddle it, and are not
+# called "mixed" (a statistician's review: 84% and 86% of a core).
+STRADDLE = 0.05
 
 
 @dataclass(frozen=True)
@@ -37,11 +41,17 @@ def diagnose(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     if len(set(kinds)) == 1:
         return whole
     _, given = _allowed(p, cpus, host_cpus)
+    shares = [r.target_cpu / given if r.target_cpu is not None and given else None for r in runs]
+    if all(s is not None and abs(s - CPU_BOUND_SHARE) <= STRADDLE for s in shares):
+        said = ", ".join(f"{s:.0%}" for s in shares if s is not None)
+        return Diagnosis(
+            whole.kind, f"{whole.evidence}; its runs straddle the {CPU_BOUND_SHARE:.0%} cut (target CPU {said})"
+        )
     parts = []
     for kind in dict.fromkeys(kinds):
-        mine = [r for r, k in zip(runs, kinds, strict=True) if k == kind]
-        shares = [f"{r.target_cpu / given:.0%}" for r in mine if r.target_cpu is not None and given]
-        used = f" (target CPU {', '.join(shares)} of {given:g})" if shares else ""
+        mine = [s for s, k in zip(shares, kinds, strict=True) if k == kind]
+        known = [f"{s:.0%}" for s in mine if s is not None]
+        used = f" (target CPU {', '.join(known)} of {given:g})" if known else ""
         parts.append(f"{kind} in {len(mine)} of {len(runs)} runs{used}")
     return Diagnosis("mixed", f"the runs differ: {'; '.join(parts)}. Over their means: {whole.kind}, {whole.evidence}")
 

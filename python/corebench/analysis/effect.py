@@ -14,7 +14,10 @@ ratio of the means with its 95% interval, and one of four things:
   "Statistical Power Analysis", ch. 2). Never "observed power" from the
   observed effect, which is a restatement of the p-value (Hoenig & Heisey
   2001, "The abuse of power", Am. Stat. 55(1));
-- **not tested**: fewer than 2 runs a side, or a mean of 0.
+- **not tested**: fewer than 2 runs a side, a mean of 0, or runs without
+  any spread on either side (identical figures, as whole-microsecond
+  percentiles can be): the run-to-run variance is then unknown, not 0, and
+  a test would claim certainty (p < 0.0001 from two runs a side).
 
 Latency percentiles and per-request sds are compared as the ratio of their
 runs' geometric means instead (`log_effect`): Welch's t on the logs of the
@@ -75,6 +78,8 @@ class Effect:
     family: int = 1
     # The means are geometric (log_effect), not arithmetic.
     geometric: bool = False
+    # Not tested because neither side's runs varied at all.
+    flat: bool = False
 
     @property
     def tested(self) -> bool:
@@ -206,7 +211,9 @@ class Effect:
     def _why_untested(self) -> str:
         if self.n_a < 2 or self.n_b < 2:
             return f"{self.n_a} and {self.n_b} measured runs: a test needs 2 or more a side"
-        return "a mean of 0"
+        if self.flat:
+            return "the runs of both sides gave identical figures: their run-to-run variance is unknown, not 0"
+        return "a run's value of 0" if self.geometric else "a mean of 0"
 
 
 def change_size(share: float) -> str:
@@ -273,8 +280,9 @@ def effect(a: list[float], b: list[float], margin: float = MARGIN) -> Effect:
     ga = float(xa.var(ddof=1)) / na / ma**2
     gb = float(xb.var(ddof=1)) / nb / mb**2
     se = math.sqrt(ga + gb)
-    # Runs without spread: the ratio is known exactly (df is moot).
-    df = (ga + gb) ** 2 / (ga**2 / (na - 1) + gb**2 / (nb - 1)) if se > 0 else math.inf
+    if se == 0:
+        return Effect(na, nb, ma, mb, math.nan, math.nan, margin, flat=True)
+    df = (ga + gb) ** 2 / (ga**2 / (na - 1) + gb**2 / (nb - 1))
     return Effect(na, nb, ma, mb, se, df, margin)
 
 
@@ -291,8 +299,11 @@ def log_effect(a: list[float], b: list[float], margin: float = MARGIN) -> Effect
     la, lb = np.log(xa), np.log(xb)
     va, vb = float(la.var(ddof=1)) / na, float(lb.var(ddof=1)) / nb
     se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1)) if se > 0 else math.inf
-    return Effect(na, nb, float(np.exp(la.mean())), float(np.exp(lb.mean())), se, df, margin, geometric=True)
+    ga, gb = float(np.exp(la.mean())), float(np.exp(lb.mean()))
+    if se == 0:
+        return Effect(na, nb, ga, gb, math.nan, math.nan, margin, geometric=True, flat=True)
+    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    return Effect(na, nb, ga, gb, se, df, margin, geometric=True)
 
 
 def power(shift: float, se: float, df: float, alpha: float = ALPHA) -> float:

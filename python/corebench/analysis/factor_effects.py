@@ -251,11 +251,16 @@ def _service_demands(compared: list[Compared], services: list[str]) -> list[str]
             if len(c.a.service_demand_ms.get(name, [])) >= 2 and len(c.b.service_demand_ms.get(name, [])) >= 2
         ]
         ratios = [e.ratio for e in es if e.tested]
+        # D = U/X: the service's background work (a database's checkpoints,
+        # vacuum) is spread over the web server's successes.
+        what = f" {name}'s own CPU per request (its cgroup's CPU over the successes, background work included"
         if ratios:
             out.append(
-                f" {name}'s own CPU per request: {counted(es)} of {len(es)}, median change "
+                f"{what}; each comparison unadjusted): {counted(es)} of {len(es)}, median change "
                 f"{_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
             )
+        elif es:
+            out.append(f"{what}): {counted(es)} of {len(es)}.")
     return out
 
 

@@ -35,9 +35,9 @@ def _measure(t: Threshold, p: PointStats) -> float:
 
 
 def _geometric(values: list[float]) -> float:
-    """The runs' geometric mean; 0 where a run's figure is 0 (a run with no
-    response, which the point's other thresholds judge)."""
-    return 0.0 if min(values) <= 0 else geometric(values)[0]
+    """The runs' geometric mean; NaN, which fails every threshold, where a
+    run's figure is 0 (a run without responses): never a silent pass."""
+    return geometric(values)[0] if values and min(values) > 0 else float("nan")
 
 
 def judge(thresholds: list[Threshold], points: list[PointStats]) -> list[Judged]:

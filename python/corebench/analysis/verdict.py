@@ -279,8 +279,9 @@ def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Fin
 
 
 def _runs_meeting(p: PointStats, slo: Slo) -> str:
-    """How many of a point's runs met the objective on their own: a median
-    that meets it from 2 of 3 runs is not a run that always does."""
+    """How many of a point's runs met the objective on their own: a
+    geometric mean that meets it from 2 of 3 runs is not a run that always
+    does."""
     values = [r.p99_us if slo.percentile == 99.0 else r.p50_us for r in p.measured]
     known = [v for v in values if v is not None]
     return f"{sum(slo.met(float(v)) for v in known)} of {len(known)} runs met it"

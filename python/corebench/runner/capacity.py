@@ -39,7 +39,8 @@ UNSENT_SHARE = 0.01
 RAMP_DOWN_STEPS = 6
 # A search that starts from an earlier round's answer (`seeded`): its start
 # is drawn uniformly from this share of that answer up to the answer, and
-# it ramps by SEEDED_GROWTH rather than doubling.
+# it ramps up by SEEDED_GROWTH rather than doubling (down, it still halves:
+# an answer the server no longer sustains is left in few steps).
 SEEDED_LOW = 0.85
 SEEDED_GROWTH = 1.25
 
@@ -106,7 +107,9 @@ class Bracket:
             assert lo is not None
             return None if lo >= s.max_rps else min(lo * s.growth, s.max_rps)
         if lo is None:
-            return None if hi <= self.floor_rps else max(hi / s.growth, self.floor_rps)
+            # Down by halves whatever the growth: a seeded search that
+            # misses at its start reaches the floor in RAMP_DOWN_STEPS.
+            return None if hi <= self.floor_rps else max(hi / 2, self.floor_rps)
         if self.converged():
             # Both ends of the answer's bracket are measured twice.
             return next((r for r in (lo, hi) if len(self.runs[r]) < 2), None)
@@ -118,7 +121,7 @@ def seeded(settings: SearchSettings, previous_rps: float, rng: random.Random) ->
     round's answer for the same configuration: no probe, no first step far
     below the limit (the longest of a search: a step lasts long enough for
     its percentile's samples, so the lower its rate the longer), and a
-    bracket of SEEDED_GROWTH rather than 2, so fewer bisections. The start
+    bracket of SEEDED_GROWTH upward rather than 2, so fewer bisections. The start
     is drawn uniformly from SEEDED_LOW to 1 times the earlier answer: a
     fixed start would put every round's rates on one grid, and their
     answers would agree by construction, understating the spread between
