@@ -16,10 +16,11 @@ of its own seed, its time and error beside the unseeded ones; then, over
 before: the correlation of the two answers and the sd of their
 difference, seeded against a second round searched afresh.
 
-With --real: the same two searches against the built-in server's /queue
-(an exact M/M/1 queue, μ = 200/s), in wall time.
+With --real [MU ...]: the same two searches against the built-in
+server's /queue (an exact M/M/1 queue, μ = 200/s or the MUs given), in
+wall time; --no-sim runs those alone.
 
-    .venv/bin/python bench/capacity_search.py [--searches 40] [--real]
+    .venv/bin/python bench/capacity_search.py [--searches 40] [--pairs 200] [--real [MU ...]] [--no-sim]
 """
 
 from __future__ import annotations
@@ -140,16 +141,16 @@ def _seeded(base: LoadConfig, arrivals: str, truth: float, searches: int) -> flo
     return statistics.median(times)
 
 
-def real() -> None:
+def real(mu: float) -> None:
     from corebench.targets.builtin import Served
 
-    truth = limit_rps(MU, PERCENTILE, BOUND_S, "poisson")
-    print(f"\n# built-in server's /queue (M/M/1, μ = {MU:g}/s), {SLO}, poisson; theory {truth:.1f} req/s")
+    truth = limit_rps(mu, PERCENTILE, BOUND_S, "poisson")
+    print(f"\n# built-in server's /queue (M/M/1, μ = {mu:g}/s), {SLO}, poisson; theory {truth:.1f} req/s")
     print(f"{'rule':<11} {'wall s':>7} {'steps':>5} {'sustains':>9} {'interpolated':>13}")
     with Served("--model", "threads", "--workers", "256") as srv:
         for rule, seq in RULES.items():
             out = Path(f"/tmp/corebench-capacity-{rule}.json")
-            argv = [sys.executable, "-m", "corebench", "capacity", srv.url + f"queue?service_us={1e6 / MU:.0f}"]
+            argv = [sys.executable, "-m", "corebench", "capacity", srv.url + f"queue?service_us={1e6 / mu:.0f}"]
             argv += ["--slo", SLO, "-k", "--json", str(out), "--sequential" if seq else "--fixed-steps"]
             began = time.monotonic()
             subprocess.run(argv, check=True, capture_output=True)
@@ -163,13 +164,15 @@ def real() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--searches", type=int, default=40)
-    ap.add_argument("--real", action="store_true")
+    ap.add_argument("--real", type=float, nargs="*", metavar="MU", help="real /queue searches at these μ (200)")
     ap.add_argument("--pairs", type=int, default=200)
+    ap.add_argument("--no-sim", action="store_true", help="the real searches only")
     a = ap.parse_args()
-    simulated(a.searches)
-    rounds(a.pairs)
-    if a.real:
-        real()
+    if not a.no_sim:
+        simulated(a.searches)
+        rounds(a.pairs)
+    for mu in (a.real or [MU]) if a.real is not None else []:
+        real(mu)
 
 
 if __name__ == "__main__":
