@@ -167,6 +167,12 @@ def _set_by_think(here: str, ps: list[PointStats]) -> Finding:
     if (bound := p.users_offer_rps) is not None:
         offered = f", at most N/(Z+R) = {p.clients}/({p.think_s:g} + {p.response_s:.3f}) ≈ "
         offered += f"{bound:,.0f} req/s in a steady state"
+        measured = max(q.goodput_rps.mean for q in ps)
+        if measured > 1.05 * bound:
+            offered += (
+                f"; measured up to {measured:,.0f}, above it: every user's first request leaves at once, which a "
+                "run this short does not outlast"
+            )
     return Finding(
         "verdict",
         f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
@@ -244,9 +250,9 @@ def _pct(share: float) -> str:
 def _request_spread(p: PointStats) -> tuple[float, float] | None:
     """Per-request latency at a point, in µs: the mean of its runs'
     requests, and the geometric mean of each run's own sd (ab's "±sd" of a
-    run), the quantity its comparisons test (the log-sd ratio: sds are
-    compared on the log scale, where their sampling spread is about even;
-    Bartlett & Kendall 1946, JRSS Suppl. 8(2)): a pooled sd would add the
+    run), the quantity its comparisons test (the log-sd ratio: a ratio of
+    spreads, symmetric on the log scale, each run's sd one replicate): a
+    pooled sd would add the
     drift of the runs' means, which is run-to-run variation, another
     question."""
     parts = [(x.latency_us.total.count, x.latency_us.total.mean_us) for x in p.results()]
@@ -290,8 +296,9 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
     # levels: held over all of them (Bonferroni), as throughput's family is.
     e = _spread_effect(best, steady, len(candidates) * levels)
     fast_name, steady_name = split(best, load)[1], split(steady, load)[1]
-    shown = e.verdict == "lower"
-    vary = "vary less" if shown else "varied less in these runs, not shown"
+    bounded = _bounded([best, steady], load)
+    shown = e.verdict == "lower" and not bounded
+    vary = "vary less" if shown else "varied less in these runs, not shown" + bounded
     return [
         Finding(
             "verdict",
@@ -308,7 +315,7 @@ def _tradeoff(best: PointStats, slower: list[PointStats], here: str, load: set[s
                 Figure(f"latency sd of {fast_name}", sb / 1000, "ms"),
             ),
             interval=Interval.of(e),
-            outcome="trade-off" if shown else e.verdict,
+            outcome="trade-off" if shown else ("not shown" if bounded else e.verdict),
             caveats=caveats(caveat([best, steady], latency=True)),
         )
     ]
@@ -334,23 +341,35 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
     per_run = "; ".join(
         f"against {split(p, load)[1]}, {e.words('latency sd')}" for p, e in zip(others, effects, strict=True)
     )
-    shown = all(e.verdict == "lower" for e in effects)
+    bounded = _bounded([steady, *others], load)
+    shown = all(e.verdict == "lower" for e in effects) and not bounded
     m, sd = spread[id(steady)]
-    vary = "vary least" if shown else "varied least in these runs, not shown against every other"
+    vary = "vary least" if shown else "varied least in these runs, not shown against every other" + bounded
+    names = ", ".join(split(p, load)[1] for p in [best, *tied])
     return [
         Finding(
             "verdict",
-            f"{here}, steadiness per request: throughput cannot tell {split(steady, load)[1]} from the others above, "
-            f"and its requests {vary}: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against {said} (mean ± sd of "
-            f"every request, the sd each run's own, its geometric mean over runs); {per_run}.",
+            f"{here}, steadiness per request among the configurations throughput cannot tell apart ({names}): "
+            f"{split(steady, load)[1]}'s requests {vary}: latency {m / 1000:.2f} ± {sd / 1000:.2f} ms against "
+            f"{said} (mean ± sd of every request, the sd each run's own, its geometric mean over runs); {per_run}.",
             subject=f"steadiest {here.lower()}: {split(steady, load)[1]}",
             figures=tuple(
                 Figure(f"latency sd of {split(p, load)[1]}", spread[id(p)][1] / 1000, "ms") for p in [steady, *others]
             ),
-            outcome="steadier" if shown else "inconclusive",
+            outcome="steadier" if shown else ("not shown" if bounded else "inconclusive"),
             caveats=caveats(caveat([steady, *others], latency=True)),
         )
     ]
+
+
+def _bounded(ps: list[PointStats], load: set[str]) -> str:
+    """Where a compared point's latency is partly the generator's or the
+    machine's (an upper bound), the spread of its requests is too: a
+    steadier one is then not shown, as a lower p99 or a cheaper one is not."""
+    named = [split(p, load)[1] for p in ps if p.limits()]
+    if not named:
+        return ""
+    return f" ({', '.join(named)}: latency partly the generator's or the machine's, so its spread is too)"
 
 
 def _steadier(fast: PointStats, ps: list[PointStats], here: str, load: set[str]) -> list[Finding]:

@@ -102,7 +102,14 @@ def compare(
         rated = [p for p in ok if not p.think_s]
         family = Family(rated, load)
         if family.size:
-            out.append(Finding("verdict", f"Comparisons: {family.method()}."))
+            left = len(ok) - len(rated)
+            apart = (
+                f" Throughput comparisons leave out the {left} point(s) where users' think time sets the rate "
+                "(compared by latency only)."
+                if left
+                else ""
+            )
+            out.append(Finding("verdict", f"Comparisons: {family.method()}.{apart}"))
         if rated:
             out += core_steps(rated, family) + factor_effects(rated, factors or {}, load, family)
         out += best_at_matched_load(ok, load, failing, family)
