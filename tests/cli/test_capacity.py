@@ -234,9 +234,12 @@ precision = "5%"
         assert second.search.seeded_from_rps == first.search.rate_rps and second.search.probe_rps is None
         assert second.search.start_rps is not None
         assert 0.85 * first.search.rate_rps <= second.search.start_rps <= first.search.rate_rps
-    rep = run_cli("report", str(store), "-o", str(tmp_path / "r.html"), "--traffic", "500")
+    # Two searches a configuration: "enough" is read from the lower end of
+    # a t interval on 1 df (CI: 489-1,227 for a mean of 775), so the
+    # traffic asked is well below the queue's limit.
+    rep = run_cli("report", str(store), "-o", str(tmp_path / "r.html"), "--traffic", "100")
     assert rep.returncode == 0, rep.stderr
-    assert "To serve 500 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout
+    assert "To serve 100 req/s within p90<=20ms, errors<=1% you need 1 core" in rep.stdout, rep.stdout
     assert "Capacity within the objective" in (tmp_path / "r.html").read_text()
     doc = json.loads(run_cli("report", str(store), "--format", "json").stdout)
     (cap,) = [f for f in doc["findings"] if f["subject"].startswith("capacity within")]
