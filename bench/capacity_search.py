@@ -43,6 +43,7 @@ from corebench.analysis.capacity import limit_estimate  # noqa: E402
 from corebench.config.load import LoadConfig  # noqa: E402
 from corebench.plan.objective import SearchSettings  # noqa: E402
 from corebench.runner import capacity  # noqa: E402
+from corebench.store import Capacity  # noqa: E402
 from corebench.testing.queues import limit_rps  # noqa: E402
 
 MU, SLO, PERCENTILE, BOUND_S = 200.0, "p99<=100ms", 99, 0.1
@@ -65,23 +66,11 @@ def simulated(searches: int) -> None:
         medians = {}
         for rule, seq in RULES.items():
             settings = SearchSettings(slo=SLO, arrivals=arrivals, sequential=seq)
-            times, steps, early, errs, interp = [], [], [], [], []
+            tally = _Tally(truth)
             for seed in range(searches):
                 q = QueueRunner(MU, seed)
-                found = capacity.search(base, settings, q)
-                times.append(q.clock_s)
-                steps.append(len(found.steps))
-                early.append(q.steps_settled)
-                if found.rate_rps is not None:
-                    errs.append((found.rate_rps / truth - 1) * 100)
-                est = limit_estimate(found.steps, settings.objective)
-                if est is not None:
-                    interp.append((est.rate_rps / truth - 1) * 100)
-            medians[rule] = statistics.median(times)
-            print(
-                f"{arrivals:<9} {rule:<11} {medians[rule]:8.0f} {statistics.median(steps):5.0f} "
-                f"{sum(early):5d} steps {_pct(errs):>15} {_pct(interp):>18}"
-            )
+                tally.add(capacity.search(base, settings, q), q)
+            medians[rule] = tally.print(arrivals, rule)
         medians["seeded"] = _seeded(base, arrivals, truth, searches)
         print(f"{arrivals:<9} sequential/fixed median time: {medians['sequential'] / medians['fixed']:.2f}")
         print(f"{arrivals:<9} seeded/fixed median time: {medians['seeded'] / medians['fixed']:.2f}")
@@ -118,27 +107,46 @@ def rounds(pairs: int) -> None:
 def _seeded(base: LoadConfig, arrivals: str, truth: float, searches: int) -> float:
     """Second rounds: each started from the first round's answer."""
     settings = SearchSettings(slo=SLO, arrivals=arrivals, sequential=True)
-    times, steps, early, errs, interp = [], [], [], [], []
+    tally = _Tally(truth)
     for seed in range(searches):
         first = capacity.search(base, settings, QueueRunner(MU, seed))
         if first.rate_rps is None:
             continue
         q = QueueRunner(MU, seed + 100_000)
         later = capacity.seeded(settings, first.rate_rps, random.Random(seed))
-        found = capacity.search(base, later, q)
-        times.append(q.clock_s)
-        steps.append(len(found.steps))
-        early.append(q.steps_settled)
+        tally.add(capacity.search(base, later, q), q)
+    return tally.print(arrivals, "seeded")
+
+
+class _Tally:
+    """One row of the table: searches' times, steps and errors against theory."""
+
+    def __init__(self, truth: float) -> None:
+        self.truth = truth
+        self.times: list[float] = []
+        self.steps: list[int] = []
+        self.early = 0
+        self.errs: list[float] = []
+        self.interp: list[float] = []
+
+    def add(self, found: Capacity, q: QueueRunner) -> None:
+        self.times.append(q.clock_s)
+        self.steps.append(len(found.steps))
+        self.early += q.steps_settled
         if found.rate_rps is not None:
-            errs.append((found.rate_rps / truth - 1) * 100)
-        est = limit_estimate(found.steps, settings.objective)
+            self.errs.append((found.rate_rps / self.truth - 1) * 100)
+        est = limit_estimate(found.steps, SearchSettings(slo=SLO).objective)
         if est is not None:
-            interp.append((est.rate_rps / truth - 1) * 100)
-    print(
-        f"{arrivals:<9} {'seeded':<11} {statistics.median(times):8.0f} {statistics.median(steps):5.0f} "
-        f"{sum(early):5d} steps {_pct(errs):>15} {_pct(interp):>18}"
-    )
-    return statistics.median(times)
+            self.interp.append((est.rate_rps / self.truth - 1) * 100)
+
+    def print(self, arrivals: str, rule: str) -> float:
+        """Prints the row; returns the median search time."""
+        median = statistics.median(self.times)
+        print(
+            f"{arrivals:<9} {rule:<11} {median:8.0f} {statistics.median(self.steps):5.0f} "
+            f"{self.early:5d} steps {_pct(self.errs):>15} {_pct(self.interp):>18}"
+        )
+        return median
 
 
 def real(mu: float) -> None:
