@@ -363,11 +363,11 @@ def test_an_objective_met_by_the_p99_says_when_requests_waited_most_of_a_run():
     """50 workers, 175 connections: the p99 meets 50 ms while the requests
     left without a worker take the whole run. The SLO line says so; the
     diagnosis names it where Little's law fails."""
-    from corebench.analysis.verdict import parse_slo
+    from corebench.analysis.slo import parse_slo
 
     stuck = []
     for i in (1, 2, 3):
-        result = load_result(10_000, 2.0, p50_us=1000, p99_us=3000, mean_us=1000)
+        result = load_result(10_000, 2.0, p50_us=1000, p99_us=3000 + 100 * i, mean_us=1000)
         total = result.latency_us.total.model_copy(update={"max_us": 1_980_000})
         result = result.model_copy(update={"latency_us": result.latency_us.model_copy(update={"total": total})})
         stuck.append(stored_run({}, result, repetition=i, seq=i))
@@ -463,7 +463,10 @@ def test_a_services_own_cpu_per_request_is_compared_beside_the_targets():
         pytest.approx([1.0, 1.01, 0.99]),
     ]
     (line,) = [v for v in verdicts(ps, factors={"buffers": ["8MB", "80MB"]}) if v.startswith("buffers=80MB")]
-    assert "CPU per request (service demand, the target's own processes (db measured apart)): equivalent" in line
+    assert (
+        "CPU per request (service demand, the target's own processes (db measured apart); each comparison "
+        "unadjusted): equivalent" in line
+    )
     assert (
         "db's own CPU per request (its cgroup's CPU over the successes, background work included; each comparison "
         "unadjusted): lower in 1 of 1, median change −50.0%." in line

@@ -121,3 +121,12 @@ def test_geometric_mean_and_interval_cover_lognormal_truth():
     s = summarize([12.0, 12.0, 40.0])
     assert s.geomean == pytest.approx(st.gmean([12.0, 12.0, 40.0])) and s.median == 12.0
     assert math.isnan(summarize([0.0, 1.0]).geomean)
+
+
+def test_a_design_too_weak_to_detect_anything_says_so_without_overflow():
+    # Two runs a side, t on 1 df, held to α/91 (a recorded report's p99 family).
+    from corebench.analysis.effect import Effect, change_size
+
+    e = Effect(2, 2, 0.2615, 0.1140, 0.839, 1.0002, family=91, geometric=True)
+    assert e.detectable == float("inf") and e.verdict == "inconclusive"
+    assert change_size(e.detectable) == "only more than a factor of 10 either way"

@@ -212,26 +212,52 @@ def test_configurations_are_compared_at_matched_load():
 
 
 def test_an_slo_gets_a_verdict_without_prices():
-    from corebench.analysis.verdict import parse_slo
+    from corebench.analysis.slo import judge, parse_slo
 
     ps = [
-        point({"cpus": c, "concurrency": n}, [x, x, x], p99)
-        for c, n, x, p99 in ((1, 10, 900, 12.0), (2, 10, 1700, 6.0), (1, 50, 950, 60.0), (2, 50, 1800, 30.0))
+        runs({"cpus": c, "concurrency": n}, [x, x, x], p99)
+        for c, n, x, p99 in (
+            (1, 10, 900, [11.0, 12.0, 13.0]),
+            (2, 10, 1700, [5.8, 6.0, 6.2]),
+            (1, 50, 950, [58.0, 60.0, 62.0]),
+            (2, 50, 1800, [26.0, 30.0, 34.0]),
+        )
     ]
     slo = parse_slo("p99<=30ms")
     assert slo.met(30_000) and not parse_slo("p99<30ms").met(30_000)
     out = verdicts(ps, slo=slo, factors={"cpus": [1, 2], "concurrency": [10, 50]})
     lines = [v for v in out if v.startswith("p99 ≤ 30 ms")]
-    assert lines == [
-        "p99 ≤ 30 ms at concurrency=10, by the geometric mean of each point's runs: met by cpus=2 (6.00 ms, 80% "
-        "below the bound; 3 of 3 runs met it), cpus=1 (12.00 ms, 60% below the bound; 3 of 3 runs met it).",
-        "p99 ≤ 30 ms at concurrency=50, by the geometric mean of each point's runs: met by cpus=2 (30.00 ms, 0% "
-        "below the bound; 3 of 3 runs met it); missed by cpus=1 (60.00 ms, 100% above the bound; 0 of 3 runs met it).",
-    ]
-    # A geometric mean (12·12·40)^(1/3) that meets the objective from 2 of 3 runs says so.
+    head = "by the geometric mean of each point's runs and its one-sided 95% bound (Student's t on the logs; each"
+    assert all(head in v for v in lines), lines
+    assert (
+        "concurrency=10" in lines[0]
+        and "met by cpus=2 (6.00 ms, 80% below the bound, its one-sided 95% upper" in (lines[0])
+    )
+    assert "cpus=1 (11.97 ms" in lines[0] and "not shown" not in lines[0], lines[0]
+    # 30 ms by its estimate, with runs from 26 to 34: not shown either way.
+    assert "shown met by no configuration; not shown either way: cpus=2 (29.82 ms" in lines[1], lines[1]
+    assert "straddle the bound; 2 of 3 runs met it)" in lines[1] and "missed by cpus=1 (59.98 ms" in lines[1]
+    # The bound is scipy's one-sided t interval on the logs.
+    j = judge(ps[3], slo)
+    logs = np.log([26.0, 30.0, 34.0])
+    ref = st.ttest_1samp(logs, 0.0, alternative="less").confidence_interval(0.95)
+    assert math.log(j.high_us / 1000) == pytest.approx(ref.high)
+    # A geometric mean (12·12·40)^(1/3) that meets the objective from 2 of 3 runs says so, and is not shown.
     mixed = runs({}, [900.0, 900.0, 900.0], [12.0, 12.0, 40.0])
     (line,) = [v for v in verdicts([mixed], slo=slo) if v.startswith("p99 ≤ 30 ms")]
-    assert "met by the target (17.93 ms, 40% below the bound; 2 of 3 runs met it)" in line
+    assert "not shown either way: the target (17.93 ms, 40% below the bound, its one-sided 95% bounds" in line
+    assert "2 of 3 runs met it" in line
+    # Beyond the bound, but its latency an upper bound of the server's (the
+    # generator shared its cores): not shown missed.
+    from dataclasses import replace
+
+    shared = replace(runs({}, [900.0, 900.0, 900.0], [58.0, 60.0, 62.0]), shared=True)
+    (line,) = [v for v in verdicts([shared], slo=slo) if v.startswith("p99 ≤ 30 ms")]
+    assert "not shown either way: the target (59.98 ms" in line and "missed by" not in line, line
+    assert "but its latency is an upper bound of the server's (partly the generator's)" in line
+    # Identical runs give no spread: an estimate only, never "met".
+    (line,) = [v for v in verdicts([point({}, [900.0, 900.0], 20.0)], slo=slo) if v.startswith("p99")]
+    assert "an estimate only (its runs' figures identical: no spread)" in line and "met by the" not in line
 
 
 def test_the_cores_verdict_uses_service_demand():
@@ -282,9 +308,9 @@ def test_factor_effects_say_when_no_difference_matters():
     (line,) = [v for v in verdicts(ps, factors=factors) if v.startswith("mpm=")]
     # Each comparison, held to a family of 9, is too wide alone; the three combined are within ±5%.
     assert line.startswith("mpm=worker against mpm=prefork: throughput inconclusive in 3 of 3 matched"), line
-    assert "combined over them (Cochran's Q does not reject their agreement" in line and "Hartung–Knapp" in line
+    assert "on average over these 3 comparisons (each weighted equally" in line and "Student's t on 2 df" in line
     assert "+0.5% (95% CI −2.3% to +3.4%), within ±5%" in line
-    assert "they range from +0.5% to +0.5%" in line
+    assert "each weighted equally, from +0.5% to +0.5%" in line
     assert "no significant difference" not in line
     # Two strata are not combined: their own classes stand.
     two = [p for p in ps if p.levels["cpus"] != 4]
@@ -308,3 +334,21 @@ def test_superlinear_steps_and_implausible_demand_are_flagged():
         out
     )
     assert not any("Superlinear" in v for v in out if v.startswith("From 4 to 8 CPUs"))
+
+
+def test_a_closed_loop_p99_ranking_says_the_rates_differed():
+    # Same connections, one configuration serving twice the rate: its p99 is
+    # lower by Little's law, not at one offered rate.
+    fast = runs({"cpus": 2}, [2000.0, 2020.0, 1980.0], [5.0, 5.2, 4.8])
+    slow = runs({"cpus": 1}, [1000.0, 1010.0, 990.0], [10.0, 10.4, 9.6])
+    (line,) = [v for v in verdicts([fast, slow]) if "lowest p99" in v]
+    assert "Closed loop: each configuration's clients waited for its replies" in line, line
+    assert "(1,000–2,000 req/s, Welch's t)" in line
+    # Rates within 10%: one offered rate, no caveat.
+    near = runs({"cpus": 1}, [1950.0, 1960.0, 1940.0], [6.0, 6.2, 5.8])
+    (line,) = [v for v in verdicts([fast, near]) if "lowest p99" in v]
+    assert "Closed loop" not in line, line
+    # Rates 10% apart by their means but not told apart by their runs: no caveat.
+    noisy = runs({"cpus": 1}, [1200.0, 2600.0, 1500.0], [6.0, 6.2, 5.8])
+    (line,) = [v for v in verdicts([fast, noisy]) if "lowest p99" in v]
+    assert "Closed loop" not in line, line

@@ -83,7 +83,7 @@ def test_two_scattered_strata_give_an_open_interval_not_an_overflow():
     """Three strata, each from runs that scatter over orders of magnitude:
     t on 2 df times a large standard error passes a float's exp range."""
     from corebench.analysis.effect import Effect
-    from corebench.analysis.factor_effects import pool, said
+    from corebench.analysis.pooled import pool, said
 
     wild = [Effect(2, 2, 1.0, r, 300.0, 1.0) for r in (2.0, 2.2, 2.1)]
     c = pool(wild)

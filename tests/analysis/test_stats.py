@@ -6,8 +6,8 @@ import pytest
 
 from corebench.analysis.effect import effect
 from corebench.analysis.knee import kneedle, little_ratio, saturation
+from corebench.analysis.slo import parse_slo
 from corebench.analysis.stats import compare, summarize
-from corebench.analysis.verdict import parse_slo
 
 
 def test_summary_with_t_interval_and_outliers():

@@ -28,11 +28,15 @@ def test_the_records_and_the_sentences_are_the_same_findings():
     md = Markdown().render(d)
     assert all(f"- {s}" in md for s in d.verdicts), "the Markdown prints the same sentences"
     (worker,) = [f for f in doc["findings"] if f["subject"] == "mpm=worker against mpm=prefork"]
-    assert worker["outcome"] == "lower" and worker["interval"]["high"] < 1
+    assert worker["outcome"] == "lower on average" and worker["interval"]["high"] < 1
     assert worker["sentence"] == " ".join([worker["text"], *worker["caveats"]])
     (gate,) = [f for f in doc["findings"] if f["kind"] == "threshold"]
     assert gate["outcome"] == "fail" and {"name": "points failing", "value": 2.0, "unit": "count"} in gate["figures"]
     assert len(doc["points"]) == 6 and all(p["measured_runs"] == 4 for p in doc["points"])
+    # Each point's diagnosis, as the Markdown's table gives it.
+    for p, dg in zip(doc["points"], d.diagnoses, strict=True):
+        assert (p["diagnosis"], p["diagnosis_evidence"]) == (dg.kind, dg.evidence) and dg.kind
+        assert f"| {dg.kind} |" in md or dg.kind in md
 
 
 def test_points_of_one_run_and_a_dead_one_write_null_not_nan():
@@ -45,5 +49,6 @@ def test_points_of_one_run_and_a_dead_one_write_null_not_nan():
     assert all(p["goodput_rps_ci"] is None for p in doc["points"])
     (dead,) = [p for p in doc["points"] if p["point"] == "mpm=event"]
     assert dead["goodput_rps_mean"] is None and dead["failing"] and dead["measured_runs"] == 0
+    assert dead["diagnosis"] == "failing"
     (unranked,) = [f for f in doc["findings"] if "not ranked" in f["text"]]
     assert unranked["outcome"] == "not tested" and unranked["interval"] is None

@@ -28,7 +28,8 @@ from corebench.analysis.points import PointStats, point_stats
 from corebench.analysis.processes import processes
 from corebench.analysis.scaling import ScalingRow, scaling_table
 from corebench.analysis.scaling_model import ScalingModel, below_saturation, choose
-from corebench.analysis.verdict import Slo, compare
+from corebench.analysis.slo import Slo
+from corebench.analysis.verdict import compare
 from corebench.errors import UsageError
 from corebench.plan.thresholds import parse as parse_threshold
 from corebench.store import HostFacts, Level, Store, StoredExperiment, StoredRun, StoreError

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from corebench.analysis.effect import Effect, bound, change_size, log_effect
-from corebench.analysis.family import Family, p99_ms
+from corebench.analysis.effect import Effect, bound, change_size, effect, log_effect
+from corebench.analysis.family import Family, p99_ms, throughput
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.load import at_matched_load, split, where
-from corebench.analysis.points import PointStats
+from corebench.analysis.points import PointStats, little_fails
 from corebench.analysis.stats import ALPHA, Summary, dispersion_differs, geometric, holm, p_is
 from corebench.analysis.steps import caveat
 
@@ -147,7 +147,37 @@ def _ranked(
         figures=(Figure(name, centre, unit),),
         interval=interval,
         outcome="not shown best" if tied or bounded or _untested_better(best, ps, higher) else "shown best",
-        caveats=caveats(caveat(ps, latency=not higher)),
+        caveats=caveats(caveat(ps, latency=not higher), "" if higher else _closed_loop_note(ps)),
+    )
+
+
+# Rates closer than this are one offered rate for the p99 caveat.
+SAME_RATE = 1.1
+
+
+def _closed_loop_note(ps: list[PointStats]) -> str:
+    """In a closed loop (users or connections that wait for their reply)
+    each configuration sets its own arrival rate: by Little's law
+    R = N/X − Z (Denning & Buzen 1978), at the same N a configuration that
+    serves more answers sooner on average, so a p99 ranking at matched
+    users is expected to follow the throughput ranking rather than compare
+    latency at one offered rate. Said where the fastest and the slowest
+    configuration's rates are 10% or more apart and differ by Welch's t at
+    α (unadjusted: a caveat, not a claim), and every point's loop held its concurrency (where
+    Little's law fails, its own caveat says more)."""
+    looped = [p for p in ps if p.results() and all(x.model in ("closed", "users") for x in p.results())]
+    if len(looped) < len(ps) or len(ps) < 2 or any(little_fails(p) for p in ps):
+        return ""
+    slow, fast = min(ps, key=_goodput), max(ps, key=_goodput)
+    apart = fast.goodput_rps.mean >= SAME_RATE * slow.goodput_rps.mean
+    if not apart or not effect(throughput(slow), throughput(fast)).significant:
+        return ""
+    return (
+        f"Closed loop: each configuration's clients waited for its replies, so they were offered different rates "
+        f"({slow.goodput_rps.mean:,.0f}–{fast.goodput_rps.mean:,.0f} req/s, Welch's t); by Little's law "
+        "(R = N/X − Z, mean response time) the faster one answers sooner on average at the same users, and this "
+        "p99 ranking is expected to follow the throughput's rather than compare latency at one offered rate. For "
+        "that: an open-loop rate ([load] rate, docs/load.md) or corebench capacity."
     )
 
 

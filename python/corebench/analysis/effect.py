@@ -54,6 +54,8 @@ from scipy import stats as st
 from corebench.analysis.anova import MARGIN
 from corebench.analysis.stats import ALPHA, p_is
 
+# exp of more than this overflows a float.
+LARGEST_LOG = 709.0
 # The power at which "could detect" is stated (Cohen 1988's convention).
 POWER = 0.8
 # An effect's classes, in the order verdicts count them.
@@ -144,7 +146,11 @@ class Effect:
         family's level; NaN untested."""
         if not self.tested:
             return math.nan
-        return math.expm1(detectable_shift(self.se, self.df, self.alpha)) if self.se > 0 else 0.0
+        if self.se == 0:
+            return 0.0
+        shift = detectable_shift(self.se, self.df, self.alpha)
+        # Two runs a side held to α/91: t on 1 df passes exp's range.
+        return math.inf if shift > LARGEST_LOG else math.expm1(shift)
 
     @property
     def significant(self) -> bool:

@@ -1,40 +1,20 @@
 """Each configuration factor's effect, level by level, at matched load and
-configuration: the family's comparisons counted by class, and one answer
-over them where they agree.
-
-The matched comparisons of a level against the first are each tested at
-the family's level, which with 3 runs a side and dozens of comparisons
-detects only large changes. Where they agree (Cochran's Q test of
-homogeneity not rejected), their log ratios are combined, each weighted by
-its precision, as strata of one effect (DerSimonian & Laird 1986, the same
-combination `analysis.sessions` uses across sessions), its interval by
-Hartung & Knapp (2001) on k − 1 degrees of freedom, so that a few strata
-whose variances come from 2 runs each do not claim a precision they do not
-have: one estimate with its interval, stated as an effect.
-Where they disagree, no single effect is given: the range is."""
+configuration: the family's comparisons counted by class, and their
+average (`analysis.pooled`) with its interval, where there are three or
+more."""
 
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as st
-
-from corebench.analysis.anova import MARGIN
-from corebench.analysis.effect import POWER, VERDICTS, Effect, bound, change_size, counted, effect, safe_exp
+from corebench.analysis.effect import POWER, VERDICTS, Effect, change_size, counted, effect
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
-from corebench.analysis.sessions import combine
-from corebench.analysis.stats import ALPHA
-
-# Strata combined into one effect only from this many: with two, the
-# Hartung–Knapp interval rests on 1 degree of freedom (t = 12.7) and says
-# less than either comparison; their own classes are given instead.
-MIN_STRATA = 3
+from corebench.analysis.pooled import pool, poolable, said
 
 
 @dataclass(frozen=True)
@@ -45,13 +25,28 @@ class Compared:
 
 
 def factor_effects(
-    points: list[PointStats], factors: dict[str, list[Any]], load: set[str], family: Family
+    points: list[PointStats], factors: dict[str, list[Any]], load: set[str], family: Family, lines: int = 0
 ) -> list[Finding]:
     """Each level of each configuration factor (cpus and load factors aside)
     against the factor's first level, at each combination of the other
-    factors (load included, so always at matched load)."""
+    factors (load included, so always at matched load); the averages held
+    over `lines` combined lines (0: these rows' own)."""
+    rows = factor_rows(points, factors, load, family)
+    lines = lines or combined(rows)
+    return [row(label, pairs, lines) for label, pairs in rows]
+
+
+def combined(rows: list[tuple[str, list[Compared]]]) -> int:
+    """How many of these rows give an average."""
+    return sum(poolable([c.gain for c in pairs]) for _, pairs in rows)
+
+
+def factor_rows(
+    points: list[PointStats], factors: dict[str, list[Any]], load: set[str], family: Family
+) -> list[tuple[str, list[Compared]]]:
+    """Each level against the factor's first, as its matched comparisons."""
     names = [n for n in points[0].levels if n != "cpus" and n not in load]
-    out = []
+    rows: list[tuple[str, list[Compared]]] = []
     for name in names:
         seen = list(dict.fromkeys(p.levels[name] for p in points))
         levels = [lv for lv in factors.get(name, []) if lv in seen] or seen
@@ -66,11 +61,14 @@ def factor_effects(
         for lv in levels[1:]:
             pairs = [Compared(base[k], b, family.get(base[k], b)) for k, b in by_level[lv].items() if k in base]
             if pairs:
-                out.append(row(f"{name}={lv} against {name}={levels[0]}", pairs))
-    return out
+                rows.append((f"{name}={lv} against {name}={levels[0]}", pairs))
+    return rows
 
 
-def row(label: str, compared: list[Compared]) -> Finding:
+def row(label: str, compared: list[Compared], lines: int = 1) -> Finding:
+    """One level against the first: throughput, then the target's and
+    each service's CPU per request, each combined over the comparisons
+    and held over the report's `lines` combined lines."""
     es = [c.gain for c in compared]
     ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
     median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
@@ -80,8 +78,8 @@ def row(label: str, compared: list[Compared]) -> Finding:
     services = sorted(
         {n for c in measured for p in (c.a, c.b) for r in p.measured if r.monitor for n in r.monitor.services}
     )
-    demand = _demand(demand_es, services) + "".join(_service_demands(measured, services))
-    together = pool(es)
+    demand = _demand(demand_es, services, lines) + "".join(_service_demands(measured, services, lines))
+    together = pool(es, lines)
     figures = tally(es)
     if demand_ratios := [e.ratio for e in demand_es if e.tested]:
         figures.append(Figure("median CPU per request ratio", statistics.median(demand_ratios), "ratio"))
@@ -99,7 +97,36 @@ def row(label: str, compared: list[Compared]) -> Finding:
         figures=tuple(figures),
         interval=interval,
         outcome=outcome,
-        caveats=caveats(limited_note([(c.a, c.b) for c in compared]), _transport_note(compared)),
+        caveats=caveats(
+            limited_note([(c.a, c.b) for c in compared]), _ceiling_note(compared), _transport_note(compared)
+        ),
+    )
+
+
+# Ceilings closer than this are one generator limit for both sides.
+CEILINGS_DIFFER = 0.05
+
+
+def _ceiling_note(compared: list[Compared]) -> str:
+    """Where both sides ran near the generator's ceiling and the ceilings
+    differ between them (calibrated per protocol and page: HTTP/2 costs the
+    generator less per request than HTTP/1.1), both figures are partly the
+    generator's: their ratio cannot be split between the generator and the
+    server (ANSWERS.md §4: no cause that was not measured)."""
+    both = [
+        (a, b)
+        for c in compared
+        if c.a.near_ceiling and c.b.near_ceiling
+        if (a := c.a.ceiling_rps()) and (b := c.b.ceiling_rps())
+    ]
+    differ = [(a, b) for a, b in both if abs(b / a - 1) >= CEILINGS_DIFFER]
+    if not differ:
+        return ""
+    a, b = differ[0]
+    return (
+        f" In {len(both)} of these comparisons both sides ran near the generator's ceiling, and its ceilings differ "
+        f"between the sides ({a:,.0f} against {b:,.0f} req/s, ×{b / a:.2f}, calibrated per protocol and page): "
+        "the measured ratio there cannot be split between the generator and the server."
     )
 
 
@@ -132,80 +159,22 @@ def could_see(es: list[Effect]) -> str:
 
 
 def limited_note(pairs: list[tuple[PointStats, PointStats]]) -> str:
-    """How many of these comparisons name a point that measured the generator or the machine."""
+    """How many of these comparisons name a point that measured the
+    generator or the machine; where both sides of every one did, the
+    comparison is of the generator's setups as much as of the server."""
     limited = sum(bool(a.limits() or b.limits()) for a, b in pairs)
     if not limited:
         return ""
+    if all(a.limits() and b.limits() for a, b in pairs):
+        return (
+            f" Caveat: in {'each' if len(pairs) > 1 else 'this'} comparison both sides' figures are partly the "
+            "generator's or the machine's (above): it compares the generator's setups as much as the server, and "
+            "a narrow interval says how repeatable that was, not what the server alone would do."
+        )
     return (
         f" Caveat: {'all' if limited == len(pairs) else limited} of these comparisons involve a point whose figures "
         "are partly the generator's or the machine's (above): an effect of the load generator as much as of the "
         "server."
-    )
-
-
-@dataclass(frozen=True)
-class Pooled:
-    """Matched comparisons as strata of one effect (the module's note):
-    the combined ratio and its interval, and Cochran's Q of their agreement."""
-
-    ratio: float
-    low: float
-    high: float
-    q: float
-    p_q: float
-    k: int  # the comparisons combined
-    spread: tuple[float, float]  # the lowest and highest of their ratios
-
-    @property
-    def agree(self) -> bool:
-        return self.p_q >= ALPHA
-
-    @property
-    def outcome(self) -> str:
-        """The combined effect's class, or "disagree" where Q rejects one effect."""
-        if not self.agree:
-            return "disagree"
-        bound = 1 + MARGIN
-        if self.low > 1 or self.high < 1:
-            return "higher" if self.low > 1 else "lower"
-        return "equivalent" if 1 / bound < self.low and self.high < bound else "inconclusive"
-
-    def interval(self) -> Interval | None:
-        if not self.agree:
-            return None
-        method = f"DerSimonian–Laird over {self.k} comparisons, Hartung–Knapp interval on {self.k - 1} df"
-        return Interval(self.ratio, self.low, self.high, "ratio", method=method)
-
-
-def pool(es: list[Effect]) -> Pooled | None:
-    """The comparisons that can be combined (tested, with a spread), as one effect."""
-    usable = [e for e in es if e.tested and e.se > 0]
-    if len(usable) < MIN_STRATA:
-        return None
-    c = combine([math.log(e.ratio) for e in usable], [e.se**2 for e in usable], [], knapp=True)
-    p_q = float(st.chi2.sf(c.q, len(usable) - 1))
-    ratios = [e.ratio for e in usable]
-    return Pooled(c.ratio, safe_exp(c.low), safe_exp(c.high), c.q, p_q, len(usable), (min(ratios), max(ratios)))
-
-
-def said(c: Pooled | None, what: str = "over them") -> str:
-    """The pooled effect as a clause of a verdict, "" where there is none."""
-    if c is None:
-        return ""
-    if not c.agree:
-        lo, hi = c.spread
-        return (
-            f"; the comparisons disagree (Cochran's Q = {c.q:.1f}, p ≈ {c.p_q:.2g}, approximate: each variance is "
-            f"from a few runs), from {_pct(lo - 1)} to "
-            f"{_pct(hi - 1)}: no one effect summarises them"
-        )
-    kind = f"within ±{MARGIN:.0%}" if c.outcome == "equivalent" else c.outcome
-    lo, hi = c.spread
-    return (
-        f"; combined {what} (Cochran's Q does not reject their agreement, p ≈ {c.p_q:.2g}, though with a few runs "
-        f"a stratum it has little power: they range from {_pct(lo - 1)} to {_pct(hi - 1)}; DerSimonian–Laird "
-        f"weights, Hartung–Knapp interval on {c.k - 1} df, truncated; one test per line, not adjusted): "
-        f"{_pct(c.ratio - 1)} (95% CI {bound(c.low - 1)} to {bound(c.high - 1)}), {kind}"
     )
 
 
@@ -221,7 +190,7 @@ def tally(es: list[Effect]) -> list[Figure]:
     return figures
 
 
-def _demand(es: list[Effect], services: list[str]) -> str:
+def _demand(es: list[Effect], services: list[str], lines: int) -> str:
     """The same level's effect on the target's CPU per request (service
     demand), where the monitor measured it: what a field report meant by
     one MPM using less CPU. The target's own processes only: a service
@@ -233,12 +202,12 @@ def _demand(es: list[Effect], services: list[str]) -> str:
         return ""
     apart = f", the target's own processes ({', '.join(services)} measured apart)" if services else ""
     return (
-        f" CPU per request (service demand{apart}): {counted(es)} of {len(es)}, median change "
-        f"{_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
+        f" CPU per request (service demand{apart}; each comparison unadjusted): {counted(es)} of {len(es)}, "
+        f"median change {_pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
     )
 
 
-def _service_demands(compared: list[Compared], services: list[str]) -> list[str]:
+def _service_demands(compared: list[Compared], services: list[str], lines: int) -> list[str]:
     """Each service's own CPU per request, the same level against the
     first, where its cgroup was measured in both: the second field report's
     question (did tuning the database cut its CPU?) asked of the database,
@@ -257,7 +226,7 @@ def _service_demands(compared: list[Compared], services: list[str]) -> list[str]
         if ratios:
             out.append(
                 f"{what}; each comparison unadjusted): {counted(es)} of {len(es)}, median change "
-                f"{_pct(statistics.median(ratios) - 1)}{said(pool(es))}."
+                f"{_pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
             )
         elif es:
             out.append(f"{what}): {counted(es)} of {len(es)}.")

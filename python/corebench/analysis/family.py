@@ -9,8 +9,8 @@ So each such pair is an `Effect` here, held to α over the number of pairs
 (Bonferroni, with simultaneous intervals: `analysis.effect`): every line
 that names a pair says what this family says of it, and the chance of any
 false "higher" or "lower" among the family's pairwise verdicts stays at α.
-Lines that combine several pairs into one effect (`factor_effects.pool`)
-are one test each, not adjusted, and say so.
+Lines that average several pairs (`pooled.pool`) are one test each,
+held together by Bonferroni over every such line of the report.
 
 Hsu's multiple comparisons with the best (`stats.mcb`) pools the variance
 of every configuration; runs whose generator shared the target's cores

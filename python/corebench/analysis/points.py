@@ -3,6 +3,7 @@ repetitions (warm-ups and failed runs left out), and how its monitor saw it."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -141,6 +142,12 @@ class PointStats:
     def results(self) -> list[LoadResult]:
         """The measured runs' results, in run order."""
         return [r.result for r in self.measured if r.result is not None]
+
+    def ceiling_rps(self) -> float | None:
+        """The generator's calibrated ceiling its measured runs ran under
+        (for their protocol, load model and page), the median over them."""
+        found = [r.layout.generator_ceiling_rps for r in self.measured if r.layout and r.layout.generator_ceiling_rps]
+        return float(statistics.median(found)) if found else None
 
 
 def _mean(values: list[float]) -> float | None:

@@ -10,10 +10,11 @@ import statistics
 from dataclasses import dataclass
 
 from corebench.analysis.effect import Effect, counted, effect
-from corebench.analysis.factor_effects import could_see, limited_note, pool, said, tally
+from corebench.analysis.factor_effects import could_see, limited_note, tally
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
+from corebench.analysis.pooled import pool, poolable, said
 
 # Beyond this many matched groups a step is summarised in one line.
 DETAIL_GROUPS = 4
@@ -33,13 +34,40 @@ class Step:
         return self.hi / self.lo
 
 
-def core_steps(points: list[PointStats], family: Family) -> list[Finding]:
+def core_steps(points: list[PointStats], family: Family, lines: int = 0) -> list[Finding]:
     """Each step from one CPU level to the next, for each combination of the
     other factors: never a CPU level's best point against another's, which
     would compare load levels. Each step is the family's comparison of its
-    two points (`analysis.family`), held to the family's level."""
+    two points (`analysis.family`), held to the family's level; a
+    summary's average is held over `lines` combined lines (0: its own)."""
+    groups, by_pair = _steps(points, family)
+    lines = lines or combined(by_pair)
+    out = []
+    for these in by_pair:
+        if len(these) <= DETAIL_GROUPS:
+            out += [_detail(s) for s in these]
+        else:
+            out.append(_summary(these, lines))
+            out += [Finding("verdict", line, subject=_subject(s)) for s in these if (line := _superlinear(s).strip())]
+    for by_cpus in groups.values():
+        levels = sorted(by_cpus)
+        out += [Finding("verdict", line) for line in _odd_demand([by_cpus[c] for c in levels], levels)]
+    return out
+
+
+def combined(by_pair: list[list[Step]]) -> int:
+    """How many steps are summarised with an average."""
+    return sum(len(these) > DETAIL_GROUPS and poolable([s.gain for s in these]) for these in by_pair)
+
+
+def step_groups(points: list[PointStats], family: Family) -> list[list[Step]]:
+    """The steps, one list per pair of CPU levels."""
+    return _steps(points, family)[1]
+
+
+def _steps(points: list[PointStats], family: Family) -> tuple[dict[str, dict[float, PointStats]], list[list[Step]]]:
     if not points or not all("cpus" in p.levels for p in points):
-        return []
+        return {}, []
     groups: dict[str, dict[float, PointStats]] = {}
     for p in points:
         rest = {k: v for k, v in p.levels.items() if k != "cpus"}
@@ -51,19 +79,8 @@ def core_steps(points: list[PointStats], family: Family) -> list[Finding]:
         for lo, hi in zip(levels, levels[1:], strict=False):
             a, b = by_cpus[lo], by_cpus[hi]
             steps.append(Step(lo, hi, a, b, at, family.get(a, b)))
-    out = []
     pairs = list(dict.fromkeys((s.lo, s.hi) for s in steps))
-    for lo, hi in pairs:
-        these = [s for s in steps if (s.lo, s.hi) == (lo, hi)]
-        if len(these) <= DETAIL_GROUPS:
-            out += [_detail(s) for s in these]
-        else:
-            out.append(_summary(these))
-            out += [Finding("verdict", line, subject=_subject(s)) for s in these if (line := _superlinear(s).strip())]
-    for by_cpus in groups.values():
-        levels = sorted(by_cpus)
-        out += [Finding("verdict", line) for line in _odd_demand([by_cpus[c] for c in levels], levels)]
-    return out
+    return groups, [[s for s in steps if (s.lo, s.hi) == pair] for pair in pairs]
 
 
 def _subject(s: Step) -> str:
@@ -100,19 +117,19 @@ def _detail(s: Step) -> Finding:
     )
 
 
-def _summary(steps: list[Step]) -> Finding:
+def _summary(steps: list[Step], lines: int) -> Finding:
     lo, hi = steps[0].lo, steps[0].hi
     gains = [s.gain for s in steps]
     ratios = [_mean_ratio(s) for s in steps if not math.isnan(_mean_ratio(s))]
     median = f"median change {(statistics.median(ratios) - 1) * 100:+.1f}%; ".replace("-", "−") if ratios else ""
-    together = pool(gains)
+    together = pool(gains, lines)
     figures = [*tally(gains), Figure("ideal ratio", hi / lo, "ratio")]
     return Finding(
         "verdict",
         f"From {lo:g} to {hi:g} CPUs, at each of {len(steps)} matched combinations of the other factors: throughput "
         f"{counted(gains)} ({median}ideal scaling +{(hi / lo - 1) * 100:.0f}%){said(together)}."
         + could_see(gains)
-        + _summary_demand(steps),
+        + _summary_demand(steps, lines),
         subject=f"cpus={hi:g} against cpus={lo:g}",
         figures=tuple(figures),
         interval=together.interval() if together else None,
@@ -121,7 +138,7 @@ def _summary(steps: list[Step]) -> Finding:
     )
 
 
-def _summary_demand(steps: list[Step]) -> str:
+def _summary_demand(steps: list[Step], lines: int) -> str:
     """The steps' effect on the target's CPU per request, combined as the
     throughput's is, where the monitor measured it at both levels."""
     es = [effect(s.a.demand_ms, s.b.demand_ms) for s in steps if len(s.a.demand_ms) >= 2 and len(s.b.demand_ms) >= 2]
@@ -129,7 +146,10 @@ def _summary_demand(steps: list[Step]) -> str:
     if not ratios:
         return ""
     median = f"{(statistics.median(ratios) - 1) * 100:+.1f}%".replace("-", "−")
-    return f" CPU per request (service demand): {counted(es)}, median change {median}{said(pool(es))}."
+    return (
+        f" CPU per request (service demand; each comparison unadjusted): {counted(es)}, median change {median}"
+        f"{said(pool(es, lines))}."
+    )
 
 
 def _superlinear(s: Step) -> str:

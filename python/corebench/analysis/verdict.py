@@ -3,47 +3,21 @@
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from corebench.analysis.best import best_at_matched_load
-from corebench.analysis.factor_effects import factor_effects
+from corebench.analysis.factor_effects import combined as rows_combined
+from corebench.analysis.factor_effects import factor_effects, factor_rows
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats, said
 from corebench.analysis.lines import short_lines
 from corebench.analysis.load import at_matched_load, load_factors, split, where
 from corebench.analysis.points import FAILING_SHARE, PointStats
 from corebench.analysis.sessions import replication, sessions
-from corebench.analysis.steps import caveat, core_steps
+from corebench.analysis.slo import Slo, shown_meeting, slo_verdicts
+from corebench.analysis.steps import caveat, core_steps, step_groups
+from corebench.analysis.steps import combined as steps_combined
 from corebench.system import clock
-
-_SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
-_SCALE_US = {"us": 1, "ms": 1000, "s": 1_000_000}
-
-
-@dataclass(frozen=True)
-class Slo:
-    percentile: float
-    limit_us: float
-    inclusive: bool = False  # <= rather than <
-
-    def __str__(self) -> str:
-        return f"p{self.percentile:g} {'≤' if self.inclusive else '<'} {self.limit_us / 1000:g} ms"
-
-    def met(self, value_us: float) -> bool:
-        return value_us <= self.limit_us if self.inclusive else value_us < self.limit_us
-
-
-def parse_slo(text: str) -> Slo:
-    m = _SLO.match(text)
-    if not m or float(m.group(1)) not in (50.0, 99.0):
-        raise ValueError(f"{text!r} is not a latency target: write p99<=200ms or p50<20ms (p50 or p99)")
-    return Slo(float(m.group(1)), float(m.group(3)) * _SCALE_US[m.group(4)], m.group(2) == "<=")
-
-
-def _tail(p: PointStats, percentile: float) -> float:
-    return (p.p99_us if percentile == 99.0 else p.p50_us).geomean
 
 
 def cost_per_million(p: PointStats, price_per_hour: float) -> float:
@@ -111,7 +85,10 @@ def compare(
             )
             out.append(Finding("verdict", f"Comparisons: {family.method()}.{apart}"))
         if rated:
-            out += core_steps(rated, family) + factor_effects(rated, factors or {}, load, family)
+            # Every average of a report is held together: the steps' and the factors'.
+            rows = factor_rows(rated, factors or {}, load, family)
+            lines = steps_combined(step_groups(rated, family)) + rows_combined(rows)
+            out += core_steps(rated, family, lines) + factor_effects(rated, factors or {}, load, family, lines)
         out += best_at_matched_load(ok, load, failing, family)
         if slo is not None:
             out += slo_verdicts(ok, slo, load)
@@ -241,59 +218,6 @@ def _clock(points: list[PointStats]) -> list[str]:
     ]
 
 
-def slo_verdicts(points: list[PointStats], slo: Slo, load: set[str]) -> list[Finding]:
-    """At each load level, which configurations meet the latency objective
-    (the geometric mean over runs of the percentile it names, the tables'
-    figure),
-    how many of their runs did, and by what margin; prices are not needed."""
-    out = []
-    for at, ps in at_matched_load(points, load):
-        met: list[str] = []
-        missed: list[str] = []
-        figures = []
-        for p in sorted(ps, key=lambda p: _tail(p, slo.percentile)):
-            value = _tail(p, slo.percentile)
-            name = split(p, load)[1] or "the target"
-            margin = (1 - value / slo.limit_us) * 100
-            runs = _runs_meeting(p, slo)
-            stalled = p.stalled()
-            waited = (
-                f"; its slowest response took {stalled[0]:.2f} s of a {stalled[1]:.2f} s run: requests waited "
-                f"most of a run, which the p{slo.percentile:g} does not show"
-                if stalled is not None
-                else ""
-            )
-            (met if slo.met(value) else missed).append(
-                f"{name} ({value / 1000:.2f} ms, {abs(margin):.0f}% {'below' if margin >= 0 else 'above'} the "
-                f"bound; {runs}{waited})"
-            )
-            figures.append(Figure(name, value / 1000, "ms"))
-        where = f" at {at}" if at else ""
-        out.append(
-            Finding(
-                "verdict",
-                f"{slo}{where}, by the geometric mean of each point's runs: "
-                + (f"met by {', '.join(met)}" if met else "met by no configuration")
-                + (f"; missed by {', '.join(missed)}" if missed else "")
-                + ".",
-                subject=f"{slo}{where}",
-                figures=tuple(figures),
-                outcome="met by none" if not met else "met by some" if missed else "met by all",
-                caveats=caveats(caveat(ps, latency=True)),
-            )
-        )
-    return out
-
-
-def _runs_meeting(p: PointStats, slo: Slo) -> str:
-    """How many of a point's runs met the objective on their own: a
-    geometric mean that meets it from 2 of 3 runs is not a run that always
-    does."""
-    values = [r.p99_us if slo.percentile == 99.0 else r.p50_us for r in p.measured]
-    known = [v for v in values if v is not None]
-    return f"{sum(slo.met(float(v)) for v in known)} of {len(known)} runs met it"
-
-
 def _costs(
     points: list[PointStats], prices: dict[str, dict[str, float]], slo: Slo | None, load: set[str], family: Family
 ) -> list[Finding]:
@@ -329,14 +253,16 @@ def _costs(
             )
         )
         if slo is not None:
-            meeting = [(p, c) for p, c in priced if slo.met(_tail(p, slo.percentile))]
+            ok = set(map(id, shown_meeting([p for p, _ in priced], slo)))
+            meeting = [(p, c) for p, c in priced if id(p) in ok]
             if meeting:
                 p, c = min(meeting, key=lambda pc: cost_per_million(*pc))
                 out.append(
                     Finding(
                         "verdict",
-                        f"{here}, lowest cost meeting {slo}: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} "
-                        "per million requests (by mean throughput; the line above says whether it is shown cheaper).",
+                        f"{here}, lowest cost shown to meet {slo} (its one-sided 95% bound within it): "
+                        f"{split(p, load)[1]} at ${cost_per_million(p, c):.4g} per million requests (by mean "
+                        "throughput; the line above says whether it is shown cheaper).",
                         subject=f"lowest cost meeting {slo} {here.lower()}: {split(p, load)[1]}",
                         figures=(Figure(split(p, load)[1], cost_per_million(p, c), "$ per million requests"),),
                         outcome="met",
@@ -347,7 +273,7 @@ def _costs(
                 out.append(
                     Finding(
                         "verdict",
-                        f"{here}, no configuration meets {slo}.",
+                        f"{here}, no configuration is shown to meet {slo} (its one-sided 95% bound within it).",
                         subject=f"{slo} {here.lower()}",
                         outcome="missed",
                     )

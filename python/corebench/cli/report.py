@@ -15,7 +15,7 @@ from corebench.cli.common import write
 from corebench.errors import UsageError
 
 if TYPE_CHECKING:
-    from corebench.analysis.verdict import Slo
+    from corebench.analysis.slo import Slo
 
 EXPERIMENT = typer.Option(None, "--experiment", "-e", help="Experiment id in the store (default: the latest).")
 
@@ -23,7 +23,7 @@ EXPERIMENT = typer.Option(None, "--experiment", "-e", help="Experiment id in the
 def _slo(text: str | None) -> Slo | None:
     if text is None:
         return None
-    from corebench.analysis.verdict import parse_slo
+    from corebench.analysis.slo import parse_slo
 
     try:
         return parse_slo(text)

@@ -10,7 +10,7 @@ from corebench.analysis.analyse import RESPONSES as RESPONSES  # re-exported: th
 from corebench.analysis.analyse import analyse, read
 from corebench.analysis.findings import Findings
 from corebench.analysis.findings import ScalingFit as ScalingFit  # re-exported for the charts
-from corebench.analysis.verdict import Slo
+from corebench.analysis.slo import Slo
 from corebench.result import AgentSummary
 from corebench.store import HostFacts, PlanRecord, StoredRun
 

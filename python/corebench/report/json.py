@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pydantic import TypeAdapter
 
 from corebench.analysis.capacity import CapacityRow
+from corebench.analysis.diagnose import Diagnosis
 from corebench.analysis.finding import Finding
 from corebench.analysis.findings import KINDS
 from corebench.analysis.points import PointStats
@@ -37,6 +38,9 @@ class PointRow:
     failed_share: float
     failing: bool
     limits: tuple[str, ...]  # why its figures are partly the generator's or the machine's
+    # What limited it (analysis.diagnose): failing, generator-limited, CPU-bound, waiting, mixed, ...
+    diagnosis: str
+    diagnosis_evidence: str
     clock_mhz: float | None = None  # the target's CPUs' clock, measured during the runs (system.clock)
     clock_off_runs: int = 0  # runs more than 5% from the median clock of the point's runs
 
@@ -68,7 +72,7 @@ class Json:
             runs_planned=d.experiment.runs_planned,
             kinds=KINDS,
             findings=d.said,
-            points=[_point(p) for p in d.points],
+            points=[_point(p, dg) for p, dg in zip(d.points, d.diagnoses, strict=True)],
             capacity=d.capacity,
         )
         # NaN and infinities (an untested effect, an interval open to one
@@ -76,7 +80,7 @@ class Json:
         return TypeAdapter(Document).dump_json(doc, indent=2).decode() + "\n"
 
 
-def _point(p: PointStats) -> PointRow:
+def _point(p: PointStats, dg: Diagnosis) -> PointRow:
     t = p.goodput_rps
     ci = (t.ci_low, t.ci_high) if t.n >= 2 else None
     return PointRow(
@@ -92,6 +96,8 @@ def _point(p: PointStats) -> PointRow:
         failed_share=p.error_share,
         failing=p.failing,
         limits=tuple(p.limits()),
+        diagnosis=dg.kind,
+        diagnosis_evidence=dg.evidence,
         clock_mhz=p.clock_mhz,
         clock_off_runs=p.clock_off_runs,
     )
