@@ -9,7 +9,10 @@ time is the simulated seconds of load (probe and steps; draining after a
 missed step is not simulated and costs both rules alike). The error is the
 answer's ("sustains", the highest rate whose steps met) against theory,
 and the interpolated limit's (analysis.capacity), mean ± sd over the
-searches. "seeded" is a later round's search (runner.capacity.seeded):
+searches. "old fixed" and "old ramp" are the search as it started before
+(half the probe's rate, doubling and halving), with fixed and with
+sequential steps: the issue's starting point, and the start's share of
+the saving. "seeded" is a later round's search (runner.capacity.seeded):
 started from the sequential search's answer with the same seed, on a queue
 of its own seed, its time and error beside the unseeded ones; then, over
 --pairs pairs of rounds, whether seeding ties a round's answer to the one
@@ -72,9 +75,63 @@ def simulated(searches: int) -> None:
                 tally.add(capacity.search(base, settings, q), q)
             medians[rule] = tally.print(arrivals, rule)
         medians["seeded"] = _seeded(base, arrivals, truth, searches)
+        medians["old fixed"] = _old_ramp(base, arrivals, truth, searches, sequential=False)
+        medians["old ramp"] = _old_ramp(base, arrivals, truth, searches, sequential=True)
         print(f"{arrivals:<9} sequential/fixed median time: {medians['sequential'] / medians['fixed']:.2f}")
+        print(f"{arrivals:<9} sequential/old ramp median time: {medians['sequential'] / medians['old ramp']:.2f}")
+        print(f"{arrivals:<9} sequential/old fixed median time: {medians['sequential'] / medians['old fixed']:.2f}")
         print(f"{arrivals:<9} seeded/fixed median time: {medians['seeded'] / medians['fixed']:.2f}")
         print(f"{arrivals:<9} seeded/sequential median time: {medians['seeded'] / medians['sequential']:.2f}")
+
+
+def _old_ramp(base: LoadConfig, arrivals: str, truth: float, searches: int, sequential: bool) -> float:
+    """The first search as it started before 29 Nov's afternoon: at half the
+    probe's rate, doubling and halving; with fixed steps ("old fixed", the
+    issue's starting point) or sequential ones ("old ramp")."""
+    saved = capacity.PROBED_START, capacity.FINE_GROWTH
+    capacity.PROBED_START, capacity.FINE_GROWTH = 0.5, 2.0
+    try:
+        settings = SearchSettings(slo=SLO, arrivals=arrivals, sequential=sequential)
+        tally = _Tally(truth)
+        for seed in range(searches):
+            q = QueueRunner(MU, seed)
+            tally.add(capacity.search(base, settings, q), q)
+        return tally.print(arrivals, "old ramp" if sequential else "old fixed")
+    finally:
+        capacity.PROBED_START, capacity.FINE_GROWTH = saved
+
+
+OBJECTIVES = (("p99<=30ms", 99, 0.03), ("p99<=50ms", 99, 0.05), (SLO, 99, 0.1), ("p99<=500ms", 99, 0.5))
+
+
+def objectives(searches: int) -> None:
+    """The new start against the old over objectives whose limits lie at
+    0.23-0.95 of the probe's rate: where the start helps and where not."""
+    print(f"\n# first searches (sequential steps), Poisson, {searches} per objective: old ramp against new start")
+    print(f"{'objective':<11} {'limit':>12} {'old s':>6} {'new s':>6} {'new/old':>7} {'new error':>15}")
+    base = LoadConfig(url="http://127.0.0.1:1/queue", concurrency=512, keep_alive=True)
+    for slo, percentile, bound_s in OBJECTIVES:
+        truth = limit_rps(MU, percentile, bound_s, "poisson")
+        times = {}
+        errs: list[float] = []
+        for name, start, fine in (("old", 0.5, 2.0), ("new", capacity.PROBED_START, capacity.FINE_GROWTH)):
+            saved = capacity.PROBED_START, capacity.FINE_GROWTH
+            capacity.PROBED_START, capacity.FINE_GROWTH = start, fine
+            try:
+                clock = []
+                for seed in range(searches):
+                    q = QueueRunner(MU, seed)
+                    found = capacity.search(base, SearchSettings(slo=slo), q)
+                    clock.append(q.clock_s)
+                    if name == "new" and found.rate_rps is not None:
+                        errs.append((found.rate_rps / truth - 1) * 100)
+                times[name] = statistics.median(clock)
+            finally:
+                capacity.PROBED_START, capacity.FINE_GROWTH = saved
+        print(
+            f"{slo:<11} {truth:6.1f} ({truth / MU:.2f}μ) {times['old']:6.0f} {times['new']:6.0f} "
+            f"{times['new'] / times['old']:7.2f} {_pct(errs):>15}"
+        )
 
 
 def rounds(pairs: int) -> None:
@@ -92,7 +149,7 @@ def rounds(pairs: int) -> None:
             a = capacity.search(base, settings, QueueRunner(MU, seed)).rate_rps
             b = capacity.search(base, settings, QueueRunner(MU, seed + 100_000)).rate_rps
             later = capacity.seeded(settings, a, random.Random(seed)) if a is not None else settings
-            c = capacity.search(base, later, QueueRunner(MU, seed + 100_000)).rate_rps
+            c = capacity.search(base, later, QueueRunner(MU, seed + 100_000), near_rps=a).rate_rps
             if a is not None and b is not None and c is not None:
                 first.append(a)
                 fresh.append(b)
@@ -114,7 +171,7 @@ def _seeded(base: LoadConfig, arrivals: str, truth: float, searches: int) -> flo
             continue
         q = QueueRunner(MU, seed + 100_000)
         later = capacity.seeded(settings, first.rate_rps, random.Random(seed))
-        tally.add(capacity.search(base, later, q), q)
+        tally.add(capacity.search(base, later, q, near_rps=first.rate_rps), q)
     return tally.print(arrivals, "seeded")
 
 
@@ -178,7 +235,9 @@ def main() -> None:
     a = ap.parse_args()
     if not a.no_sim:
         simulated(a.searches)
-        rounds(a.pairs)
+        if a.pairs >= 2:  # a correlation needs two pairs
+            rounds(a.pairs)
+        objectives(a.searches)
     for mu in (a.real or [MU]) if a.real is not None else []:
         real(mu)
 

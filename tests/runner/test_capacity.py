@@ -112,3 +112,24 @@ def test_a_later_round_starts_below_the_earlier_answer_on_a_random_grid():
     rates = drive(slower, lambda r: r <= 300)
     assert rates[:3] == [900, 450, 225] and rates[3] == pytest.approx(math.sqrt(225 * 450)), "then bisection"
     assert slower.lo is not None and slower.hi is not None and slower.lo <= 300 < slower.hi
+
+
+def test_a_probed_search_ramps_finely_near_the_probe_and_doubles_past_it():
+    from corebench.runner.capacity import FINE_GROWTH, PROBED_START
+
+    s = SearchSettings(slo="p99<=20ms", precision=0.02)
+    # The limit at 0.77 of the probe's rate (M/M/1, mu = 200/s, p99 <= 100 ms):
+    # one meeting step, one miss, and a first bracket of 1.25, not 2.
+    b = Bracket(s, start_rps=200 * PROBED_START, near_rps=200)
+    rates = drive(b, lambda r: r <= 154)
+    assert rates[:2] == [150, 150 * FINE_GROWTH]
+    assert b.lo is not None and b.hi is not None and b.lo <= 154 < b.hi and b.hi / b.lo <= 1.02 / 0.98
+    # A probe far below the server (8 connections on a latency-bound one):
+    # finely to a FINE_GROWTH past the probe's rate, then doubling.
+    fast = Bracket(s, start_rps=75, near_rps=100)
+    up = drive(fast, lambda r: r <= 5_000)
+    assert up[:6] == pytest.approx([75, 93.75, 117.1875, 146.484375, 292.96875, 585.9375])
+    # A limit below the start: down finely to half the probe's rate, then by halves.
+    slow = Bracket(s, start_rps=75, near_rps=100)
+    down = drive(slow, lambda r: r <= 10)
+    assert down[:5] == pytest.approx([75, 60, 48, 24, 12])

@@ -49,7 +49,7 @@ def capacity(
         help=f"Stop when the limit is bracketed within ± this share (default {_default('precision'):.0%}).",
     ),
     start_rate: float | None = typer.Option(
-        None, "--start-rate", help="The first rate (req/s); default: half what a short closed-loop probe reaches."
+        None, "--start-rate", help="The first rate (req/s); default: 3/4 of what a short closed-loop probe reaches."
     ),
     min_rate: float | None = typer.Option(
         None, "--min-rate", help=f"The lowest rate tried (req/s, default {_default('min_rps'):g})."

@@ -102,7 +102,7 @@ class SearchSettings(BaseModel):
     # The answer's bracket: its midpoint ± this share of the rate.
     precision: float = Field(0.02, gt=0, lt=0.5)
     arrivals: Literal["poisson", "uniform"] = "poisson"
-    # The first rate; None: half what a short closed-loop probe reaches.
+    # The first rate; None: 3/4 of what a short closed-loop probe reaches.
     start_rps: float | None = Field(None, gt=0, alias="start_rate")
     min_rps: float = Field(1.0, gt=0, alias="min_rate")
     max_rps: float = Field(1_000_000.0, gt=0, alias="max_rate")

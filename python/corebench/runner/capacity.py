@@ -7,7 +7,9 @@ each step is long enough for the percentile it judges, arrivals are a
 Poisson process by default, latency counts from each request's intended
 send time (no coordinated omission), and the answer comes with the bracket
 it was found in. The search is a geometric ramp that brackets the limit
-(doubling until a step misses, or halving until one meets), then bisection
+(from three quarters of a short probe's rate, by FINE_GROWTH near that
+rate and doubling past it, or down by the same steps until one meets),
+then bisection
 on the geometric mean until the bracket is within the precision, then a
 repeat of both ends of the bracket: a rate's verdict is the majority of
 its steps, a tie measured once more. Between a missed step and the next, the
@@ -39,10 +41,22 @@ UNSENT_SHARE = 0.01
 RAMP_DOWN_STEPS = 6
 # A search that starts from an earlier round's answer (`seeded`): its start
 # is drawn uniformly from this share of that answer up to the answer, and
-# it ramps up by SEEDED_GROWTH rather than doubling (down, it still halves:
-# an answer the server no longer sustains is left in few steps).
+# it ramps by FINE_GROWTH near that answer, as a probed search does near
+# the probe's rate (halving below half of it: an answer the server no
+# longer sustains is left in few steps).
 SEEDED_LOW = 0.85
-SEEDED_GROWTH = 1.25
+# The ramp's factor where the limit is expected: near an earlier answer,
+# or near the probe's closed-loop rate, which a latency objective usually
+# holds to 0.5-0.95 of (an M/M/1 queue with p99 <= 100 ms: 0.77 at
+# mu = 200/s, 0.95 at 1,000/s). A first bracket of 1.25 rather than 2 saves
+# bisections, each a full-length step near the limit.
+FINE_GROWTH = 1.25
+SEEDED_GROWTH = FINE_GROWTH
+# An unseeded search starts at this share of the probe's rate: below most
+# limits, so its first step usually meets, at a rate high enough that the
+# step (long enough for its percentile's samples, so longer the lower
+# the rate) is short.
+PROBED_START = 0.75
 
 
 @dataclass
@@ -58,6 +72,10 @@ class Bracket:
     settings: SearchSettings
     start_rps: float
     runs: dict[float, list[bool]] = field(default_factory=dict)
+    # The probe's rate: near it the ramp goes by FINE_GROWTH (up to a
+    # FINE_GROWTH past it, down to half of it), beyond by the settings'
+    # growth, so a probe that misjudged the server costs few extra steps.
+    near_rps: float | None = None
 
     def record(self, rate_rps: float, meets: bool) -> None:
         self.runs.setdefault(rate_rps, []).append(meets)
@@ -105,15 +123,24 @@ class Bracket:
         lo, hi = self.lo, self.hi
         if hi is None:
             assert lo is not None
-            return None if lo >= s.max_rps else min(lo * s.growth, s.max_rps)
+            return None if lo >= s.max_rps else min(lo * self._up(lo), s.max_rps)
         if lo is None:
-            # Down by halves whatever the growth: a seeded search that
-            # misses at its start reaches the floor in RAMP_DOWN_STEPS.
-            return None if hi <= self.floor_rps else max(hi / 2, self.floor_rps)
+            # By FINE_GROWTH down to half the expected rate, by halves
+            # below it whatever the growth: a server that no longer
+            # sustains an earlier answer reaches the floor in a few steps.
+            return None if hi <= self.floor_rps else max(hi / self._down(hi), self.floor_rps)
         if self.converged():
             # Both ends of the answer's bracket are measured twice.
             return next((r for r in (lo, hi) if len(self.runs[r]) < 2), None)
         return math.sqrt(lo * hi)
+
+    def _up(self, lo_rps: float) -> float:
+        near = self.near_rps
+        return FINE_GROWTH if near is not None and lo_rps < near * FINE_GROWTH else self.settings.growth
+
+    def _down(self, hi_rps: float) -> float:
+        near = self.near_rps
+        return FINE_GROWTH if near is not None and hi_rps > near / 2 else 2.0
 
 
 def seeded(settings: SearchSettings, previous_rps: float, rng: random.Random) -> SearchSettings:
@@ -128,7 +155,10 @@ def seeded(settings: SearchSettings, previous_rps: float, rng: random.Random) ->
     rounds. Each step is still measured and judged whole; an earlier answer
     the server no longer sustains is ramped down from, as far as an
     unseeded search goes (RAMP_DOWN_STEPS halvings). A plan's own
-    start_rate is kept."""
+    start_rate is kept. The search is given the earlier answer as its
+    `near_rps`, so it ramps down by FINE_GROWTH to half of it: a start
+    near the limit misses by noise as often as not, and a halving would
+    then measure a long step far below it."""
     if settings.start_rps is not None:
         return settings
     start = previous_rps * rng.uniform(SEEDED_LOW, 1.0)
@@ -171,11 +201,19 @@ class _Progress:
     results: list[LoadResult] = field(default_factory=list)
 
 
-def search(base: LoadConfig, settings: SearchSettings, run: Runner, on_step: OnStep | None = None) -> Capacity:
+def search(
+    base: LoadConfig,
+    settings: SearchSettings,
+    run: Runner,
+    on_step: OnStep | None = None,
+    near_rps: float | None = None,
+) -> Capacity:
     """Measures `base` (a load of the target's URL) at rates chosen by the
-    search until the limit is bracketed within the precision. A signal
-    ends it with outcome "interrupted" and the steps measured whole."""
-    done = _Progress(time.monotonic(), Bracket(settings, 0.0))
+    search until the limit is bracketed within the precision. `near_rps`:
+    where the limit is expected (an earlier round's answer, `seeded`); else
+    the probe's rate, when the search probes. A signal ends it with outcome
+    "interrupted" and the steps measured whole."""
+    done = _Progress(time.monotonic(), Bracket(settings, 0.0, near_rps=near_rps))
     try:
         return _search(base, settings, _whole(run), on_step, done)
     except (_Cut, KeyboardInterrupt):
@@ -199,7 +237,8 @@ def _search(
                 settings, began, "dead", [], probe_rps=0.0, failures=f"{probe.requests:,} sent; {probe.failures()}"
             )
         probe_rps = probe.successes / max(probe.duration_s, 1e-9)
-        start = probe_rps / 2
+        start = probe_rps * PROBED_START
+        bracket.near_rps = probe_rps
     bracket.start_rps = start
     while len(steps) < settings.max_steps and (rate := bracket.next_rate()) is not None:
         step, result = _measure(base, objective, settings, rate, run)

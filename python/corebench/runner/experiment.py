@@ -205,7 +205,10 @@ class ExperimentRun:
         previous = self._answers().get(key) if settings.from_previous else None
         seed = f"{self.exp.plan.experiment.seed}:{key}:{self.session}:{run.round}:{run.repetition}"
         mine = capacity.seeded(settings, previous, random.Random(seed)) if previous else settings
-        found = capacity.search(cfg, mine, lambda c, live=None: self.backend.run(c, self.show.tick, live))
+        near = previous if mine is not settings else None
+        found = capacity.search(
+            cfg, mine, lambda c, live=None: self.backend.run(c, self.show.tick, live), near_rps=near
+        )
         if mine is not settings:
             found = found.model_copy(update={"seeded_from_rps": previous, "start_rps": mine.start_rps})
         if found.rate_rps is not None and found.outcome == "found":
