@@ -135,3 +135,37 @@ def test_blocks_that_differ_beyond_their_noise_are_named():
 
 def replace_family(e, size):
     return e.in_family(size)
+
+
+def test_every_average_of_a_report_counts_in_its_family():
+    # Three blocks of mpm against prefork, each with the target's CPU per
+    # request measured: two averages (throughput, CPU per request), so
+    # each is held to α/2.
+    from dataclasses import replace
+
+    from corebench.analysis.factor_effects import combined, factor_rows
+    from corebench.analysis.family import Family
+    from tests.analysis.test_multiplicity import runs
+
+    ps = []
+    for c, base in ((1, 900.0), (2, 1700.0), (4, 3000.0)):
+        for m, x in (("prefork", base), ("worker", base * 1.1)):
+            p = runs({"cpus": c, "mpm": m}, [x * 0.98, x, x * 1.02], [5.0, 5.2, 4.8])
+            ps.append(replace(p, demand_ms=[1.0 * (m == "worker") + 1.0, 1.02, 0.98]))
+    factors = {"cpus": [1, 2, 4], "mpm": ["prefork", "worker"]}
+    rows = factor_rows(ps, factors, set(), Family(ps, set()))
+    assert combined(rows) == 2
+    from corebench.analysis.verdict import verdicts
+
+    (line,) = [v for v in verdicts(ps, factors=factors) if v.startswith("mpm=")]
+    assert line.count("simultaneous over 2 combined lines (Bonferroni)") == 2, line
+
+
+def test_an_average_against_the_one_comparison_shown_says_no_single_one_shows_it():
+    # One comparison shown higher, the others at −20%: the average is lower,
+    # and no comparison is shown lower.
+    es = [e.in_family(9) for e in comparisons([1.3], se=0.02) + comparisons([0.8] * 8, se=0.12)]
+    assert [e.verdict for e in es][:2] == ["higher", "inconclusive"]
+    c = pool(es)
+    assert c is not None and c.kind == "lower" and not c.both_ways
+    assert "though no single comparison shows it" in said(c), said(c)

@@ -37,8 +37,31 @@ def factor_effects(
 
 
 def combined(rows: list[tuple[str, list[Compared]]]) -> int:
-    """How many of these rows give an average."""
-    return sum(poolable([c.gain for c in pairs]) for _, pairs in rows)
+    """How many averages these rows give: throughput, the target's CPU per
+    request and each service's, each one line of the report's family."""
+    count = 0
+    for _, pairs in rows:
+        demand, services = demand_effects(pairs)
+        count += sum(poolable(es) for es in ([c.gain for c in pairs], demand, *services.values()))
+    return count
+
+
+def demand_effects(compared: list[Compared]) -> tuple[list[Effect], dict[str, list[Effect]]]:
+    """The comparisons' effects on the target's CPU per request, and on
+    each service's (a cgroup of its own), where each side has 2 runs."""
+    measured = [c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2]
+    names = sorted(
+        {n for c in measured for p in (c.a, c.b) for r in p.measured if r.monitor for n in r.monitor.services}
+    )
+    services = {
+        name: [
+            effect(c.a.service_demand_ms[name], c.b.service_demand_ms[name])
+            for c in measured
+            if len(c.a.service_demand_ms.get(name, [])) >= 2 and len(c.b.service_demand_ms.get(name, [])) >= 2
+        ]
+        for name in names
+    }
+    return [effect(c.a.demand_ms, c.b.demand_ms) for c in measured], services
 
 
 def factor_rows(
@@ -73,12 +96,8 @@ def row(label: str, compared: list[Compared], lines: int = 1) -> Finding:
     ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
     median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
     n = len(es)
-    measured = [c for c in compared if len(c.a.demand_ms) >= 2 and len(c.b.demand_ms) >= 2]
-    demand_es = [effect(c.a.demand_ms, c.b.demand_ms) for c in measured]
-    services = sorted(
-        {n for c in measured for p in (c.a, c.b) for r in p.measured if r.monitor for n in r.monitor.services}
-    )
-    demand = _demand(demand_es, services, lines) + "".join(_service_demands(measured, services, lines))
+    demand_es, services = demand_effects(compared)
+    demand = _demand(demand_es, sorted(services), lines) + "".join(_service_demands(services, lines))
     together = pool(es, lines)
     figures = tally(es)
     if demand_ratios := [e.ratio for e in demand_es if e.tested]:
@@ -124,7 +143,7 @@ def _ceiling_note(compared: list[Compared]) -> str:
         return ""
     a, b = differ[0]
     return (
-        f" In {len(both)} of these comparisons both sides ran near the generator's ceiling, and its ceilings differ "
+        f" In {len(differ)} of these comparisons both sides ran near the generator's ceiling, and its ceilings differ "
         f"between the sides ({a:,.0f} against {b:,.0f} req/s, ×{b / a:.2f}, calibrated per protocol and page): "
         "the measured ratio there cannot be split between the generator and the server."
     )
@@ -207,18 +226,13 @@ def _demand(es: list[Effect], services: list[str], lines: int) -> str:
     )
 
 
-def _service_demands(compared: list[Compared], services: list[str], lines: int) -> list[str]:
+def _service_demands(services: dict[str, list[Effect]], lines: int) -> list[str]:
     """Each service's own CPU per request, the same level against the
     first, where its cgroup was measured in both: the second field report's
     question (did tuning the database cut its CPU?) asked of the database,
     not only of the web server."""
     out = []
-    for name in services:
-        es = [
-            effect(c.a.service_demand_ms[name], c.b.service_demand_ms[name])
-            for c in compared
-            if len(c.a.service_demand_ms.get(name, [])) >= 2 and len(c.b.service_demand_ms.get(name, [])) >= 2
-        ]
+    for name, es in services.items():
         ratios = [e.ratio for e in es if e.tested]
         # D = U/X: the service's background work (a database's checkpoints,
         # vacuum) is spread over the web server's successes.

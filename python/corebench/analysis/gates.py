@@ -50,7 +50,8 @@ def _bound(t: Threshold, p: PointStats) -> float:
     else:
         total = [x.latency_us.total for x in p.results()]
         values = [s.mean_us if t.metric == "mean" else float(s.at(float(t.metric[1:]))) for s in total]
-    if len(values) < 2 or min(values) <= 0:
+    # Latency on the logs needs every run's figure; goodput is bounded as is.
+    if len(values) < 2 or (t.metric != "rps" and min(values) <= 0):
         return math.nan
     x = np.log(values) if t.metric != "rps" else np.asarray(values, dtype=float)
     sd = float(x.std(ddof=1))
@@ -127,10 +128,11 @@ def lines(judged: list[Judged]) -> list[Finding]:
             )
             text += f"; FAILED at {shown}{', ...' if len(bad) > 5 else ''}"
         text += _shown(t, [j for j in mine if j.ok])
-        figures = (
+        figures: tuple[Figure, ...] = (
             Figure("points", len(mine), "count"),
             Figure("points failing", len(bad), "count"),
-            Figure("points shown passing", sum(j.shown for j in mine), "count"),
         )
+        if t.metric != "errors":  # a count of errors has no bound over runs here
+            figures += (Figure("points shown passing", sum(j.shown for j in mine), "count"),)
         out.append(Finding("threshold", text, subject=t.text, figures=figures, outcome="fail" if bad else "pass"))
     return out

@@ -71,7 +71,7 @@ class Pooled:
     both_ways: bool = False
     h: float = math.nan  # the spread's standard error over the runs' noise's
     detectable: float = math.nan  # the smallest change the average could detect (a share)
-    any_shown: bool = False  # a single comparison is higher or lower on its own
+    any_shown: bool = False  # a single comparison is shown on its own in the average's direction
 
     @property
     def spread_bound(self) -> bool:
@@ -132,17 +132,19 @@ def pool(es: list[Effect], lines: int = 1) -> Pooled | None:
     ratios = [e.ratio for e in usable]
     verdicts = {e.verdict for e in es}
     shift = detectable_shift(se, k - 1, alpha)
+    low, high = safe_exp(mean - t * se), safe_exp(mean + t * se)
+    kind = "higher" if low > 1 else "lower" if high < 1 else ""
     return Pooled(
         safe_exp(mean),
-        safe_exp(mean - t * se),
-        safe_exp(mean + t * se),
+        low,
+        high,
         k,
         (min(ratios), max(ratios)),
-        lines,
+        max(1, lines),
         both_ways={"higher", "lower"} <= verdicts,
         h=spread / noise if noise > 0 else math.inf,
         detectable=safe_exp(shift) - 1,
-        any_shown=bool({"higher", "lower"} & verdicts),
+        any_shown=kind in verdicts,
     )
 
 

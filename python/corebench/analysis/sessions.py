@@ -210,7 +210,7 @@ def _across(a: PointStats, b: PointStats, held: list[int]) -> Combined | None:
             ys.append(math.log(e.ratio))
             vs.append(e.se**2)
             each.append((e.ratio, e.low, e.high))
-    # Hartung–Knapp (truncated) as the factor effects use: with two sessions
+    # Hartung–Knapp (truncated): with two sessions
     # the between-session variance rests on one degree of freedom, and a
     # normal interval would claim the next session is known.
     return combine(ys, vs, each, knapp=True) if len(ys) >= 2 else None

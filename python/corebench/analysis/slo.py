@@ -30,7 +30,7 @@ from scipy import stats as st
 from corebench.analysis.finding import Figure, Finding, caveats
 from corebench.analysis.load import at_matched_load, split
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import ALPHA
+from corebench.analysis.stats import ALPHA, geometric
 from corebench.analysis.steps import caveat
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
@@ -103,7 +103,9 @@ def judge(p: PointStats, slo: Slo) -> Judged:
     if len(values) >= 2 and float(logs.std(ddof=1)) > 0:
         half = float(st.t.ppf(1 - ALPHA, len(values) - 1)) * float(logs.std(ddof=1)) / math.sqrt(len(values))
         low, high = math.exp(float(logs.mean()) - half), math.exp(float(logs.mean()) + half)
-    return Judged(p, slo, tail(p, slo.percentile), low, high, sum(slo.met(v) for v in values), len(values))
+    # The estimate from the same runs as its bounds (a run without responses has no figure).
+    value = geometric(values)[0] if values else math.nan
+    return Judged(p, slo, value, low, high, sum(slo.met(v) for v in values), len(values))
 
 
 def shown_meeting(points: list[PointStats], slo: Slo) -> list[PointStats]:
@@ -112,6 +114,8 @@ def shown_meeting(points: list[PointStats], slo: Slo) -> list[PointStats]:
 
 def _entry(j: Judged, slo: Slo, load: set[str]) -> str:
     name = split(j.point, load)[1] or "the target"
+    if not j.runs:
+        return f"{name} (no run with a p{slo.percentile:g}: none answered)"
     margin = (1 - j.value_us / slo.limit_us) * 100
     side = "below" if margin >= 0 else "above"
     if j.shown:

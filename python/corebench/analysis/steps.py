@@ -56,8 +56,14 @@ def core_steps(points: list[PointStats], family: Family, lines: int = 0) -> list
 
 
 def combined(by_pair: list[list[Step]]) -> int:
-    """How many steps are summarised with an average."""
-    return sum(len(these) > DETAIL_GROUPS and poolable([s.gain for s in these]) for these in by_pair)
+    """How many averages the steps' summaries give: throughput and CPU per
+    request, each one line of the report's family."""
+    summarised = [these for these in by_pair if len(these) > DETAIL_GROUPS]
+    return sum(poolable([s.gain for s in these]) + poolable(_demand_effects(these)) for these in summarised)
+
+
+def _demand_effects(steps: list[Step]) -> list[Effect]:
+    return [effect(s.a.demand_ms, s.b.demand_ms) for s in steps if len(s.a.demand_ms) >= 2 and len(s.b.demand_ms) >= 2]
 
 
 def step_groups(points: list[PointStats], family: Family) -> list[list[Step]]:
@@ -141,7 +147,7 @@ def _summary(steps: list[Step], lines: int) -> Finding:
 def _summary_demand(steps: list[Step], lines: int) -> str:
     """The steps' effect on the target's CPU per request, combined as the
     throughput's is, where the monitor measured it at both levels."""
-    es = [effect(s.a.demand_ms, s.b.demand_ms) for s in steps if len(s.a.demand_ms) >= 2 and len(s.b.demand_ms) >= 2]
+    es = _demand_effects(steps)
     ratios = [e.ratio for e in es if e.tested]
     if not ratios:
         return ""

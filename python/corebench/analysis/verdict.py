@@ -14,7 +14,7 @@ from corebench.analysis.lines import short_lines
 from corebench.analysis.load import at_matched_load, load_factors, split, where
 from corebench.analysis.points import FAILING_SHARE, PointStats
 from corebench.analysis.sessions import replication, sessions
-from corebench.analysis.slo import Slo, shown_meeting, slo_verdicts
+from corebench.analysis.slo import Slo, judge, shown_meeting, slo_verdicts
 from corebench.analysis.steps import caveat, core_steps, step_groups
 from corebench.analysis.steps import combined as steps_combined
 from corebench.system import clock
@@ -275,7 +275,8 @@ def _costs(
                         "verdict",
                         f"{here}, no configuration is shown to meet {slo} (its one-sided 95% bound within it).",
                         subject=f"{slo} {here.lower()}",
-                        outcome="missed",
+                        # "missed" only where every one is shown to miss it.
+                        outcome="missed" if all(judge(p, slo).shown == "missed" for p, _ in priced) else "not shown",
                     )
                 )
     return out

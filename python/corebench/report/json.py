@@ -18,7 +18,7 @@ from corebench.report.data import ReportData
 from corebench.store import Level
 
 # Raised when a field's meaning changes, not when one is added.
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True)
