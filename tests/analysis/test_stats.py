@@ -83,3 +83,20 @@ def test_a_p_value_below_its_floor_is_never_printed_as_zero():
     assert p_is(0.0312) == "= 0.031" and p_is(float("nan")) == "not computed"
     identical = compare([100.0, 100.0, 100.0], [120.0, 120.0, 120.0])
     assert identical.p_value == 0.0 and p_is(identical.p_value) == "< 0.0001"
+
+
+def test_one_sided_bounds_are_scipys_one_sided_t_intervals():
+    import numpy as np
+    from scipy import stats as st
+
+    from corebench.analysis.stats import one_sided
+
+    xs = [17.0, 20.0, 23.0]
+    low, high = one_sided(xs, log=False)
+    assert low == pytest.approx(st.ttest_1samp(xs, 0.0, alternative="greater").confidence_interval(0.95).low)
+    assert high == pytest.approx(st.ttest_1samp(xs, 0.0, alternative="less").confidence_interval(0.95).high)
+    log_high = st.ttest_1samp(np.log(xs), 0.0, alternative="less").confidence_interval(0.95).high
+    assert math.log(one_sided(xs, log=True)[1]) == pytest.approx(log_high)
+    # No spread, one run, or a zero on the log scale: no bound, not a certain one.
+    for values, log in (([5.0, 5.0], False), ([5.0], False), ([0.0, 3.0], True)):
+        assert all(math.isnan(b) for b in one_sided(values, log)), values

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from corebench.analysis.effect import Effect, bound, change_size, effect, log_effect
+from corebench.analysis.effect import Effect, bound, change_size, effect, log_effect, pct
 from corebench.analysis.family import Family, p99_ms, throughput
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.load import at_matched_load, split, where
@@ -239,7 +239,7 @@ def _best(
             tied.append((p, e))
     if tied:
         names = ", ".join(
-            f"{split(p, load)[1]} (the best {_pct(e.relative)}, 95% CI {bound(e.low - 1)} to {bound(e.high - 1)}, "
+            f"{split(p, load)[1]} (the best {pct(e.relative)}, 95% CI {bound(e.low - 1)} to {bound(e.high - 1)}, "
             f"{e.verdict})"
             for p, e in tied
         )
@@ -267,14 +267,10 @@ def _figure(p: PointStats, load: set[str], higher: bool) -> str:
 def effect_said(e: Effect) -> str:
     """An effect in a clause: its change, interval and test, and what an
     inconclusive one could have detected."""
-    said = f"{_pct(e.relative)} ({e.interval()}; {e.test()}"
+    said = f"{pct(e.relative)} ({e.interval()}; {e.test()}"
     if e.verdict == "inconclusive":
         said += f"; this design could detect {change_size(e.detectable)}"
     return said + ")"
-
-
-def _pct(share: float) -> str:
-    return f"{share * 100:+.1f}%".replace("-", "−")
 
 
 def _request_spread(p: PointStats) -> tuple[float, float] | None:

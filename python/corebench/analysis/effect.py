@@ -199,17 +199,17 @@ class Effect:
         """The effect, its interval and its class, in one clause."""
         if not self.tested:
             if self.mean_a > 0 and self.mean_b > 0:
-                return f"{what} {_pct(self.mean_b / self.mean_a - 1)}, not tested ({self._why_untested()})"
+                return f"{what} {pct(self.mean_b / self.mean_a - 1)}, not tested ({self._why_untested()})"
             return f"{what} not compared ({self._why_untested()})"
-        change = f"{_pct(self.relative)} ({self.interval()}; {self.test()})"
+        change = f"{pct(self.relative)} ({self.interval()}; {self.test()})"
         v = self.verdict
         if v in ("higher", "lower"):
             small = f", a change within ±{self.margin:.0%} (equivalent by TOST too)" if self.within_margin else ""
             return f"{what} {v}: {change}{small}"
         if v == "equivalent":
             return (
-                f"{what} equivalent within ±{self.margin:.0%}: {_pct(self.relative)} "
-                f"({(1 - 2 * self.alpha) * 100:.3g}% CI {_pct(self.eq_low - 1)} to {_pct(self.eq_high - 1)}, inside "
+                f"{what} equivalent within ±{self.margin:.0%}: {pct(self.relative)} "
+                f"({(1 - 2 * self.alpha) * 100:.3g}% CI {pct(self.eq_low - 1)} to {pct(self.eq_high - 1)}, inside "
                 "the margin; Schuirmann's TOST)"
             )
         return f"{what} inconclusive: {change}; {self.could_detect()}"
@@ -249,7 +249,7 @@ def bound(share: float) -> str:
         return "×>1000"
     if share <= -0.999:
         return "−>99.9%"
-    return _pct(share) if share < 1 else f"×{1 + share:.3g}"
+    return pct(share) if share < 1 else f"×{1 + share:.3g}"
 
 
 def counted(effects: list[Effect]) -> str:
@@ -269,7 +269,8 @@ def counted(effects: list[Effect]) -> str:
     return ", ".join(out)
 
 
-def _pct(share: float) -> str:
+def pct(share: float) -> str:
+    """A change as a signed percentage, with a true minus sign."""
     if not math.isfinite(share):
         return "∞" if share > 0 else "−∞"
     return f"{share * 100:+.1f}%".replace("-", "−")

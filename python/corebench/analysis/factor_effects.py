@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from corebench.analysis.effect import POWER, VERDICTS, Effect, change_size, counted, effect
+from corebench.analysis.effect import POWER, VERDICTS, Effect, change_size, counted, effect, pct
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
@@ -94,7 +94,7 @@ def row(label: str, compared: list[Compared], lines: int = 1) -> Finding:
     and held over the report's `lines` combined lines."""
     es = [c.gain for c in compared]
     ratios = [e.mean_b / e.mean_a for e in es if e.mean_a > 0 and e.mean_b > 0]
-    median = f"; median change {_pct(statistics.median(ratios) - 1)}" if ratios else ""
+    median = f"; median change {pct(statistics.median(ratios) - 1)}" if ratios else ""
     n = len(es)
     demand_es, services = demand_effects(compared)
     demand = _demand(demand_es, sorted(services), lines) + "".join(_service_demands(services, lines))
@@ -222,7 +222,7 @@ def _demand(es: list[Effect], services: list[str], lines: int) -> str:
     apart = f", the target's own processes ({', '.join(services)} measured apart)" if services else ""
     return (
         f" CPU per request (service demand{apart}; each comparison unadjusted): {counted(es)} of {len(es)}, "
-        f"median change {_pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
+        f"median change {pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
     )
 
 
@@ -240,12 +240,8 @@ def _service_demands(services: dict[str, list[Effect]], lines: int) -> list[str]
         if ratios:
             out.append(
                 f"{what}; each comparison unadjusted): {counted(es)} of {len(es)}, median change "
-                f"{_pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
+                f"{pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
             )
         elif es:
             out.append(f"{what}): {counted(es)} of {len(es)}.")
     return out
-
-
-def _pct(share: float) -> str:
-    return f"{share * 100:+.1f}%".replace("-", "−")

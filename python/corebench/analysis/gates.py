@@ -16,12 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats as st
-
 from corebench.analysis.finding import Figure, Finding
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import ALPHA, geometric
+from corebench.analysis.stats import geometric, one_sided
 from corebench.plan.thresholds import Threshold
 
 
@@ -50,17 +47,8 @@ def _bound(t: Threshold, p: PointStats) -> float:
     else:
         total = [x.latency_us.total for x in p.results()]
         values = [s.mean_us if t.metric == "mean" else float(s.at(float(t.metric[1:]))) for s in total]
-    # Latency on the logs needs every run's figure; goodput is bounded as is.
-    if len(values) < 2 or (t.metric != "rps" and min(values) <= 0):
-        return math.nan
-    x = np.log(values) if t.metric != "rps" else np.asarray(values, dtype=float)
-    sd = float(x.std(ddof=1))
-    if sd == 0:
-        return math.nan
-    half = float(st.t.ppf(1 - ALPHA, len(values) - 1)) * sd / math.sqrt(len(values))
-    if t.metric == "rps":
-        return float(x.mean()) - half
-    return math.exp(float(x.mean()) + half)
+    low, high = one_sided(values, log=t.metric != "rps")
+    return low if t.metric == "rps" else high
 
 
 def _measure(t: Threshold, p: PointStats) -> float:

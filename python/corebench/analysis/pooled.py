@@ -44,7 +44,7 @@ import numpy as np
 from scipy import stats as st
 
 from corebench.analysis.anova import MARGIN
-from corebench.analysis.effect import POWER, Effect, bound, change_size, detectable_shift, safe_exp
+from corebench.analysis.effect import POWER, Effect, bound, change_size, detectable_shift, pct, safe_exp
 from corebench.analysis.finding import Interval
 from corebench.analysis.stats import ALPHA
 
@@ -155,15 +155,15 @@ def said(c: Pooled | None) -> str:
     lo, hi = c.spread
     if c.both_ways:
         return (
-            f"; they point both ways (some higher, some lower, from {_pct(lo - 1)} to {_pct(hi - 1)}): "
+            f"; they point both ways (some higher, some lower, from {pct(lo - 1)} to {pct(hi - 1)}): "
             "the effect depends on the other factors, and no one effect summarises them"
         )
     kind = f"within ±{MARGIN:.0%}" if c.kind == "equivalent" else c.kind
     held = f", simultaneous over {c.lines} combined lines (Bonferroni)" if c.lines > 1 else ""
     error = "over their spread" if c.spread_bound else "over their runs' noise, larger than their spread"
     out = (
-        f"; on average over these {c.k} comparisons (each weighted equally, from {_pct(lo - 1)} to {_pct(hi - 1)}; "
-        f"Student's t on {c.k - 1} df {error}): {_pct(c.ratio - 1)} (95% CI{held} {bound(c.low - 1)} to "
+        f"; on average over these {c.k} comparisons (each weighted equally, from {pct(lo - 1)} to {pct(hi - 1)}; "
+        f"Student's t on {c.k - 1} df {error}): {pct(c.ratio - 1)} (95% CI{held} {bound(c.low - 1)} to "
         f"{bound(c.high - 1)}), {kind}"
     )
     if c.kind in ("higher", "lower") and not c.any_shown:
@@ -176,7 +176,3 @@ def said(c: Pooled | None) -> str:
             "depends on the other factors, and the average is not the effect at any one of them"
         )
     return out
-
-
-def _pct(share: float) -> str:
-    return f"{share * 100:+.1f}%".replace("-", "−")

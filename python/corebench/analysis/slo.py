@@ -24,13 +24,10 @@ import math
 import re
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats as st
-
 from corebench.analysis.finding import Figure, Finding, caveats
 from corebench.analysis.load import at_matched_load, split
 from corebench.analysis.points import PointStats
-from corebench.analysis.stats import ALPHA, geometric
+from corebench.analysis.stats import geometric, one_sided
 from corebench.analysis.steps import caveat
 
 _SLO = re.compile(r"^\s*p(\d+(?:\.\d+)?)\s*(<=?)\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
@@ -98,11 +95,7 @@ class Judged:
 
 def judge(p: PointStats, slo: Slo) -> Judged:
     values = _runs(p, slo)
-    logs = np.log(values) if values else np.array([])
-    low = high = math.nan
-    if len(values) >= 2 and float(logs.std(ddof=1)) > 0:
-        half = float(st.t.ppf(1 - ALPHA, len(values) - 1)) * float(logs.std(ddof=1)) / math.sqrt(len(values))
-        low, high = math.exp(float(logs.mean()) - half), math.exp(float(logs.mean()) + half)
+    low, high = one_sided(values, log=True)
     # The estimate from the same runs as its bounds (a run without responses has no figure).
     value = geometric(values)[0] if values else math.nan
     return Judged(p, slo, value, low, high, sum(slo.met(v) for v in values), len(values))

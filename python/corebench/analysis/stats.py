@@ -120,6 +120,24 @@ def geometric(values: list[float]) -> tuple[float, float, float]:
     return gm, gm if half == 0 else math.exp(centre - half), gm if half == 0 else math.exp(centre + half)
 
 
+def one_sided(values: list[float], log: bool) -> tuple[float, float]:
+    """The one-sided 95% bounds of the runs' mean, each on its own side:
+    Student's t on n − 1 degrees of freedom, on the logs (`log`, a
+    geometric mean, as `geometric`) or as is. NaN for fewer than 2 runs,
+    runs without spread (the variance is then unknown, not 0), or a log of
+    a figure that is not positive."""
+    nan = math.nan
+    if len(values) < 2 or (log and min(values) <= 0):
+        return nan, nan
+    x = np.log(np.asarray(values, dtype=float)) if log else np.asarray(values, dtype=float)
+    sd = float(x.std(ddof=1))
+    if sd == 0:
+        return nan, nan
+    half = float(st.t.ppf(1 - ALPHA, len(values) - 1)) * sd / math.sqrt(len(values))
+    low, high = float(x.mean()) - half, float(x.mean()) + half
+    return (math.exp(low), math.exp(high)) if log else (low, high)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """B against A: the relative difference of the means with its 95%
