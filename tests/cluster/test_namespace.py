@@ -134,8 +134,13 @@ allow_remote = true
     assert p.returncode == 0, p.stderr
     s = Store(tmp_path / "s.sqlite", read_only=True)
     runs = s.runs(1)
+    (ceiling,) = s.experiment(1).calibration
     s.close()
     assert [r.status for r in runs] == ["ok", "ok"]
+    # The target here, the agents on both hosts: each host's ceiling, and their sum.
+    assert ceiling.error is None and {a.node.split("/")[1] for a in ceiling.agents} == {two_hosts.here, two_hosts.there}
+    assert ceiling.ceiling_rps == pytest.approx(sum(a.ceiling_rps for a in ceiling.agents))
+    assert all(a.ceiling_rps >= a.rps > 0 for a in ceiling.agents), ceiling
     for r in runs:
         result = as_json(r.result)
         assert result["address"].startswith(two_hosts.here)

@@ -66,8 +66,17 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     s = Store(tmp_path / "s.sqlite", read_only=True)
     runs = s.runs(1)
     node = s.experiment(1).host.target_node
+    calibration = s.experiment(1).calibration
     s.close()
     assert sorted(r.point["cpus"] for r in runs) == [1, 2] and all(r.status == "ok" for r in runs), runs
+    # The generator's ceiling, measured from here against the built-in server on the node's widest CPU set.
+    (ceiling,) = calibration
+    assert ceiling.error is None and ceiling.generator_cpus == [] and len(ceiling.target_cpus) == 2, ceiling
+    (here,) = ceiling.agents
+    assert here.node == "this machine" and here.rps > 0 and here.cpu_utilization > 0 and here.ceiling_rps >= here.rps
+    assert ceiling.ceiling_rps == pytest.approx(here.ceiling_rps) and ceiling.repeats == 3
+    assert ceiling.ceiling_low_rps <= ceiling.ceiling_rps <= ceiling.ceiling_high_rps
+    assert all(r.layout.generator_ceiling_rps == round(ceiling.ceiling_rps) for r in runs)
     # The node's own facts, read there (the lab's node is this machine).
     from corebench.system.facts import facts
 
@@ -97,6 +106,9 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
     assert f"; the target's host, Ray node {lab.ip['target']}: {node['cpu_model']}, " in report.stdout
     assert "the load ran on the target's host too" in report.stdout
+    assert "The generator's ceiling was measured from the load hosts against the built-in server" in report.stdout
+    assert "Generator ceiling for HTTP/1.1, keep-alive, a closed loop: about" in report.stdout
+    assert "this machine: " in report.stdout and "connections to the built-in server's 64-byte page" in report.stdout
     assert "Ray's own processes on that node" in report.stdout and "their CPU is not the target's" in report.stdout
     # Moved back once the target stopped: every Ray thread that lived through the run has its CPUs again.
     kept = {t: cpus for t, cpus in after.items() if t in before}
@@ -123,20 +135,33 @@ def test_load_agents_on_their_own_node_load_the_target_on_its_node(lab, tmp_path
     assert p.returncode == 0, p.stderr
     s = Store(tmp_path / "s.sqlite", read_only=True)
     runs = s.runs(1)
+    exp = s.experiment(1)
     s.close()
     assert len(runs) == 2 and all(r.status == "ok" for r in runs)
+    # Each load host's ceiling: the one agent's, on the load node, against the target's node.
+    (ceiling,) = exp.calibration
+    (agent,) = ceiling.agents
+    assert ceiling.error is None and agent.node.split("/")[1] == lab.ip["load"] and agent.rps > 0, ceiling
+    assert (
+        agent.cores == 1 and agent.ceiling_rps >= agent.rps and ceiling.ceiling_rps == pytest.approx(agent.ceiling_rps)
+    )
+    (load_host,) = exp.host.load_nodes
+    assert load_host["node"] == agent.node and load_host["cpu_model"] == exp.host.cpu_model, load_host
     for r in runs:
         assert r.layout.target_host == lab.ip["target"] and r.layout.generator == "ray agents"
+        assert r.layout.generator_ceiling_rps == round(ceiling.ceiling_rps)
         result = as_json(r.result)
-        (agent,) = result["agents"]
-        assert agent["node"].split("/")[1] == lab.ip["load"]
+        (part,) = result["agents"]
+        assert part["node"].split("/")[1] == lab.ip["load"]
         served = (tmp_path / f"access-{r.point['cpus']}.log").read_text().splitlines()
         assert len([x for x in served if x.startswith(lab.ip["load"])]) == result["responses"] > 0
     report = run_cli("report", str(tmp_path / "s.sqlite"), "--format", "md")
     assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
-    assert "the load came from the Ray cluster's load agents; in 2 run(s) the load ran on the target's host too" in (
-        report.stdout
-    )
+    assert (
+        f"the load came from the Ray cluster's load agents (an agent on {agent.node}: {exp.host.cpu_model}, "
+        f"{exp.host.cpus} CPUs, kernel {exp.host.kernel}); in 2 run(s) the load ran on the target's host too"
+    ) in report.stdout, report.stdout
+    assert f"{agent.node}: {agent.ceiling_rps:,.0f} from {agent.rps:,.0f} req/s" in report.stdout
 
 
 def _cpus(listed: str | None) -> list[int]:
@@ -330,3 +355,49 @@ def test_ctrl_c_stops_a_run_whose_target_is_on_a_node(lab, tmp_path):
         assert time.monotonic() < end, "the target outlived the interrupted run on its node"
         time.sleep(0.2)
     assert _stored(store) >= 1, "what was measured before the signal is kept"
+
+
+def test_a_service_and_a_filesystem_image_run_with_the_target_on_its_node(lab, tmp_path):
+    """The target's stack goes where the target goes: its service is
+    started in the node's network namespace (it writes which one it ran
+    in), the image is made and mounted by the node's agent on the target's
+    folder, the service's CPU is measured there, and nothing is left
+    mounted or running afterwards."""
+    from corebench.targets import filesystem
+
+    serve = "python3 -m http.server {port} --bind 127.0.0.1 --directory {dir}"
+    plan = (
+        _plan(tmp_path, lab, extra="")
+        .read_text()
+        .replace(
+            f'args = ["--access-log", "{tmp_path}/access-{{cpus}}.log"]', 'args = ["--access-log", "{dir}/access.log"]'
+        )
+    )
+    plan = plan.replace(
+        "[load]",
+        f"""filesystem = {{ type = "ext4-ordered", size = "256MB" }}
+
+[target.services.files]
+command = ["sh", "-c", "readlink /proc/self/ns/net > {tmp_path}/netns-{{cpus}}; exec {serve}"]
+
+[load]""",
+    )
+    (tmp_path / "plan.toml").write_text(plan)
+    p = run_cli("run", str(tmp_path / "plan.toml"), "--store", str(tmp_path / "s.sqlite"), "-q", timeout=300)
+    assert p.returncode == 0, p.stderr
+    s = Store(tmp_path / "s.sqlite", read_only=True)
+    runs = s.runs(1)
+    s.close()
+    assert len(runs) == 2 and all(r.status == "ok" for r in runs), [(r.status, r.error) for r in runs]
+    ns = lab.namespace("target")
+    node_netns = f"net:[{os.stat(f'/run/netns/{ns}').st_ino}]"
+    assert node_netns != os.readlink("/proc/self/ns/net")
+    for r in runs:
+        assert r.layout.target_host == lab.ip["target"]
+        target = as_json(r.target)
+        assert target["filesystem"]["kernel_type"] == "ext4" and target["services"]["files"]["port"] > 0, target
+        assert (tmp_path / f"netns-{r.point['cpus']}").read_text().strip() == node_netns
+        assert r.monitor is not None and "files" in as_json(r.monitor)["services"], as_json(r.monitor)
+        assert as_json(r.result)["failed"] == 0
+    assert not [left for left in filesystem.leftovers() if left["mounted_on"]], filesystem.leftovers()
+    assert "corebench-run-" not in Path("/proc/self/mounts").read_text()

@@ -10,6 +10,8 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping
 
+from pydantic import JsonValue
+
 from corebench.analysis.drift import drift, too_few
 from corebench.analysis.points import PointStats
 from corebench.analysis.precision import goodput_by_point, precision
@@ -123,7 +125,7 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
             f"reached {NEAR_CEILING:.0%} or more of the lowest of the generator's calibrations, so the generator, "
             "not only the server, set the figure: the server can do at least that much."
         )
-    out += hosts_lines(points)
+    out += hosts_lines(exp, points)
     results = [x for p in points for x in p.results()]
     ios = Counter(r.io for r in results)
     if ios:
@@ -135,15 +137,24 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
     return out
 
 
-def hosts_lines(points: list[PointStats]) -> list[str]:
+def hosts_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
     """Which host ran the target and which the load, where the target ran
-    on a Ray node of its own (`[target] node`)."""
+    on a Ray node of its own (`[target] node`) or the load came from a Ray
+    cluster's agents (`[cluster]`)."""
     layouts = [r.layout for p in points for r in p.measured if r.layout is not None]
     nodes = sorted({x.target_host for x in layouts if x.target_host})
-    if not nodes:
-        return []
     agents = any(x.generator == "ray agents" for x in layouts)
-    load = "the Ray cluster's load agents" if agents else "the machine that ran the plan (the host above)"
+    if not nodes and not agents:
+        return []
+    target = (
+        f"the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured there "
+        "(its cores, the target's CPU, the clock)"
+        if nodes
+        else "the target ran on the machine that ran the plan (the host above)"
+    )
+    load = "the machine that ran the plan (the host above)"
+    if agents:
+        load = f"the Ray cluster's load agents{_load_hosts(exp.host.load_nodes)}"
     shared = sum(x.shared for x in layouts)
     beside = (
         f"; in {shared} run(s) the load ran on the target's host too (a load agent on its node, or the node is "
@@ -151,11 +162,30 @@ def hosts_lines(points: list[PointStats]) -> list[str]:
         if shared
         else "; no load ran on the target's host"
     )
-    return [
-        f"Hosts: the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured "
-        f"there (its cores, the target's CPU, the clock); the load came from {load}{beside}. The generator's "
-        f"ceiling is not calibrated for a target on another host.{_ray_spent(points)}"
-    ]
+    across = any(c.agents for c in exp.calibration or [])
+    ceiling = (
+        " The generator's ceiling was measured from the load hosts against the built-in server on the target's host "
+        "(above)."
+        if across
+        else " The generator's ceiling was not measured across these hosts ([experiment] calibrate = false, or a "
+        "store from before such calibrations)."
+    )
+    return [f"Hosts: {target}; the load came from {load}{beside}.{ceiling}{_ray_spent(points)}"]
+
+
+def _load_hosts(hosts: list[dict[str, JsonValue]]) -> str:
+    """The agents' hosts as placed at the start: each with its CPU model,
+    CPUs and kernel, agents on one host counted together."""
+    by_node: dict[str, list[dict[str, JsonValue]]] = {}
+    for h in hosts:
+        by_node.setdefault(str(h.get("node", "?")), []).append(h)
+    said = []
+    for node, on in by_node.items():
+        h = on[0]
+        count = f"{len(on)} agents" if len(on) > 1 else "an agent"
+        facts = f": {h.get('cpu_model')}, {h.get('cpus')} CPUs, kernel {h.get('kernel')}" if "cpu_model" in h else ""
+        said.append(f"{count} on {node}{facts}")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _ray_spent(points: list[PointStats]) -> str:

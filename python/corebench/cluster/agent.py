@@ -32,6 +32,7 @@ class LoadAgent:
             "cores": len(os.sched_getaffinity(0)),
             "version": _engine.__version__,
             "pid": os.getpid(),
+            "facts": host_facts(),
         }
 
     def run(self, run_id: str, config_json: str, body: bytes | None) -> str:
@@ -49,3 +50,11 @@ class LoadAgent:
     def finished(self, run_id: str) -> int:
         """Requests finished so far in run `run_id` (0 before it begins)."""
         return self._finished if self._run_id == run_id else 0
+
+
+def host_facts() -> dict[str, Any]:
+    """What a report says of a load host: its CPU model, CPUs and kernel."""
+    from corebench.system.facts import facts
+
+    found = facts("none", None)
+    return {k: found[k] for k in ("cpu_model", "cpus", "kernel")}

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
+from pydantic import JsonValue
+
 from corebench import engine
 from corebench.errors import EngineFailure, UsageError
 from corebench.result import CLIENT_BOUND_SHARE
@@ -43,6 +45,11 @@ class LoadBackend(Protocol):
         actually ran."""
         ...
 
+    def hosts(self) -> list[dict[str, JsonValue]]:
+        """The hosts the load runs on besides this machine (their facts and
+        `node`), for the experiment's record."""
+        ...
+
 
 class Local:
     """The engine in this process, on the generator cores of the layout."""
@@ -58,6 +65,9 @@ class Local:
 
     def monitor(self, summary: MonitorSummary, _result: LoadResult) -> MonitorSummary:
         return summary  # this process's CPU is the generator's
+
+    def hosts(self) -> list[dict[str, JsonValue]]:
+        return []
 
 
 class Cluster:
@@ -95,6 +105,13 @@ class Cluster:
         return summary.model_copy(
             update={"client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
         )
+
+    def hosts(self) -> list[dict[str, JsonValue]]:
+        out: list[dict[str, JsonValue]] = []
+        for a in self.session.agents:
+            facts = a.info.get("facts")
+            out.append({"node": a.node, "agent": a.index, "cores": a.info["cores"]} | (facts or {}))
+        return out
 
 
 @contextmanager

@@ -38,10 +38,12 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from corebench import engine
+from corebench.config.load import LoadConfig
 from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
@@ -72,8 +74,7 @@ DEFAULT_CONNECTIONS = 64
 
 def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[Ceiling]:
     """One ceiling per distinct layout and protocol of the plan's points."""
-    connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
-    threads = max((p.load.threads or 0 for p in exp.points), default=0) or None
+    connections, threads = sizes(exp)
     seen: dict[tuple[tuple[int, ...], tuple[int, ...], bool, str, LoopModel, str], Asked] = {}
     for p in exp.points:
         cpus = p.target.cpus if p.target.url is None else None
@@ -87,6 +88,13 @@ def calibrate(exp: ExperimentPlan, control: CpuControl, work_dir: Path) -> list[
         _measure(control, asked, Calibration(connections, threads, keep_alive, http, model, path), work_dir)
         for (_, _, keep_alive, http, model, path), asked in seen.items()
     ]
+
+
+def sizes(exp: ExperimentPlan) -> tuple[int, int | None]:
+    """The plan's largest connection count and thread count, which every
+    calibration loads with."""
+    connections = max((p.load.concurrency or 0 for p in exp.points), default=0) or DEFAULT_CONNECTIONS
+    return connections, max((p.load.threads or 0 for p in exp.points), default=0) or None
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         layout = control.layout(a.cpus, a.own, a.smt, a.numa)
     except (OSError, RuntimeError, ValueError) as e:
         target, generator = _layout_cpus(control, a)
-        return _failed(target, generator, share_cores(control.topology, target, generator), how, str(e))
+        return failed(target, generator, share_cores(control.topology, target, generator), how, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)
     started = None
@@ -170,7 +178,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         )
         measured = [_once(settings, how.model) for _ in range(CALIBRATION_REPEATS)]
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
-        return _failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
+        return failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
     finally:
         os.sched_setaffinity(0, affinity)
         if started is not None:
@@ -178,7 +186,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         CpuControl.release(layout)
     if not all(rps > 0 for rps, _ in measured):
         why = f"the built-in server's {how.page} gave no successful response in a calibration"
-        return _failed(layout.target_cpus, layout.generator_cpus, shared, how, why)
+        return failed(layout.target_cpus, layout.generator_cpus, shared, how, why)
     cores = len(layout.generator_cpus)
     # Each repeat's projection: its rate over the share of the generator's cores it used.
     ceilings = [max(rps * cores / used, rps) if used > 0 else rps for rps, used in measured]
@@ -202,13 +210,20 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
 
 def _once(settings: LoadSettings, model: LoopModel) -> tuple[float, float]:
     """One measurement: (successes per second, cores' worth of generator CPU)."""
-    result = _whole(engine.run(engine_config(settings)))
+    result = measure_once(settings, model, engine.run)
+    seconds = max(result.duration_s, 1e-9)
+    return result.successes / seconds if result.duration_s else 0.0, result.generator_cpu_s / seconds
+
+
+def measure_once(settings: LoadSettings, model: LoopModel, load: Callable[[LoadConfig], LoadResult]) -> LoadResult:
+    """One calibration load by `load` (this process's engine, or a
+    backend's); an open loop is paced at OPEN_SHARE of a closed loop's rate."""
+    result = _whole(load(engine_config(settings)))
     if model == "open":
         closed = result.successes / max(result.duration_s, 1e-9)
         paced = settings.model_copy(update={"rate": max(1.0, round(closed * OPEN_SHARE))})
-        result = _whole(engine.run(engine_config(paced)))
-    seconds = max(result.duration_s, 1e-9)
-    return result.successes / seconds if result.duration_s else 0.0, result.generator_cpu_s / seconds
+        result = _whole(load(engine_config(paced)))
+    return result
 
 
 def _whole(result: LoadResult) -> LoadResult:
@@ -219,7 +234,7 @@ def _whole(result: LoadResult) -> LoadResult:
     return result
 
 
-def _failed(target: list[int], generator: list[int], shared: bool, how: Calibration, error: str) -> Ceiling:
+def failed(target: list[int], generator: list[int], shared: bool, how: Calibration, error: str) -> Ceiling:
     return Ceiling(
         target_cpus=target,
         generator_cpus=generator,
@@ -241,7 +256,8 @@ def ceiling_for(ceilings: list[Ceiling], layout: Layout, load: Load) -> Ceiling 
     keep_alive, http = protocol(load)
     model, size = loop_model(load), page_bytes(page(load))
     for c in ceilings:
-        same = c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus
+        # Measured across hosts: the load hosts' ceiling, whatever the target's CPUs.
+        same = bool(c.agents) or (c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus)
         if same and (c.keep_alive, c.http, c.model, c.page_bytes) == (keep_alive, http, model, size) and not c.error:
             return c
     return None

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from corebench import __version__
 from corebench.analysis import precision
@@ -29,6 +29,7 @@ from corebench.plan.engine_config import run_config
 from corebench.result import LoadResult
 from corebench.runner import baseline, calibrate, capacity, host, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
+from corebench.runner.calibrate_hosts import calibrate_hosts
 from corebench.runner.preflight import Checked
 from corebench.runner.progress import Progress
 from corebench.runner.remote import RayHost
@@ -317,7 +318,7 @@ def _run_all(
     exp, runs = checked.exp, checked.runs
     control = CpuControl()
     with target_host(exp, control) as local:
-        exp_id = open_experiment(exp, store, runs, control, local, again != "new")
+        exp_id = open_experiment(exp, store, runs, control, Hosts(local, backend), again != "new")
         # Every invocation is a session of its own: a resume on another day too.
         stored = store.sessions(exp_id)
         done = store.done(exp_id) if again == "resume" else set()
@@ -337,11 +338,12 @@ def _run_all(
             after=stored if again == "session" else None,
             machine=claim,
         )
-        # The generator's ceiling is measured against a target on this machine's other cores.
+        # The generator's ceiling: against a target on this machine's other
+        # cores, or where the load and the target are on different hosts.
         calibration = (
             (lambda: calibrate.calibrate(exp, control, local.work_dir))
             if isinstance(backend, Local) and isinstance(local, LocalHost)
-            else None
+            else (lambda: calibrate_hosts(exp, backend, local))
         )
         rnd = max((r.round for r in runs), default=0)
         _visit_all(xr, todo, rnd, calibration, lambda: baseline.measure(exp, control))
@@ -430,8 +432,15 @@ def _widest_target(exp: ExperimentPlan, control: CpuControl) -> list[int]:
     return plan_layout(max(levels), control.online, topo=control.topology)[0]
 
 
+class Hosts(NamedTuple):
+    """Where the plan's targets run and where its load comes from."""
+
+    target: TargetHost
+    load: LoadBackend
+
+
 def open_experiment(
-    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], control: CpuControl, where: TargetHost, again: bool
+    exp: ExperimentPlan, store: Store, runs: list[schedule.Run], control: CpuControl, where: Hosts, again: bool
 ) -> int:
     """The experiment's id in the store: a new one, or the last of this
     exact plan (with its overrides) when resuming it or adding a session.
@@ -449,7 +458,7 @@ def open_experiment(
                 "--resume or --session"
             )
         return exp_id
-    server = where.server_version(exp.points[0].target)
+    server = where.target.server_version(exp.points[0].target)
     return store.new_experiment(
         StoredExperiment(
             name=exp.plan.experiment.name,
@@ -465,11 +474,14 @@ def open_experiment(
     )
 
 
-def _host_facts(control: CpuControl, server: str | None, checks: list[str], where: TargetHost) -> HostFacts:
-    """This machine's facts, and the target's host's where it is another."""
+def _host_facts(control: CpuControl, server: str | None, checks: list[str], where: Hosts) -> HostFacts:
+    """This machine's facts, the target's host's where it is another, and
+    the load agents' hosts."""
     found = facts.facts(control.method, server) | ({"checks": checks} if checks else {})
-    node = where.facts()
-    return HostFacts.model_validate(found | ({"target_node": node} if node is not None else {}))
+    node = where.target.facts()
+    loads = where.load.hosts()
+    found |= {"target_node": node} if node is not None else {}
+    return HostFacts.model_validate(found | ({"load_nodes": loads} if loads else {}))
 
 
 def plan_record(exp: ExperimentPlan) -> PlanRecord:

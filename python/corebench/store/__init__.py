@@ -5,6 +5,7 @@ what every later stage reads; `schema` holds its tables, `migrate` brings an
 older store to them, `sqlite` reads and writes them."""
 
 from corebench.store.records import (
+    AgentCeiling,
     Baseline,
     BaselineLevel,
     Capacity,
@@ -31,6 +32,7 @@ __all__ = [
     "Baseline",
     "BaselineLevel",
     "Capacity",
+    "AgentCeiling",
     "Ceiling",
     "CoreTimes",
     "HostFacts",

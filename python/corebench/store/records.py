@@ -59,6 +59,9 @@ class HostFacts(_Part):
     # Where the target ran on a Ray node of its own ([target] node): that
     # node's facts, read there, with its address as `node`.
     target_node: dict[str, JsonValue] | None = None
+    # Where the load came from Ray agents ([cluster]): each agent's host
+    # (`node`), its CPU model, CPUs and kernel, read there when it was placed.
+    load_nodes: list[dict[str, JsonValue]] = []
 
     def shown(self) -> dict[str, JsonValue]:
         """The facts this experiment stored, in its order (an older store's
@@ -76,6 +79,18 @@ class PlanRecord(_Part):
 
 
 LoopModel = Literal["closed", "open", "users"]
+
+
+class AgentCeiling(_Part):
+    """One load host's part of a ceiling measured across hosts
+    (`runner.calibrate_hosts`): a Ray load agent, or this machine's engine
+    loading a target on another host."""
+
+    node: str  # where it ran: an agent's host/IP/node id, or "this machine"
+    cores: int  # the CPUs its load threads could use
+    rps: float  # its successes per second against the built-in page
+    cpu_utilization: float  # its CPU time over those cores' wall time
+    ceiling_rps: float  # rps at every one of those cores busy
 
 
 class Ceiling(_Record):
@@ -102,6 +117,10 @@ class Ceiling(_Record):
     ceiling_low_rps: float | None = None
     ceiling_high_rps: float | None = None
     repeats: int = 1
+    # Measured across hosts (the load from Ray agents, or the target on a
+    # node of its own): each load host's part, means over the repeats. Such
+    # a ceiling is the generator's whatever the target's CPUs.
+    agents: list[AgentCeiling] = []
 
     @property
     def lowest_rps(self) -> float:
@@ -124,11 +143,26 @@ class Ceiling(_Record):
 
     def sentence(self) -> str:
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
+        if self.agents or (self.error and not self.generator_cpus):
+            on = _cpus(self.target_cpus) if self.target_cpus else "all its CPUs"
+            where = f"the load hosts to the built-in server on the target's host, {on}"
         if self.error:
             return f"generator calibration ({where}) failed: {self.error}"
         shared = "; they share cores" if self.shared else ""
         how = f"HTTP/{self.http}, {'keep-alive' if self.keep_alive else 'a new connection per request'}"
         loop = {"closed": "a closed loop", "open": "an open loop", "users": "users with think time"}[self.model]
+        if self.agents:
+            parts = "; ".join(
+                f"{a.node}: {a.ceiling_rps:,.0f} from {a.rps:,.0f} req/s at {a.cpu_utilization:.0%} of its "
+                f"{_cores(a.cores)}"
+                for a in self.agents
+            )
+            return (
+                f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s{self.interval()}, the sum "
+                f"of each load host's rate projected to all of its load threads' cores ({parts}; "
+                f"{self.connections} connections to the built-in server's {self.page_bytes:,}-byte page; "
+                f"{where}{shared}); it holds for that protocol, load model and page size only"
+            )
         return (
             f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s{self.interval()}, projected "
             f"to all of its {_cores(len(self.generator_cpus))} from {self.rps:,.0f} req/s at "

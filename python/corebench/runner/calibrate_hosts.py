@@ -1,0 +1,169 @@
+"""The load generator's ceiling where the load and the target are on
+different hosts: the load from a Ray cluster's agents (`[cluster]`), or the
+target on a Ray node of its own (`[target] node`).
+
+The measurement of `runner.calibrate`, made where the plan's runs are made:
+the built-in server, started by the plan's own target host (this machine or
+the target's node) on the widest CPU set of the plan, is loaded by the
+plan's own load backend (the agents, or this process's engine) with the
+plan's largest connection count, for CALIBRATION_S, CALIBRATION_REPEATS
+times. Each load host's ceiling is its successes per second over the share
+of its load threads' cores it used (an agent's `cpu_utilization`): what it
+would reach with them all busy, at that CPU cost per request. The
+generator's ceiling is the sum over the hosts, given as the mean and range
+of its repeats. One ceiling per protocol, load model and page of the plan:
+a load host's ceiling does not depend on the target's CPUs (a run whose
+agents shared the target's host says so itself)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadSettings
+from corebench.errors import EngineFailure, UsageError
+from corebench.plan import ExperimentPlan, Point
+from corebench.plan.model import Builtin, Target
+from corebench.result import LoadResult
+from corebench.runner.backend import LoadBackend, LoadFailed
+from corebench.runner.calibrate import (
+    CALIBRATION_REPEATS,
+    CALIBRATION_S,
+    USERS_THINK,
+    Calibration,
+    failed,
+    loop_model,
+    measure_once,
+    page,
+    page_bytes,
+    protocol,
+    sizes,
+)
+from corebench.store import AgentCeiling, Ceiling
+from corebench.targets.session import TargetHost, TargetSession
+
+# The calibration's start of the built-in server, among the plan's targets' starts.
+KEY = "calibration"
+# One load host's figures in one repeat: (node, cores, successes/s, CPU share).
+Part = tuple[str, int, float, float]
+
+
+def calibrate_hosts(exp: ExperimentPlan, backend: LoadBackend, host: TargetHost) -> list[Ceiling]:
+    """One ceiling per distinct protocol, load model and page of the plan."""
+    connections, threads = sizes(exp)
+    asked = {(*protocol(p.load), loop_model(p.load), page(p.load)): None for p in exp.points}
+    server = _server(exp)
+    return [
+        _measure(
+            backend, host, server, Calibration(connections, threads, keep_alive, http, model, path), exp.path.parent
+        )
+        for keep_alive, http, model, path in asked
+    ]
+
+
+def _server(exp: ExperimentPlan) -> Point:
+    """The built-in server where the plan's targets go, on its widest CPU set."""
+    first = exp.points[0].target
+    cpus = max((p.target.cpus for p in exp.points if p.target.cpus is not None), default=None)
+    server = Target(
+        builtin=Builtin(model="async"),
+        cpus=cpus,
+        smt=first.smt,
+        numa=first.numa,
+        address=first.address,
+        node=first.node,
+        ray=first.ray,
+    )
+    return Point(levels={}, target=server, load=exp.points[0].load)
+
+
+def _measure(backend: LoadBackend, host: TargetHost, server: Point, how: Calibration, plan_dir: Path) -> Ceiling:
+    session = host.start(server, KEY, plan_dir)
+    target_cpus = session.layout.target_cpus
+    try:
+        if session.error is not None or session.base_url is None:
+            return failed(target_cpus, [], False, how, f"the built-in server did not start: {session.error}")
+        settings = LoadSettings(
+            url=session.base_url.rstrip("/") + how.page,
+            concurrency=how.connections,
+            duration=CALIBRATION_S,
+            keep_alive=how.keep_alive,
+            http=how.http,
+            threads=how.threads,
+            think=USERS_THINK if how.model == "users" else None,
+            allow_remote=server.load.allow_remote,
+        )
+        load: Callable[[LoadConfig], LoadResult] = lambda cfg: backend.run(cfg, _quiet)  # noqa: E731
+        repeats = [_parts(measure_once(settings, how.model, load)) for _ in range(CALIBRATION_REPEATS)]
+    except (LoadFailed, UsageError, EngineFailure, OSError) as e:
+        return failed(target_cpus, [], False, how, str(e))
+    finally:
+        session.stop()
+    return _ceiling(repeats, session, backend, how)
+
+
+def _ceiling(repeats: list[list[Part]], session: TargetSession, backend: LoadBackend, how: Calibration) -> Ceiling:
+    target_cpus = session.layout.target_cpus
+    if not all(sum(rps for _, _, rps, _ in parts) > 0 for parts in repeats):
+        why = f"the built-in server's {how.page} gave no successful response in a calibration"
+        return failed(target_cpus, [], False, how, why)
+    totals = [sum(_projected(rps, share) for _, _, rps, share in parts) for parts in repeats]
+    return Ceiling(
+        target_cpus=target_cpus,
+        generator_cpus=[],
+        shared=backend.layout(session.layout.record()).shared,
+        connections=how.connections,
+        rps=statistics.fmean(sum(rps for _, _, rps, _ in parts) for parts in repeats),
+        generator_cpu=statistics.fmean(sum(cores * share for _, cores, _, share in parts) for parts in repeats),
+        ceiling_rps=statistics.fmean(totals),
+        ceiling_low_rps=min(totals),
+        ceiling_high_rps=max(totals),
+        repeats=len(totals),
+        page_bytes=page_bytes(how.page),
+        keep_alive=how.keep_alive,
+        http=how.http,
+        model=how.model,
+        agents=_per_host(repeats),
+    )
+
+
+def _parts(result: LoadResult) -> list[Part]:
+    """Each load host's figures in one repeat: the agents', or this
+    process's (over the CPUs it may use) where the load is its own."""
+    if result.agents:
+        return [(a.node, min(a.threads, a.cores), a.goodput_rps, a.cpu_utilization) for a in result.agents]
+    seconds = max(result.duration_s, 1e-9)
+    cores = len(os.sched_getaffinity(0))
+    rps = result.successes / seconds if result.duration_s else 0.0
+    return [("this machine", cores, rps, result.generator_cpu_s / seconds / cores)]
+
+
+def _projected(rps: float, share: float) -> float:
+    """A host's rate with all its load threads' cores busy; never below what it reached."""
+    return max(rps / share, rps) if share > 0 else rps
+
+
+def _per_host(repeats: list[list[Part]]) -> list[AgentCeiling]:
+    """Each host's means over the repeats (an agent replaced between two
+    repeats is a host of its own)."""
+    by_node: dict[tuple[int, str], list[Part]] = {}
+    for parts in repeats:
+        for i, part in enumerate(parts):
+            by_node.setdefault((i, part[0]), []).append(part)
+    return [
+        AgentCeiling(
+            node=node,
+            cores=parts[0][1],
+            rps=statistics.fmean(p[2] for p in parts),
+            cpu_utilization=statistics.fmean(p[3] for p in parts),
+            ceiling_rps=statistics.fmean(_projected(p[2], p[3]) for p in parts),
+        )
+        for (_, node), parts in by_node.items()
+    ]
+
+
+def _quiet(_finished: int) -> None:
+    """A calibration shows no progress of its own."""
