@@ -12,7 +12,7 @@ from corebench.analysis.load import load_factors
 from corebench.analysis.points import point_stats
 from corebench.analysis.verdict import compare, verdicts
 from corebench.store import CoreTimes, MonitorSummary, RunLayout, ServiceSummary
-from tests.support.records import load_result, stored_run
+from tests.support.records import experiment, load_result, stored_run
 
 REALISTIC = {"think": ["0", "0..2s"], "size": [2048, 204800], "model": ["prefork", "threads"]}
 REALISTIC_LOAD = {"model": "users", "think": "{think}", "path": "/static/{size}", "concurrency": 25}
@@ -328,15 +328,47 @@ def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
     # Another machine: CPU numbers in common mean nothing there, no caveat.
     apart = runs(False, None)
     assert not any(r.shared for r in apart)
-    (line,) = hosts_lines(point_stats(apart))
+    exp = experiment()
+    (line,) = hosts_lines(exp, point_stats(apart))
     assert line.startswith("Hosts: the target ran on the Ray node 10.0.0.5 ([target] node)")
     assert "the load came from the machine that ran the plan (the host above); no load ran on the target's host" in line
+    assert "The generator's ceiling was not measured across these hosts" in line
     # A load agent on the target's node (or the node is this machine): shared, and said.
     beside = runs(True, "ray agents")
     assert all(r.shared for r in beside)
-    (line,) = hosts_lines(point_stats(beside))
+    (line,) = hosts_lines(exp, point_stats(beside))
     assert "the Ray cluster's load agents; in 2 run(s) the load ran on the target's host too" in line
-    assert hosts_lines(point_stats(_runs({"cpus": 1}, [10.0, 11.0]))) == []
+    # The agents' hosts as stored, agents on one host counted together; the ceiling measured across them.
+    node = {"cpu_model": "EPYC", "cpus": 16, "kernel": "6.1"}
+    loads = [{"node": "l/10.0.0.4/a", "agent": i} | node for i in (0, 1)] + [{"node": "m/10.0.0.6/b", "agent": 2}]
+    calibrated = experiment(
+        host={"load_nodes": loads},
+        calibration=[
+            {
+                "target_cpus": [0, 1],
+                "generator_cpus": [],
+                "shared": False,
+                "connections": 4,
+                "rps": 1.0,
+                "generator_cpu": 1.0,
+                "ceiling_rps": 2.0,
+                "agents": [
+                    {"node": "l/10.0.0.4/a", "cores": 1, "rps": 1.0, "cpu_utilization": 0.5, "ceiling_rps": 2.0}
+                ],
+            }
+        ],
+    )
+    (line,) = hosts_lines(calibrated, point_stats(beside))
+    assert (
+        "the Ray cluster's load agents (2 agents on l/10.0.0.4/a: EPYC, 16 CPUs, kernel 6.1; an agent on m/10.0.0.6/b)"
+        in line
+    )
+    assert "The generator's ceiling was measured from the load hosts against the built-in server" in line
+    # Agents loading a target on this machine: the hosts are named too.
+    here = [stored_run({"cpus": 2}, layout=RunLayout(method="cgroup2", target_cpus=[0], generator="ray agents"), seq=1)]
+    (line,) = hosts_lines(calibrated, point_stats(here))
+    assert line.startswith("Hosts: the target ran on the machine that ran the plan (the host above); the load came")
+    assert hosts_lines(exp, point_stats(_runs({"cpus": 1}, [10.0, 11.0]))) == []
 
 
 def test_a_cheaper_pick_is_not_shown_against_a_runner_up_whose_throughput_is_a_lower_bound():
