@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from corebench.store import Store, StoredExperiment, StoredRun
-from corebench.targets import cpus, filesystem
+from corebench.targets import cpus, owned
 from corebench.targets.owned import OWNER_FILE
 from tests.conftest import ACCESS_LOG, CLI
 
@@ -71,7 +71,7 @@ def _ours_left(pid: int, since: float, keep: set[int]) -> list[str]:
         cmd = " ".join(p.info["cmdline"] or [])
         if p.info["pid"] not in keep and p.info["create_time"] >= since and "corebench" in cmd and " serve" in cmd:
             left.append(f"process {p.info['pid']}: {cmd}")
-    for d in Path(tempfile.gettempdir()).glob(f"{filesystem.WORK_PREFIX}*"):
+    for d in Path(tempfile.gettempdir()).glob(f"{owned.WORK_PREFIX}*"):
         try:
             if int((d / OWNER_FILE).read_text()) == pid:
                 left.append(f"folder {d}")
@@ -165,7 +165,7 @@ def _run_case(tmp_path: Path, text: str, at_s: float, sig: int) -> StoredExperim
     checked as the module says; returns the experiment as stored."""
     plan, store = tmp_path / "plan.toml", tmp_path / "s.sqlite"
     plan.write_text(text)
-    before = set(Path(tempfile.gettempdir()).glob(f"{filesystem.WORK_PREFIX}*"))
+    before = set(Path(tempfile.gettempdir()).glob(f"{owned.WORK_PREFIX}*"))
     argv = [*CLI, "run", str(plan), "--store", str(store)]
     rc, out, took_s, since, pid = _signalled(argv, at_s, sig, _NewFolder(before))
     assert rc == 128 + sig, out
@@ -175,7 +175,7 @@ def _run_case(tmp_path: Path, text: str, at_s: float, sig: int) -> StoredExperim
     assert len(stored) == len(printed), f"every run printed is stored, and no run cut short:\n{out}"
     if exp is not None and exp.calibration:
         assert "generator ceiling for" in out, "a ceiling stored was printed whole"
-    assert not set(Path(tempfile.gettempdir()).glob(f"{filesystem.WORK_PREFIX}*")) - before
+    assert not set(Path(tempfile.gettempdir()).glob(f"{owned.WORK_PREFIX}*")) - before
     assert not _ours_left(pid, since, set())
     resume = ["--resume"] if exp is not None else []
     again = subprocess.run(
@@ -207,7 +207,7 @@ class _NewFolder:
         self.before = before
 
     def __call__(self, _proc: subprocess.Popen[str]) -> bool:
-        return bool(set(Path(tempfile.gettempdir()).glob(f"{filesystem.WORK_PREFIX}*")) - self.before)
+        return bool(set(Path(tempfile.gettempdir()).glob(f"{owned.WORK_PREFIX}*")) - self.before)
 
 
 def _loading(proc: subprocess.Popen[str]) -> bool:

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corebench.system.cpusets import apart, choose
-from corebench.system.topology import ROOT_ENV, TopologyError, format_list, parse_list, read
+from corebench.system.topology import ROOT_ENV, TopologyError, apart, choose, format_list, parse_list, read
 from corebench.targets.cpus import plan_layout
 from tests.conftest import run_cli
 
@@ -95,7 +94,7 @@ def test_the_layout_takes_physical_cores_and_keeps_the_generator_off_them(trees)
     ryzen = read(trees["ryzen-1s-6c-smt"])
     target, generator, _ = plan_layout(6, [c.id for c in ryzen.cpus], None, ryzen)
     assert target == [0, 2, 4, 6, 8, 10] and generator == [1, 3, 5, 7, 9, 11]
-    from corebench.system.cpusets import share_cores
+    from corebench.system.topology import share_cores
 
     assert share_cores(ryzen, target, generator), "siblings share their cores: the layout says shared"
     assert not share_cores(t, [0, 1], [2, 3]) and share_cores(t, [0], [16])

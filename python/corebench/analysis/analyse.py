@@ -235,7 +235,7 @@ def cores_table(points: list[PointStats], factors: Mapping[str, list[Level]], gh
 
 def _not_cores(points: list[PointStats]) -> list[str]:
     """Points whose target got fewer physical cores than asked, SMT
-    siblings filling in: a CPU there is not a core (system.cpusets)."""
+    siblings filling in: a CPU there is not a core (system.topology)."""
     out = []
     for p in points:
         layouts = [r.layout for r in p.measured if r.layout is not None and r.layout.target_physical_cores]

@@ -14,8 +14,7 @@ import typer
 from corebench.cli import app
 from corebench.errors import UsageError
 from corebench.system import check as checks
-from corebench.system.cpusets import apart, choose
-from corebench.system.topology import ROOT_ENV, Topology, TopologyError, format_list, read
+from corebench.system.topology import ROOT_ENV, Topology, TopologyError, apart, choose, format_list, read
 
 system_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(system_app, name="system")

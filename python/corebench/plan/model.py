@@ -304,7 +304,7 @@ class Target(_Section):
     # Prints the server's version, stored with the host facts.
     version_command: list[str] | None = None
     cpus: float | None = Field(None, gt=0, le=4096)
-    # How the cpus are chosen (system.cpusets): "off", one thread of each
+    # How the cpus are chosen (system.topology): "off", one thread of each
     # physical core; "on", the cores with their sibling threads. "one": on
     # one NUMA node while one holds them; "spread": over the nodes in turn.
     smt: Literal["off", "on"] = "off"

@@ -50,7 +50,7 @@ from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Load, Target
 from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
-from corebench.system.cpusets import Numa, Smt, share_cores
+from corebench.system.topology import Numa, Smt, share_cores
 from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
 from corebench.units import parse_size_bytes, parse_span_s

@@ -27,7 +27,7 @@ from corebench.monitor.exporter import Exporter
 from corebench.plan import ExperimentPlan
 from corebench.plan.engine_config import run_config
 from corebench.result import LoadResult
-from corebench.runner import baseline, calibrate, capacity, host, schedule
+from corebench.runner import baseline, calibrate, capacity, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
 from corebench.runner.calibrate_hosts import calibrate_hosts
 from corebench.runner.preflight import Checked
@@ -46,7 +46,7 @@ from corebench.store import (
     StoredRun,
     StoreWriteError,
 )
-from corebench.system import facts
+from corebench.system import check, facts
 from corebench.targets.cpus import CpuControl, plan_layout
 from corebench.targets.session import LocalHost, TargetHost, TargetSession
 
@@ -170,7 +170,7 @@ class ExperimentRun:
         if t.layout.method != "none":
             os.sched_setaffinity(0, t.layout.generator_cpus)
         if e.drop_caches and not run.warmup:
-            host.drop_caches()
+            check.drop_caches()
         result, error, found = None, None, None
         watch = Exporter(run.point.target.monitor) if run.point.target.monitor else None
         with t.monitor(len(t.layout.generator_cpus)) as monitor, watch or contextlib.nullcontext():
@@ -447,7 +447,7 @@ def open_experiment(
     What `system check` warns of is said first, and stored with a new one."""
     # This machine's noise; a target on a Ray node is on another machine.
     on_node = any(p.target.node for p in exp.points)
-    checks = [] if on_node else host.machine_checks(control.topology, _widest_target(exp, control))
+    checks = [] if on_node else check.machine_checks(control.topology, _widest_target(exp, control))
     for line in checks:
         Progress.note(f"machine check: {line}")
     if again:

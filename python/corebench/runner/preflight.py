@@ -18,7 +18,8 @@ from corebench.errors import UsageError
 from corebench.plan import ExperimentPlan, Point
 from corebench.plan.engine_config import run_config
 from corebench.plan.source import where
-from corebench.runner import baseline, host, schedule
+from corebench.runner import baseline, schedule
+from corebench.system.check import DROP_CACHES
 from corebench.targets import filesystem, recipes
 from corebench.targets.cpus import check as check_cpus
 from corebench.targets.cpus import control_method, online_cpus, topology
@@ -54,10 +55,10 @@ def check(exp: ExperimentPlan) -> Checked:
             raise UsageError(f"{_at(exp, 'target', 'filesystem')}: {why} (at {p.label()})")
     if exp.plan.baseline is not None and (why := baseline.missing()):
         raise UsageError(f"{_at(exp, 'baseline', 'hackbench')}: {why}")
-    if exp.plan.experiment.drop_caches and not os.access(host.DROP_CACHES, os.W_OK):
+    if exp.plan.experiment.drop_caches and not os.access(DROP_CACHES, os.W_OK):
         raise UsageError(
             f"{_at(exp, 'experiment', 'drop_caches')}: dropping the page cache needs root "
-            f"({host.DROP_CACHES} is not writable): run corebench as root, or remove drop_caches"
+            f"({DROP_CACHES} is not writable): run corebench as root, or remove drop_caches"
         )
     return Checked(exp, schedule.runs(exp), _too_few_cores(exp, online) + _siblings(exp, online))
 

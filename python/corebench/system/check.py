@@ -10,7 +10,10 @@ waits; steal and other busy processes take CPU the runs were given.
 
 Every path is under two roots (COREBENCH_SYSFS_ROOT, COREBENCH_PROCFS_ROOT;
 default /sys and /proc), so that the checks and the tuning can be tested on
-copies of a machine's trees, never only on the machine that runs them."""
+copies of a machine's trees, never only on the machine that runs them.
+A plan's runner asks the same checks before its first run
+(`machine_checks`), and drops the page cache between runs where the plan
+asks (`drop_caches`)."""
 
 from __future__ import annotations
 
@@ -22,8 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from corebench.system.cpusets import apart
-from corebench.system.topology import Topology, format_list, parse_list, sysfs_root
+from corebench.system.topology import Topology, apart, format_list, parse_list, sysfs_root
 
 PROC_ENV = "COREBENCH_PROCFS_ROOT"
 # Steal above this share of the CPUs over the sample: a VM sharing its host.
@@ -31,6 +33,10 @@ STEAL_NOTABLE = 0.01
 # Others' CPU above this share of the machine: busy before the first run.
 BUSY_NOTABLE = 0.10
 SAMPLE_S = 0.5
+# Short before a plan: the monitor measures steal and others' CPU during
+# every run; this is only the warning before the first.
+PLAN_SAMPLE_S = 0.25
+DROP_CACHES = "/proc/sys/vm/drop_caches"
 
 
 def procfs_root() -> Path:
@@ -352,3 +358,19 @@ def core_cpus(t: Topology, cpus: list[int]) -> list[int]:
     known = {c.id for c in t.cpus}
     cores = {t.cpu(c).physical for c in cpus if c in known}
     return sorted({c.id for c in t.cpus if c.physical in cores} | set(cpus))
+
+
+def machine_checks(topo: Topology | None, target: list[int]) -> list[str]:
+    """What `corebench system check` warns of on this machine, for a target
+    on `target`, one line each with its fix."""
+    if topo is None:
+        return []
+    return [c.line().strip() for c in check(topo, target, sample_s=PLAN_SAMPLE_S) if c.ok is False]
+
+
+def drop_caches() -> None:
+    """Writes dirty pages out, then drops the clean page cache, dentries and
+    inodes (3: both kinds; the kernel's Documentation/admin-guide/sysctl/vm.rst)."""
+    os.sync()
+    with open(DROP_CACHES, "w") as f:
+        f.write("3\n")

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from corebench.store import RunLayout
-from corebench.system import cpusets
-from corebench.system.topology import Topology, TopologyError
+from corebench.system.topology import Numa, Smt, Topology, TopologyError, apart_of, choose, share_cores
 from corebench.system.topology import read as read_topology
 from corebench.targets import owned
 
@@ -77,8 +76,8 @@ def check(
     cpus: float | None,
     online: list[int],
     services: Mapping[str, float] | None = None,
-    smt: cpusets.Smt = "off",
-    numa: cpusets.Numa = "one",
+    smt: Smt = "off",
+    numa: Numa = "one",
     topo: Topology | None = None,
 ) -> None:
     """Refuses a layout this machine cannot give (ValueError, in words)."""
@@ -110,11 +109,11 @@ def plan_layout(
     online: list[int],
     services: Mapping[str, float] | None = None,
     topo: Topology | None = None,
-    smt: cpusets.Smt = "off",
-    numa: cpusets.Numa = "one",
+    smt: Smt = "off",
+    numa: Numa = "one",
 ) -> tuple[list[int], list[int], float | None]:
     """The target takes ceil(cpus) distinct physical cores (one NUMA node
-    first, `system.cpusets`; with `smt` on, with their sibling threads),
+    first, `system.topology`; with `smt` on, with their sibling threads),
     services with cores of their own the next ones, the generator the CPUs
     on no core of theirs (all of them, shared, when nothing is left)."""
     if cpus is None:
@@ -122,7 +121,7 @@ def plan_layout(
     target, _, used = _place(cpus, online, services or {}, topo, smt, numa)
     quota = cpus if cpus != math.ceil(cpus) else None
     # Off the target's cores; where none is left, its free siblings; else shared.
-    rest = cpusets.apart_of(topo, online, used) or [c for c in online if c not in used]
+    rest = apart_of(topo, online, used) or [c for c in online if c not in used]
     return target, rest or online, quota
 
 
@@ -131,8 +130,8 @@ def _service_cores(
     online: list[int],
     services: Mapping[str, float],
     topo: Topology | None = None,
-    smt: cpusets.Smt = "off",
-    numa: cpusets.Numa = "one",
+    smt: Smt = "off",
+    numa: Numa = "one",
 ) -> dict[str, list[int]]:
     return _place(cpus, online, services, topo, smt, numa)[1]
 
@@ -141,7 +140,7 @@ def _place(
     cpus: float, online: list[int], services: Mapping[str, float], topo: Topology | None, smt: str, numa: str
 ) -> tuple[list[int], dict[str, list[int]], list[int]]:
     """The target's CPUs, each service's, and all of them: each set on
-    physical cores none of the others uses (`system.cpusets.choose`)."""
+    physical cores none of the others uses (`system.topology.choose`)."""
     whole = math.ceil(cpus)
     asked = (smt, numa) != ("off", "one")
     if topo is None:
@@ -156,7 +155,7 @@ def _place(
     taken: set[int] = set()
     placed = []
     for n in [whole, *(math.ceil(c) for c in services.values())]:
-        s = cpusets.choose(topo, n, "on" if smt == "on" else "off", "spread" if numa == "spread" else "one", taken)
+        s = choose(topo, n, "on" if smt == "on" else "off", "spread" if numa == "spread" else "one", taken)
         if s.notes and asked:
             raise ValueError(f"cpus = {n} with smt = {smt!r}: {s.notes[0]}")
         placed.append(s.cpus)
@@ -209,12 +208,12 @@ class CpuControl:
         self,
         cpus: float | None,
         services: Mapping[str, float | None] | None = None,
-        smt: cpusets.Smt = "off",
-        numa: cpusets.Numa = "one",
+        smt: Smt = "off",
+        numa: Numa = "one",
     ) -> Layout:
         """Where the target and each of `services` (name: its own cpus, or
         None to share the target's) run, their groups made; `smt`, `numa`:
-        `system.cpusets.choose`."""
+        `system.topology.choose`."""
         online, names = self.online, list(services or {})
         own = {n: c for n, c in (services or {}).items() if c is not None}
         check(cpus, online, own, smt, numa, self.topology)
@@ -223,7 +222,7 @@ class CpuControl:
         if cpus is None:
             layout = Layout("none", target, generator, None, shared=True)
         else:
-            shared = cpusets.share_cores(self.topology, target, generator)
+            shared = share_cores(self.topology, target, generator)
             layout = Layout(self.method, target, generator, quota, shared=shared)
         if self.topology is not None:
             on = [c for c in self.topology.cpus if c.id in target]
@@ -257,7 +256,7 @@ class CpuControl:
         cpus: float | None,
         own: dict[str, float],
         online: list[int],
-        how: tuple[Topology | None, cpusets.Smt, cpusets.Numa],
+        how: tuple[Topology | None, Smt, Numa],
     ) -> None:
         if layout.quota_cpus is not None or any(c != math.ceil(c) for c in own.values()):
             raise RuntimeError(f"cpus = {cpus:g} needs a CPU quota, and this machine's cgroups cannot be written")

@@ -22,13 +22,11 @@ from pathlib import Path
 
 from corebench.plan.model import Filesystem, FsTypeName
 from corebench.targets import owned
-from corebench.targets.owned import OWNER_FILE, alive
+from corebench.targets.owned import OWNER_FILE, WORK_PREFIX, alive
 
 # Images are named so; `corebench cleanup` removes one only in an
 # experiment folder of a corebench that is gone (`ours`).
 IMAGE_SUFFIX = ".corebench-fs.img"
-# An experiment's folder (tempfile's), where its targets and services run.
-WORK_PREFIX = "corebench-run-"
 _LOOP_SYS = Path("/sys/block")
 
 
@@ -243,12 +241,6 @@ def leftovers() -> list[dict[str, str]]:
         backing = (_LOOP_SYS / Path(dev).name / "loop" / "backing_file").read_text().strip()
         out.append({"device": dev, "image": backing.removesuffix(" (deleted)"), "mounted_on": mounted.get(dev, "")})
     return out
-
-
-def claim(work_dir: Path) -> None:
-    """Marks the folder the images are made in as this process's: cleanup
-    leaves them alone while it lives."""
-    (work_dir / OWNER_FILE).write_text(f"{os.getpid()}\n")
 
 
 def owner(image: Path) -> int | None:

@@ -24,6 +24,15 @@ from pathlib import Path
 STARTED_FILE = "corebench.started"
 # In an experiment's folder (and only there): the pid of its corebench.
 OWNER_FILE = "corebench.pid"
+# An experiment's folder (tempfile's), where its targets, services and
+# filesystem images are.
+WORK_PREFIX = "corebench-run-"
+
+
+def claim(work_dir: Path) -> None:
+    """Marks an experiment's folder as this process's: cleanup leaves it
+    (its images, its targets) alone while this process lives."""
+    (work_dir / OWNER_FILE).write_text(f"{os.getpid()}\n")
 
 
 def record(pid: int, where: Path) -> None:

@@ -25,7 +25,7 @@ from corebench.monitor.sampler import Monitor
 from corebench.plan import Point
 from corebench.plan.model import Target
 from corebench.store import TargetInfo
-from corebench.targets import filesystem, process, recipes, services
+from corebench.targets import filesystem, owned, process, recipes, services
 from corebench.targets.cpus import CpuControl, Layout
 
 
@@ -111,8 +111,9 @@ class TargetSession:
         if self.started is not None:
             process.stop(self.started.proc, self.target)
             self.started = None
-        services.stop_all(self.services)
-        self.services = []
+        if self.services:
+            services.stop_all(self.services)
+            self.services = []
         CpuControl.release(self.layout)
         if self.mounted is not None:
             filesystem.unmount(self.mounted, keep=("target.log",))
@@ -164,9 +165,9 @@ class LocalHost:
         return self._work_dir
 
     def __enter__(self) -> LocalHost:
-        self._work_dir = Path(tempfile.mkdtemp(prefix=filesystem.WORK_PREFIX))
+        self._work_dir = Path(tempfile.mkdtemp(prefix=owned.WORK_PREFIX))
         os.chmod(self._work_dir, 0o755)  # servers that drop privileges read their folders in it
-        filesystem.claim(self._work_dir)  # its images are not a killed run's leftovers
+        owned.claim(self._work_dir)  # its images are not a killed run's leftovers
         return self
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
@@ -217,10 +218,11 @@ def _start(session: TargetSession, point: Point, plan_dir: Path, run_dir: Path) 
     if t.filesystem is not None:
         session.mounted = filesystem.mount(t.filesystem, run_dir)
         session.info.filesystem = dict(session.mounted.facts)
+    values = dict(point.levels)
     if t.services:
         session.services = services.start_all(t.services, point.levels, layout, plan_dir, run_dir)
         session.info.services = {s.name: s.facts() for s in session.services}
-    values = point.levels | services.values_of(session.services)
+        values |= services.values_of(session.services)
     started = process.start(t, values, layout, plan_dir, run_dir, point.load.path)
     session.started = started
     session.info = session.info.model_copy(
