@@ -401,3 +401,63 @@ command = ["sh", "-c", "readlink /proc/self/ns/net > {tmp_path}/netns-{{cpus}}; 
         assert as_json(r.result)["failed"] == 0
     assert not [left for left in filesystem.leftovers() if left["mounted_on"]], filesystem.leftovers()
     assert "corebench-run-" not in Path("/proc/self/mounts").read_text()
+
+
+@pytest.mark.parametrize(
+    ("model", "load"),
+    [
+        ("rate", "rate = 200\nconcurrency = 4"),
+        ("users", 'think = "0..20ms"\nconcurrency = 4'),
+        ("replay", 'log = "{log}"\nconcurrency = 2'),
+    ],
+)
+def test_each_load_model_runs_from_agents_to_the_target_on_its_node(lab, tmp_path, model, load):
+    """The open loop, users with think time and a replayed log, from a load
+    agent on the load node to the target on the target node: the agents'
+    merged count is the server's own, and the model's own figures hold
+    (the rate's sends, the log's lines)."""
+    log = tmp_path / "access.log"
+    log.write_text(
+        "".join(
+            f'127.0.0.1 - - [29/Nov/2026:10:00:{i % 60:02} +0000] "GET /static/{i} HTTP/1.1" 200 5\n' for i in range(40)
+        )
+    )
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+[experiment]
+repetitions = 1
+duration = "1s"
+calibrate = false
+
+[target]
+builtin = {{ model = "threads", workers = 4, args = ["--access-log", "{tmp_path}/served.log"] }}
+node = "{lab.ip["target"]}"
+
+[load]
+model = "{model}"
+{load.format(log=log)}
+allow_remote = true
+
+[cluster]
+address = "{lab.address}"
+agents = 1
+""")
+    p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q", timeout=300)
+    assert p.returncode == 0, p.stderr
+    s = Store(tmp_path / "s.sqlite", read_only=True)
+    (run,) = s.runs(1)
+    s.close()
+    assert run.status == "ok" and run.layout.target_host == lab.ip["target"], run.error
+    result = as_json(run.result)
+    (agent,) = result["agents"]
+    assert agent["node"].split("/")[1] == lab.ip["load"] and result["failed"] == 0
+    served = [x for x in (tmp_path / "served.log").read_text().splitlines() if x.startswith(lab.ip["load"])]
+    assert len(served) == result["responses"] > 0
+    if model == "rate":
+        schedule = result["schedule"]
+        assert schedule["target_rps"] == pytest.approx(200) and schedule["dropped"] == 0, schedule
+        assert 150 <= schedule["sent"] <= 250 and agent["sent"] == schedule["sent"], schedule
+    if model == "replay":
+        assert result["replay"]["replayed"] == 40 and {x.split('"')[1] for x in served} <= {
+            f"GET /static/{i} HTTP/1.1" for i in range(40)
+        }
