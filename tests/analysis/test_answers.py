@@ -11,7 +11,7 @@ from corebench.analysis.drift import drift
 from corebench.analysis.load import load_factors
 from corebench.analysis.points import point_stats
 from corebench.analysis.verdict import compare, verdicts
-from corebench.store import CoreTimes, MonitorSummary, RunLayout, ServiceSummary
+from corebench.store import CoreTimes, MonitorSummary, RunLayout, ServiceSummary, TargetInfo
 from tests.support.records import experiment, load_result, stored_run
 
 REALISTIC = {"think": ["0", "0..2s"], "size": [2048, 204800], "model": ["prefork", "threads"]}
@@ -340,7 +340,8 @@ def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
     assert "the Ray cluster's load agents; in 2 run(s) the load ran on the target's host too" in line
     # The agents' hosts as stored, agents on one host counted together; the ceiling measured across them.
     node = {"cpu_model": "EPYC", "cpus": 16, "kernel": "6.1"}
-    loads = [{"node": "l/10.0.0.4/a", "agent": i} | node for i in (0, 1)] + [{"node": "m/10.0.0.6/b", "agent": 2}]
+    loads = [{"node": "l/10.0.0.4/a", "agent": i, "cores": 16} | node for i in (0, 1)]
+    loads += [{"node": "m/10.0.0.6/b", "agent": 2, "cores": 1}]
     calibrated = experiment(
         host={"load_nodes": loads},
         calibration=[
@@ -352,6 +353,7 @@ def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
                 "rps": 1.0,
                 "generator_cpu": 1.0,
                 "ceiling_rps": 2.0,
+                "across": True,
                 "agents": [
                     {"node": "l/10.0.0.4/a", "cores": 1, "rps": 1.0, "cpu_utilization": 0.5, "ceiling_rps": 2.0}
                 ],
@@ -364,10 +366,20 @@ def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
         in line
     )
     assert "The generator's ceiling was measured from the load hosts against the built-in server" in line
+    # A calibration that failed is not "not measured".
+    failed = calibrated.model_copy(
+        update={"calibration": [c.model_copy(update={"error": "x", "agents": []}) for c in calibrated.calibration]}
+    )
+    (line,) = hosts_lines(failed, point_stats(beside))
+    assert "The generator's ceiling could not be measured across these hosts (why: above)." in line
     # Agents loading a target on this machine: the hosts are named too.
     here = [stored_run({"cpus": 2}, layout=RunLayout(method="cgroup2", target_cpus=[0], generator="ray agents"), seq=1)]
     (line,) = hosts_lines(calibrated, point_stats(here))
     assert line.startswith("Hosts: the target ran on the machine that ran the plan (the host above); the load came")
+    # A running server: where it runs is not known here.
+    here[0].target = TargetInfo(kind="url", base_url="http://10.0.0.9:8080/")
+    (line,) = hosts_lines(calibrated, point_stats(here))
+    assert line.startswith("Hosts: the target is a server already running at http://10.0.0.9:8080/ (url), wherever")
     assert hosts_lines(exp, point_stats(_runs({"cpus": 1}, [10.0, 11.0]))) == []
 
 

@@ -7,26 +7,21 @@ import pytest
 
 from corebench.plan.model import Load
 from corebench.runner.calibrate import ceiling_for
-from corebench.runner.calibrate_hosts import _per_host, _projected
+from corebench.runner.calibrate_hosts import Part, _per_host, _projected
 from corebench.store import AgentCeiling, Ceiling
 from corebench.targets.cpus import Layout
 
 
 def test_each_host_is_its_rate_over_its_cpu_share_and_never_below_it():
-    assert _projected(600.0, 0.5) == 1_200.0
-    assert _projected(600.0, 1.2) == 600.0, "a share over 1 (a measurement's edge) projects no lower rate"
-    assert _projected(600.0, 0.0) == 600.0, "no CPU measured: what it reached"
+    assert _projected(Part(0, "a", 1, 600.0, 0.5)) == 1_200.0
+    assert _projected(Part(0, "a", 1, 600.0, 1.2)) == 600.0, "a share over 1 (a measurement's edge) projects no lower"
+    assert _projected(Part(0, "a", 1, 600.0, 0.0)) == 600.0, "no CPU measured: what it reached"
 
 
-def test_hosts_are_averaged_over_the_repeats_in_agent_order():
-    repeats = [
-        [("a/10.0.0.4/x", 2, 1_000.0, 0.5), ("b/10.0.0.6/y", 2, 900.0, 0.9)],
-        [("a/10.0.0.4/x", 2, 1_200.0, 0.6), ("b/10.0.0.6/y", 2, 1_100.0, 1.0)],
-    ]
-    a, b = _per_host(repeats)
+def test_a_host_is_averaged_over_the_repeats():
+    a = _per_host([Part(0, "a/10.0.0.4/x", 2, 1_000.0, 0.5), Part(0, "a/10.0.0.4/x", 2, 1_200.0, 0.6)])
     assert (a.node, a.cores, a.rps, a.cpu_utilization) == ("a/10.0.0.4/x", 2, 1_100.0, pytest.approx(0.55))
     assert a.ceiling_rps == pytest.approx((2_000.0 + 2_000.0) / 2)
-    assert b.ceiling_rps == pytest.approx((1_000.0 + 1_100.0) / 2)
 
 
 def test_a_ceiling_across_hosts_holds_for_every_layout_of_its_protocol():
@@ -38,6 +33,7 @@ def test_a_ceiling_across_hosts_holds_for_every_layout_of_its_protocol():
         rps=1_000.0,
         generator_cpu=0.5,
         ceiling_rps=2_000.0,
+        across=True,
         agents=[AgentCeiling(node="this machine", cores=1, rps=1_000.0, cpu_utilization=0.5, ceiling_rps=2_000.0)],
     )
     on_one = Layout(method="affinity", target_cpus=[1], generator_cpus=[0])

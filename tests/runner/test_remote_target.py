@@ -427,7 +427,6 @@ def test_each_load_model_runs_from_agents_to_the_target_on_its_node(lab, tmp_pat
 [experiment]
 repetitions = 1
 duration = "1s"
-calibrate = false
 
 [target]
 builtin = {{ model = "threads", workers = 4, args = ["--access-log", "{tmp_path}/served.log"] }}
@@ -446,8 +445,12 @@ agents = 1
     assert p.returncode == 0, p.stderr
     s = Store(tmp_path / "s.sqlite", read_only=True)
     (run,) = s.runs(1)
+    (ceiling,) = s.experiment(1).calibration
     s.close()
     assert run.status == "ok" and run.layout.target_host == lab.ip["target"], run.error
+    # Calibrated with the model's own pacing, from the agent, against the target's node.
+    assert ceiling.error is None and ceiling.model == {"rate": "open", "users": "users", "replay": "closed"}[model]
+    assert ceiling.across and ceiling.agents[0].node.split("/")[1] == lab.ip["load"], ceiling
     result = as_json(run.result)
     (agent,) = result["agents"]
     assert agent["node"].split("/")[1] == lab.ip["load"] and result["failed"] == 0

@@ -10,14 +10,12 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping
 
-from pydantic import JsonValue
-
 from corebench.analysis.drift import drift, too_few
 from corebench.analysis.points import PointStats
 from corebench.analysis.precision import goodput_by_point, precision
 from corebench.plan.model import DEFAULT_PRECISION
 from corebench.result import NEAR_CEILING, LoadResult
-from corebench.store import StoredExperiment, StoredRun
+from corebench.store import LoadNode, StoredExperiment, StoredRun
 
 
 def schedule_lines(experiment: Mapping[str, object], runs: list[StoredRun], points: list[PointStats]) -> list[str]:
@@ -146,12 +144,16 @@ def hosts_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
     agents = any(x.generator == "ray agents" for x in layouts)
     if not nodes and not agents:
         return []
-    target = (
-        f"the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured there "
-        "(its cores, the target's CPU, the clock)"
-        if nodes
-        else "the target ran on the machine that ran the plan (the host above)"
-    )
+    running = sorted({t.base_url or "?" for p in points for r in p.measured if (t := r.target) and t.kind == "url"})
+    if nodes:
+        target = (
+            f"the target ran on the Ray node {', '.join(nodes)} ([target] node), on CPUs of that host, measured there "
+            "(its cores, the target's CPU, the clock)"
+        )
+    elif running:
+        target = f"the target is a server already running at {', '.join(running)} (url), wherever that is"
+    else:
+        target = "the target ran on the machine that ran the plan (the host above)"
     load = "the machine that ran the plan (the host above)"
     if agents:
         load = f"the Ray cluster's load agents{_load_hosts(exp.host.load_nodes)}"
@@ -162,29 +164,28 @@ def hosts_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
         if shared
         else "; no load ran on the target's host"
     )
-    across = any(c.agents for c in exp.calibration or [])
-    ceiling = (
-        " The generator's ceiling was measured from the load hosts against the built-in server on the target's host "
-        "(above)."
-        if across
-        else " The generator's ceiling was not measured across these hosts ([experiment] calibrate = false, or a "
-        "store from before such calibrations)."
-    )
+    across = [c for c in exp.calibration or [] if c.across]
+    if any(c.error is None for c in across):
+        ceiling = (
+            " The generator's ceiling was measured from the load hosts against the built-in server on the target's "
+            "host (above)."
+        )
+    elif across:
+        ceiling = " The generator's ceiling could not be measured across these hosts (why: above)."
+    else:
+        ceiling = (
+            " The generator's ceiling was not measured across these hosts ([experiment] calibrate = false, or a "
+            "store from before such calibrations)."
+        )
     return [f"Hosts: {target}; the load came from {load}{beside}.{ceiling}{_ray_spent(points)}"]
 
 
-def _load_hosts(hosts: list[dict[str, JsonValue]]) -> str:
-    """The agents' hosts as placed at the start: each with its CPU model,
-    CPUs and kernel, agents on one host counted together."""
-    by_node: dict[str, list[dict[str, JsonValue]]] = {}
+def _load_hosts(hosts: list[LoadNode]) -> str:
+    """The agents' hosts as placed at the start, agents on one host counted together."""
+    by_node: dict[str, list[LoadNode]] = {}
     for h in hosts:
-        by_node.setdefault(str(h.get("node", "?")), []).append(h)
-    said = []
-    for node, on in by_node.items():
-        h = on[0]
-        count = f"{len(on)} agents" if len(on) > 1 else "an agent"
-        facts = f": {h.get('cpu_model')}, {h.get('cpus')} CPUs, kernel {h.get('kernel')}" if "cpu_model" in h else ""
-        said.append(f"{count} on {node}{facts}")
+        by_node.setdefault(h.node, []).append(h)
+    said = [f"{f'{len(on)} agents' if len(on) > 1 else 'an agent'} on {on[0].line()}" for on in by_node.values()]
     return f" ({'; '.join(said)})" if said else ""
 
 

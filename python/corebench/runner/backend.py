@@ -8,12 +8,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import JsonValue
-
 from corebench import engine
 from corebench.errors import EngineFailure, UsageError
 from corebench.result import CLIENT_BOUND_SHARE
-from corebench.store import MonitorSummary, RunLayout
+from corebench.store import LoadNode, MonitorSummary, RunLayout
 
 Live = Callable[[engine.Figures], object]
 
@@ -45,9 +43,9 @@ class LoadBackend(Protocol):
         actually ran."""
         ...
 
-    def hosts(self) -> list[dict[str, JsonValue]]:
-        """The hosts the load runs on besides this machine (their facts and
-        `node`), for the experiment's record."""
+    def hosts(self) -> list[LoadNode]:
+        """The hosts the load runs on besides this machine, for the
+        experiment's record."""
         ...
 
 
@@ -66,7 +64,7 @@ class Local:
     def monitor(self, summary: MonitorSummary, _result: LoadResult) -> MonitorSummary:
         return summary  # this process's CPU is the generator's
 
-    def hosts(self) -> list[dict[str, JsonValue]]:
+    def hosts(self) -> list[LoadNode]:
         return []
 
 
@@ -106,12 +104,13 @@ class Cluster:
             update={"client_bound": bool(busy), "client_bound_agents": busy, "generator_cpu": agents_cpu}
         )
 
-    def hosts(self) -> list[dict[str, JsonValue]]:
-        out: list[dict[str, JsonValue]] = []
-        for a in self.session.agents:
-            facts = a.info.get("facts")
-            out.append({"node": a.node, "agent": a.index, "cores": a.info["cores"]} | (facts or {}))
-        return out
+    def hosts(self) -> list[LoadNode]:
+        return [
+            LoadNode.model_validate(
+                {"node": a.node, "agent": a.index, "cores": a.info["cores"]} | a.info.get("facts", {})
+            )
+            for a in self.session.agents
+        ]
 
 
 @contextmanager

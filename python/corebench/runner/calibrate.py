@@ -257,7 +257,7 @@ def ceiling_for(ceilings: list[Ceiling], layout: Layout, load: Load) -> Ceiling 
     model, size = loop_model(load), page_bytes(page(load))
     for c in ceilings:
         # Measured across hosts: the load hosts' ceiling, whatever the target's CPUs.
-        same = bool(c.agents) or (c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus)
+        same = c.across or (c.generator_cpus == layout.generator_cpus and c.target_cpus == layout.target_cpus)
         if same and (c.keep_alive, c.http, c.model, c.page_bytes) == (keep_alive, http, model, size) and not c.error:
             return c
     return None

@@ -21,6 +21,7 @@ import os
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from corebench.config.load import LoadConfig
 from corebench.config.settings import LoadSettings
@@ -47,21 +48,29 @@ from corebench.targets.session import TargetHost, TargetSession
 
 # The calibration's start of the built-in server, among the plan's targets' starts.
 KEY = "calibration"
-# One load host's figures in one repeat: (node, cores, successes/s, CPU share).
-Part = tuple[str, int, float, float]
+
+
+class Part(NamedTuple):
+    """One load host's figures in one repeat."""
+
+    agent: int  # its index (0 for this process's own load)
+    node: str
+    cores: int  # the CPUs its load threads could use
+    rps: float  # successes per second
+    share: float  # its CPU time over those cores' wall time
 
 
 def calibrate_hosts(exp: ExperimentPlan, backend: LoadBackend, host: TargetHost) -> list[Ceiling]:
     """One ceiling per distinct protocol, load model and page of the plan."""
     connections, threads = sizes(exp)
     asked = {(*protocol(p.load), loop_model(p.load), page(p.load)): None for p in exp.points}
-    server = _server(exp)
-    return [
-        _measure(
-            backend, host, server, Calibration(connections, threads, keep_alive, http, model, path), exp.path.parent
-        )
-        for keep_alive, http, model, path in asked
-    ]
+    server, plan_dir = _server(exp), exp.path.parent
+    hows = [Calibration(connections, threads, keep_alive, http, model, path) for keep_alive, http, model, path in asked]
+    if exp.points[0].target.url is not None:
+        # Nothing of ours runs on a running server's host to load instead.
+        why = "the target is a server already running (url): no built-in server can be started on its host"
+        return [_failed([], how, why) for how in hows]
+    return [_measure(backend, host, server, how, plan_dir) for how in hows]
 
 
 def _server(exp: ExperimentPlan) -> Point:
@@ -81,11 +90,13 @@ def _server(exp: ExperimentPlan) -> Point:
 
 
 def _measure(backend: LoadBackend, host: TargetHost, server: Point, how: Calibration, plan_dir: Path) -> Ceiling:
-    session = host.start(server, KEY, plan_dir)
-    target_cpus = session.layout.target_cpus
+    session: TargetSession | None = None
     try:
+        session = host.start(server, KEY, plan_dir)
+        # The plan's own starts are what its summary counts.
+        host.starts -= 1
         if session.error is not None or session.base_url is None:
-            return failed(target_cpus, [], False, how, f"the built-in server did not start: {session.error}")
+            return _failed(session.layout.target_cpus, how, f"the built-in server did not start: {session.error}")
         settings = LoadSettings(
             url=session.base_url.rstrip("/") + how.page,
             concurrency=how.connections,
@@ -99,25 +110,29 @@ def _measure(backend: LoadBackend, host: TargetHost, server: Point, how: Calibra
         load: Callable[[LoadConfig], LoadResult] = lambda cfg: backend.run(cfg, _quiet)  # noqa: E731
         repeats = [_parts(measure_once(settings, how.model, load)) for _ in range(CALIBRATION_REPEATS)]
     except (LoadFailed, UsageError, EngineFailure, OSError) as e:
-        return failed(target_cpus, [], False, how, str(e))
+        return _failed(session.layout.target_cpus if session is not None else [], how, str(e))
     finally:
-        session.stop()
+        if session is not None:
+            session.stop()
     return _ceiling(repeats, session, backend, how)
 
 
 def _ceiling(repeats: list[list[Part]], session: TargetSession, backend: LoadBackend, how: Calibration) -> Ceiling:
     target_cpus = session.layout.target_cpus
-    if not all(sum(rps for _, _, rps, _ in parts) > 0 for parts in repeats):
-        why = f"the built-in server's {how.page} gave no successful response in a calibration"
-        return failed(target_cpus, [], False, how, why)
-    totals = [sum(_projected(rps, share) for _, _, rps, share in parts) for parts in repeats]
+    hosts = [(p.agent, p.node) for p in repeats[0]]
+    if any([(p.agent, p.node) for p in parts] != hosts for parts in repeats):
+        return _failed(target_cpus, how, "a load agent was lost or replaced between the calibration's repeats")
+    if not all(p.rps > 0 for parts in repeats for p in parts):
+        why = f"a load host had no successful response from the built-in server's {how.page} in a calibration"
+        return _failed(target_cpus, how, why)
+    totals = [sum(_projected(p) for p in parts) for parts in repeats]
     return Ceiling(
         target_cpus=target_cpus,
         generator_cpus=[],
         shared=backend.layout(session.layout.record()).shared,
         connections=how.connections,
-        rps=statistics.fmean(sum(rps for _, _, rps, _ in parts) for parts in repeats),
-        generator_cpu=statistics.fmean(sum(cores * share for _, cores, _, share in parts) for parts in repeats),
+        rps=statistics.fmean(sum(p.rps for p in parts) for parts in repeats),
+        generator_cpu=statistics.fmean(sum(p.cores * p.share for p in parts) for parts in repeats),
         ceiling_rps=statistics.fmean(totals),
         ceiling_low_rps=min(totals),
         ceiling_high_rps=max(totals),
@@ -126,43 +141,41 @@ def _ceiling(repeats: list[list[Part]], session: TargetSession, backend: LoadBac
         keep_alive=how.keep_alive,
         http=how.http,
         model=how.model,
-        agents=_per_host(repeats),
+        across=True,
+        agents=[_per_host([parts[i] for parts in repeats]) for i in range(len(hosts))],
     )
+
+
+def _failed(target_cpus: list[int], how: Calibration, why: str) -> Ceiling:
+    return failed(target_cpus, [], False, how, why).model_copy(update={"across": True})
 
 
 def _parts(result: LoadResult) -> list[Part]:
     """Each load host's figures in one repeat: the agents', or this
-    process's (over the CPUs it may use) where the load is its own."""
+    process's (over the CPUs its load threads could use) where the load is
+    its own."""
     if result.agents:
-        return [(a.node, min(a.threads, a.cores), a.goodput_rps, a.cpu_utilization) for a in result.agents]
+        return [Part(a.index, a.node, min(a.threads, a.cores), a.goodput_rps, a.cpu_utilization) for a in result.agents]
     seconds = max(result.duration_s, 1e-9)
-    cores = len(os.sched_getaffinity(0))
+    cores = min(result.threads, len(os.sched_getaffinity(0)))
     rps = result.successes / seconds if result.duration_s else 0.0
-    return [("this machine", cores, rps, result.generator_cpu_s / seconds / cores)]
+    return [Part(0, "this machine", cores, rps, result.generator_cpu_s / seconds / cores)]
 
 
-def _projected(rps: float, share: float) -> float:
+def _projected(p: Part) -> float:
     """A host's rate with all its load threads' cores busy; never below what it reached."""
-    return max(rps / share, rps) if share > 0 else rps
+    return max(p.rps / p.share, p.rps) if p.share > 0 else p.rps
 
 
-def _per_host(repeats: list[list[Part]]) -> list[AgentCeiling]:
-    """Each host's means over the repeats (an agent replaced between two
-    repeats is a host of its own)."""
-    by_node: dict[tuple[int, str], list[Part]] = {}
-    for parts in repeats:
-        for i, part in enumerate(parts):
-            by_node.setdefault((i, part[0]), []).append(part)
-    return [
-        AgentCeiling(
-            node=node,
-            cores=parts[0][1],
-            rps=statistics.fmean(p[2] for p in parts),
-            cpu_utilization=statistics.fmean(p[3] for p in parts),
-            ceiling_rps=statistics.fmean(_projected(p[2], p[3]) for p in parts),
-        )
-        for (_, node), parts in by_node.items()
-    ]
+def _per_host(repeats: list[Part]) -> AgentCeiling:
+    """One host's means over the repeats."""
+    return AgentCeiling(
+        node=repeats[0].node,
+        cores=repeats[0].cores,
+        rps=statistics.fmean(p.rps for p in repeats),
+        cpu_utilization=statistics.fmean(p.share for p in repeats),
+        ceiling_rps=statistics.fmean(_projected(p) for p in repeats),
+    )
 
 
 def _quiet(_finished: int) -> None:

@@ -378,7 +378,7 @@ def _visit_all(
     xr: ExperimentRun,
     todo: list[schedule.Run],
     rnd: int,
-    calibration: Callable[[], list[Ceiling]] | None,
+    calibration: Callable[[], list[Ceiling]],
     hackbench: Callable[[], Baseline],
 ) -> None:
     """The generator's ceiling and the CPU baseline, then every run of the
@@ -492,16 +492,14 @@ def plan_record(exp: ExperimentPlan) -> PlanRecord:
     )
 
 
-def ceilings(
-    exp: ExperimentPlan, store: Store, exp_id: int, measure: Callable[[], list[Ceiling]] | None
-) -> list[Ceiling]:
-    """The generator's ceiling per CPU layout: measured before the first run
-    (`measure`, where the load is this machine's), or read back when the
-    experiment is resumed."""
+def ceilings(exp: ExperimentPlan, store: Store, exp_id: int, measure: Callable[[], list[Ceiling]]) -> list[Ceiling]:
+    """The generator's ceiling per CPU layout (or, across hosts, per
+    protocol): measured before the first run (`measure`), or read back when
+    the experiment is resumed."""
     stored = store.experiment(exp_id)
     if stored is not None and stored.calibration:
         return stored.calibration
-    if measure is None or not exp.plan.experiment.calibrate:
+    if not exp.plan.experiment.calibrate:
         return []
     found = measure()
     store.set_calibration(exp_id, found)

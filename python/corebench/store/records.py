@@ -40,6 +40,21 @@ class _Part(BaseModel):
     model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
 
+class LoadNode(_Part):
+    """A load agent's host (`cluster.agent`), as the experiment stores it."""
+
+    node: str  # the agent's host name, IP and Ray node id
+    agent: int
+    cores: int  # the CPUs the agent's process could use
+    cpu_model: str | None = None
+    cpus: int | None = None
+    kernel: str | None = None
+
+    def line(self) -> str:
+        facts = f": {self.cpu_model}, {self.cpus} CPUs, kernel {self.kernel}" if self.cpu_model else ""
+        return f"{self.node}{facts}"
+
+
 class HostFacts(_Part):
     """What the numbers were measured on (`system.facts`)."""
 
@@ -59,14 +74,17 @@ class HostFacts(_Part):
     # Where the target ran on a Ray node of its own ([target] node): that
     # node's facts, read there, with its address as `node`.
     target_node: dict[str, JsonValue] | None = None
-    # Where the load came from Ray agents ([cluster]): each agent's host
-    # (`node`), its CPU model, CPUs and kernel, read there when it was placed.
-    load_nodes: list[dict[str, JsonValue]] = []
+    # Where the load came from Ray agents ([cluster]): each agent's host,
+    # read there when it was placed.
+    load_nodes: list[LoadNode] = []
 
     def shown(self) -> dict[str, JsonValue]:
         """The facts this experiment stored, in its order (an older store's
         missing facts are left out rather than shown as unknown)."""
-        return self.model_dump(exclude_unset=True)
+        out: dict[str, JsonValue] = self.model_dump(exclude_unset=True)
+        if self.load_nodes:
+            out["load_nodes"] = [n.line() for n in self.load_nodes]
+        return out
 
 
 class PlanRecord(_Part):
@@ -118,8 +136,10 @@ class Ceiling(_Record):
     ceiling_high_rps: float | None = None
     repeats: int = 1
     # Measured across hosts (the load from Ray agents, or the target on a
-    # node of its own): each load host's part, means over the repeats. Such
-    # a ceiling is the generator's whatever the target's CPUs.
+    # node of its own; `runner.calibrate_hosts`): each load host's part,
+    # means over the repeats. Such a ceiling is the generator's whatever
+    # the target's CPUs.
+    across: bool = False
     agents: list[AgentCeiling] = []
 
     @property
@@ -143,7 +163,7 @@ class Ceiling(_Record):
 
     def sentence(self) -> str:
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
-        if self.agents or (self.error and not self.generator_cpus):
+        if self.across:
             on = _cpus(self.target_cpus) if self.target_cpus else "all its CPUs"
             where = f"the load hosts to the built-in server on the target's host, {on}"
         if self.error:
@@ -151,7 +171,7 @@ class Ceiling(_Record):
         shared = "; they share cores" if self.shared else ""
         how = f"HTTP/{self.http}, {'keep-alive' if self.keep_alive else 'a new connection per request'}"
         loop = {"closed": "a closed loop", "open": "an open loop", "users": "users with think time"}[self.model]
-        if self.agents:
+        if self.across:
             parts = "; ".join(
                 f"{a.node}: {a.ceiling_rps:,.0f} from {a.rps:,.0f} req/s at {a.cpu_utilization:.0%} of its "
                 f"{_cores(a.cores)}"
