@@ -93,8 +93,6 @@ def _measure(backend: LoadBackend, host: TargetHost, server: Point, how: Calibra
     session: TargetSession | None = None
     try:
         session = host.start(server, KEY, plan_dir)
-        # The plan's own starts are what its summary counts.
-        host.starts -= 1
         if session.error is not None or session.base_url is None:
             return _failed(session.layout.target_cpus, how, f"the built-in server did not start: {session.error}")
         settings = LoadSettings(

@@ -151,8 +151,10 @@ class ExperimentRun:
         self.close()
         t = self.host.start(run.point, key, self.exp.path.parent)
         self.target = t
-        if run.point.target.url is None and not t.error:
-            self.out.starts_s += t.start_s
+        if run.point.target.url is None:
+            # The plan's own starts (the host's count has the calibration's too).
+            self.out.starts += 1
+            self.out.starts_s += 0.0 if t.error else t.start_s
         if t.error:
             Progress.note(t.error)
         return t
@@ -347,7 +349,6 @@ def _run_all(
         )
         rnd = max((r.round for r in runs), default=0)
         _visit_all(xr, todo, rnd, calibration, lambda: baseline.measure(exp, control))
-        out.starts = local.starts
     return out
 
 
