@@ -161,6 +161,7 @@ impl Workload {
             let log = replay::read(r, cfg.requests, stopped, |method, path, status| {
                 let request = w.intern(&mut known, cfg, target, method, &format!("{prefix}{path}"), &[]);
                 entries.push(Entry { request, status });
+                w.requests.bytes.len()
             })?;
             w.entries = match log.order.is_empty() {
                 true => entries,

@@ -8,11 +8,14 @@ use std::ops::ControlFlow;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::config::{ReplayConfig, MAX_RATE_RPS};
+use crate::config::{ReplayConfig, MAX_RATE_RPS, MAX_REPLAY_BYTES};
 use crate::error::{EngineError, Result};
 use corebench_accesslog::{parse_line, read_lines, LogEntry, LogFormat, Skip, MAX_LINE_BYTES};
 
 const EXAMPLES: usize = 5;
+/// What a line costs beside its request's bytes: its entry (8 bytes), its
+/// time (8), its send offset (8) and its place in the send order (4).
+const LINE_BYTES: u64 = 28;
 const STOP_CHECK_LINES: u64 = 4096;
 const EXAMPLE_CHARS: usize = 120;
 pub(crate) const COMMON_OR_COMBINED: &str = "Common or Combined Log Format";
@@ -68,16 +71,28 @@ fn bad(key: &'static str, reason: String) -> EngineError {
 }
 
 /// Reads the log, calling `on_request(method, target, status)` for every
-/// line to replay, in the log's order. A load of `requests` that replays
-/// in the log's order (untimed) sends only the first `requests` lines: the
-/// reading stops after them, so `-n 1000` on a log of millions reads
-/// about a thousand lines. A timed replay sends in time order, which the
-/// whole log decides.
+/// line to replay, in the log's order; it returns the bytes its requests
+/// hold so far. A load of `requests` that replays in the log's order
+/// (untimed) sends only the first `requests` lines: the reading stops
+/// after them, so `-n 1000` on a log of millions reads about a thousand
+/// lines. A timed replay sends in time order, which the whole log decides.
+/// A log whose requests would hold more than MAX_REPLAY_BYTES is refused
+/// at the line that reaches it.
 pub(crate) fn read(
     cfg: &ReplayConfig,
     requests: Option<u64>,
     stopped: &dyn Fn() -> bool,
-    mut on_request: impl FnMut(&str, &str, u16),
+    on_request: impl FnMut(&str, &str, u16) -> usize,
+) -> Result<ReplayLog> {
+    read_within(cfg, requests, stopped, MAX_REPLAY_BYTES, on_request)
+}
+
+fn read_within(
+    cfg: &ReplayConfig,
+    requests: Option<u64>,
+    stopped: &dyn Fn() -> bool,
+    max_bytes: u64,
+    mut on_request: impl FnMut(&str, &str, u16) -> usize,
 ) -> Result<ReplayLog> {
     let format = match &cfg.log_format {
         Some(spec) => Some(LogFormat::parse(spec).map_err(|e| bad("log_format", e))?),
@@ -102,6 +117,7 @@ pub(crate) fn read(
     let limit = cfg.limit.unwrap_or(u64::MAX).min(sent.unwrap_or(u64::MAX));
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let mut gave_up = false;
+    let mut too_big = false;
     let outcome = read_lines(&mut reader, MAX_LINE_BYTES, |no, line| {
         if src.replayed >= limit {
             src.stopped_at_limit = true;
@@ -124,7 +140,11 @@ pub(crate) fn read(
                     Some(t) => times.push(t),
                     None => untimed = true,
                 }
-                on_request(e.method, e.target, e.status);
+                let held = on_request(e.method, e.target, e.status) as u64 + LINE_BYTES * src.replayed;
+                if held > max_bytes {
+                    too_big = true;
+                    return ControlFlow::Break(());
+                }
             }
             Err(why) => skip(&mut src, no, why, line.unwrap_or_default()),
         }
@@ -133,6 +153,17 @@ pub(crate) fn read(
     outcome.map_err(|e| bad("replay", format!("cannot read {}: {e}", cfg.path)))?;
     if gave_up {
         return Err(EngineError::Stopped(format!("reading {} (line {})", cfg.path, src.lines)));
+    }
+    if too_big {
+        let (lines, held_mib) = (src.lines, max_bytes >> 20);
+        return Err(bad(
+            "replay",
+            format!(
+                "{}: its requests would take more than {held_mib} MiB of memory (reached at line {lines}, {} \
+                 requests): replay its first lines (--limit N, a plan's [load] limit) or a part of the log",
+                cfg.path, src.replayed
+            ),
+        ));
     }
     if src.replayed == 0 {
         let why: Vec<String> = src.skipped.iter().map(|s| format!("{} {}", s.count, s.reason)).collect();
@@ -258,7 +289,11 @@ mod tests {
         };
         let read_with = |cfg: &ReplayConfig, requests| {
             let mut seen = 0;
-            let log = read(cfg, requests, &|| false, |_, _, _| seen += 1).unwrap();
+            let log = read(cfg, requests, &|| false, |_, _, _| {
+                seen += 1;
+                0
+            })
+            .unwrap();
             (log.source.lines, seen, log.source.stopped_at_limit)
         };
         assert_eq!(read_with(&cfg, Some(3)), (3, 3, true));
@@ -267,6 +302,38 @@ mod tests {
         // Timed, the send order is the timestamps' (here the last line's
         // first): the whole log is read whatever the count.
         assert_eq!(read_with(&ReplayConfig { speed: Some(1.0), ..cfg.clone() }, Some(3)), (50, 50, false));
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_log_whose_requests_outgrow_the_memory_allowed_is_refused_at_that_line() {
+        let path = std::env::temp_dir().join(format!("corebench-replay-big-{}.log", std::process::id()));
+        let lines: String = (0..100)
+            .map(|i| format!("127.0.0.1 - - [28/Nov/2026:10:00:{:02} +0000] \"GET /p{i} HTTP/1.1\" 200 5\n", i % 60))
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let cfg = ReplayConfig {
+            path: path.to_string_lossy().into_owned(),
+            log_format: None,
+            allow_unsafe: false,
+            limit: None,
+            looped: false,
+            speed: Some(1.0),
+        };
+        // 100 bytes a request and 28 a line: the 10th line passes 1,200 bytes.
+        let mut held = 0;
+        let err = read_within(&cfg, None, &|| false, 1_200, |_, _, _| {
+            held += 100;
+            held
+        })
+        .err()
+        .expect("refused");
+        let said = err.to_string();
+        assert!(said.contains("reached at line 10, 10 requests") && said.contains("--limit N"), "{said}");
+        // Within it, or cut short by --limit first, the log is read.
+        assert!(read_within(&cfg, None, &|| false, 20_000, |_, _, _| 0).is_ok());
+        let limited = ReplayConfig { limit: Some(5), ..cfg.clone() };
+        assert!(read_within(&limited, None, &|| false, 1_200, |_, _, _| 600).is_ok());
         let _ = std::fs::remove_file(&path);
     }
 }
