@@ -331,13 +331,15 @@ def test_a_target_on_its_own_host_is_named_and_shares_only_where_the_load_did():
     exp = experiment()
     (line,) = hosts_lines(exp, point_stats(apart))
     assert line.startswith("Hosts: the target ran on the Ray node 10.0.0.5 ([target] node)")
-    assert "the load came from the machine that ran the plan (the host above); no load ran on the target's host" in line
+    assert (
+        "the load came from the machine that ran the plan (the host above); no load ran on the target's cores" in line
+    )
     assert "The generator's ceiling was not measured across these hosts" in line
     # A load agent on the target's node (or the node is this machine): shared, and said.
     beside = runs(True, "ray agents")
     assert all(r.shared for r in beside)
     (line,) = hosts_lines(exp, point_stats(beside))
-    assert "the Ray cluster's load agents; in 2 run(s) the load ran on the target's host too" in line
+    assert "the Ray cluster's load agents; in 2 run(s) the load ran on the target's cores too" in line
     # The agents' hosts as stored, agents on one host counted together; the ceiling measured across them.
     node = {"cpu_model": "EPYC", "cpus": 16, "kernel": "6.1"}
     loads = [{"node": "l/10.0.0.4/a", "agent": i, "cores": 16} | node for i in (0, 1)]

@@ -105,7 +105,7 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     assert report.returncode == 0, report.stderr
     assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
     assert f"; the target's host, Ray node {lab.ip['target']}: {node['cpu_model']}, " in report.stdout
-    assert "the load ran on the target's host too" in report.stdout
+    assert "the load ran on the target's cores too" in report.stdout
     assert "The generator's ceiling was measured from the load hosts against the built-in server" in report.stdout
     assert "Generator ceiling for HTTP/1.1, keep-alive, a closed loop: about" in report.stdout
     assert "this machine: " in report.stdout and "connections to the built-in server's 64-byte page" in report.stdout
@@ -159,7 +159,7 @@ def test_load_agents_on_their_own_node_load_the_target_on_its_node(lab, tmp_path
     assert f"Hosts: the target ran on the Ray node {lab.ip['target']}" in report.stdout
     assert (
         f"the load came from the Ray cluster's load agents (an agent on {agent.node}: {exp.host.cpu_model}, "
-        f"{exp.host.cpus} CPUs, kernel {exp.host.kernel}); in 2 run(s) the load ran on the target's host too"
+        f"{exp.host.cpus} CPUs, kernel {exp.host.kernel}); in 2 run(s) the load ran on the target's cores too"
     ) in report.stdout, report.stdout
     assert f"{agent.node}: {agent.ceiling_rps:,.0f} from {agent.rps:,.0f} req/s" in report.stdout
 
@@ -467,3 +467,32 @@ agents = 1
         assert result["replay"]["replayed"] == 40 and {x.split('"')[1] for x in served} <= {
             f"GET /static/{i} HTTP/1.1" for i in range(40)
         }
+
+
+def test_a_load_node_held_to_other_cpus_does_not_share_the_targets(tmp_path):
+    """The lab's load node held to CPU 1 and the target at cpus = 1 (CPU 0)
+    on the target's node: the load is apart from the target's cores as on
+    two machines, so the runs are not lower bounds for sharing them and the
+    report has no "shared cores" caveat; the server's count is the load's."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    with Lab(nodes={"target": 0, "load": 1}, head_cpus=0, pinned={"load": [1]}) as lab:
+        plan = _plan(tmp_path, lab).read_text().replace("cpus = [1, 2]", "cpus = [1]")
+        plan = plan.replace(f'ray = "{lab.address}"\n', "")
+        (tmp_path / "plan.toml").write_text(plan + f'\n[cluster]\naddress = "{lab.address}"\nagents = 1\n')
+        p = run_cli("run", str(tmp_path / "plan.toml"), "--store", str(tmp_path / "s.sqlite"), timeout=300)
+        assert p.returncode == 0, p.stderr
+        report = run_cli("report", str(tmp_path / "s.sqlite"), "--format", "md")
+    s = Store(tmp_path / "s.sqlite", read_only=True)
+    (run,) = s.runs(1)
+    (ceiling,) = s.experiment(1).calibration
+    s.close()
+    assert run.status == "ok" and run.layout.target_cpus == [0], (run.error, run.layout)
+    assert not run.layout.shared and not run.shared and "shared" not in (run.lower_bound or ""), run.layout
+    assert not ceiling.shared and ceiling.agents[0].node.split("/")[1] == lab.ip["load"], ceiling
+    result = as_json(run.result)
+    served = [x for x in (tmp_path / "access-1.log").read_text().splitlines() if x.startswith(lab.ip["load"])]
+    assert len(served) == result["responses"] > 0
+    assert "lower bound: the generator shared" not in p.stdout + p.stderr
+    assert "no load ran on the target's cores" in report.stdout, report.stdout
+    assert "generator on the target's cores" not in report.stdout and "they share cores" not in report.stdout

@@ -159,10 +159,10 @@ def hosts_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
         load = f"the Ray cluster's load agents{_load_hosts(exp.host.load_nodes)}"
     shared = sum(x.shared for x in layouts)
     beside = (
-        f"; in {shared} run(s) the load ran on the target's host too (a load agent on its node, or the node is "
-        "the machine that ran the plan, as in a lab), sharing its CPUs"
+        f"; in {shared} run(s) the load ran on the target's cores too (a load agent on its node, or load on "
+        "the same machine on its cores, as in a lab)"
         if shared
-        else "; no load ran on the target's host"
+        else "; no load ran on the target's cores"
     )
     across = [c for c in exp.calibration or [] if c.across]
     if any(c.error is None for c in across):

@@ -11,6 +11,7 @@ from typing import Any
 import ray
 
 from corebench import _engine
+from corebench.system import facts
 
 
 # Ray's overloads of `remote` leave out the actor options (max_concurrency among them).
@@ -33,6 +34,10 @@ class LoadAgent:
             "version": _engine.__version__,
             "pid": os.getpid(),
             "facts": host_facts(),
+            # Which machine and which of its CPUs: an agent on the target's
+            # machine (a lab) shares its CPUs only where these overlap them.
+            "boot_id": facts.boot_id(),
+            "cpus": sorted(os.sched_getaffinity(0)),
         }
 
     def run(self, run_id: str, config_json: str, body: bytes | None) -> str:
@@ -54,7 +59,5 @@ class LoadAgent:
 
 def host_facts() -> dict[str, Any]:
     """What a report says of a load host: its CPU model, CPUs and kernel."""
-    from corebench.system.facts import facts
-
-    found = facts("none", None)
+    found = facts.facts("none", None)
     return {k: found[k] for k in ("cpu_model", "cpus", "kernel")}

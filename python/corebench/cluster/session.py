@@ -111,6 +111,22 @@ class Session:
         """True when an agent runs on the host at `node_ip`."""
         return any(a.info["node_ip"] == node_ip for a in self.agents)
 
+    def agents_beside(self, cpus: list[int]) -> bool:
+        """True when an agent on this machine may run on a physical core of
+        `cpus` (one that did not say which CPUs it may use may)."""
+        from corebench.system import facts, topology
+
+        here = facts.boot_id()
+        try:
+            topo: topology.Topology | None = topology.read()
+        except (OSError, topology.TopologyError):
+            topo = None
+        return any(
+            "cpus" not in a.info or topology.share_cores(topo, cpus, a.info["cpus"])
+            for a in self.agents
+            if a.info.get("boot_id") == here
+        )
+
     # -- connect and place -------------------------------------------------
 
     def _connect(self) -> None:

@@ -90,9 +90,11 @@ class Cluster:
         # its host) may use its cores, as nothing confines them.
         host = layout.target_host or self.session.driver_ip
         shared = self.session.agents_on(host) and bool(layout.target_cpus)
-        # A target's node that is this very machine (a lab): the agents may be
-        # on it too, in namespaces of their own; said as shared, not as apart.
-        shared = shared or (layout.target_host is not None and layout.shared)
+        if layout.target_host is not None and layout.shared:
+            # The target's node is this very machine (a lab): agents on it
+            # share the target's CPUs where theirs are on its cores, as a
+            # generator on one machine does.
+            shared = shared or self.session.agents_beside(layout.target_cpus)
         return layout.model_copy(update={"shared": shared, "generator": "ray agents"})
 
     def monitor(self, summary: MonitorSummary, result: LoadResult) -> MonitorSummary:

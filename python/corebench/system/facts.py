@@ -38,3 +38,12 @@ def facts(cpu_method: str, server: str | None) -> dict[str, Any]:
         "server_version": server,
         "memory_bytes": psutil.virtual_memory().total,
     }
+
+
+def boot_id() -> str:
+    """This host's boot id: two processes with the same one run on one machine."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""

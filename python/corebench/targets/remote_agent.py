@@ -48,7 +48,7 @@ class TargetAgent:
             "cpus": len(self.control.online),
             "version": _engine.__version__,
             "pid": os.getpid(),
-            "boot_id": boot_id(),
+            "boot_id": facts.boot_id(),
             "facts": facts.facts(self.control.method, None),
         }
 
@@ -117,11 +117,3 @@ def _spare(layout: Layout) -> list[int]:
     """The node's CPUs that neither the target nor a service of it uses."""
     used = set(layout.target_cpus).union(*(sub.target_cpus for sub in layout.services.values()))
     return sorted(set(layout.generator_cpus) - used)
-
-
-def boot_id() -> str:
-    """This host's boot id: two processes with the same one run on one machine."""
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""

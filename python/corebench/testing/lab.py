@@ -51,8 +51,11 @@ class Lab:
     """A Ray head here (`head_cpus`) and one namespaced node per entry of
     `nodes` (name: CPUs it offers Ray)."""
 
-    def __init__(self, nodes: dict[str, int], head_cpus: int = 1) -> None:
+    def __init__(self, nodes: dict[str, int], head_cpus: int = 1, pinned: dict[str, list[int]] | None = None) -> None:
         self.nodes, self.head_cpus = nodes, head_cpus
+        # A node's processes (its raylet, and the agents it starts) held to
+        # these CPUs, as a machine of its own would hold them to its own.
+        self.pinned = pinned or {}
         tag = _free_tag()
         self.prefix = f"cb{tag}"
         self.here = f"10.232.{tag}.1"
@@ -139,7 +142,9 @@ class Lab:
             ray.shutdown()
 
     def _start(self, name: str) -> None:
-        argv = ["ip", "netns", "exec", self.namespace(name), RAY, "start", "--address", self.address]
+        cpus = self.pinned.get(name)
+        taskset = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+        argv = ["ip", "netns", "exec", self.namespace(name), *taskset, RAY, "start", "--address", self.address]
         argv += ["--node-ip-address", self.ip[name], "--num-cpus", str(self.nodes[name])]
         argv += ["--disable-usage-stats", "--block"]
         log = tempfile.TemporaryFile()  # noqa: SIM115 -- the node writes it until close()
