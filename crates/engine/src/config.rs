@@ -315,8 +315,9 @@ pub const MIN_RATE_RPS: f64 = 0.001;
 /// The most responses a `trace` keeps (about 40 MB); the rest are counted.
 pub const MAX_TRACE: usize = 1_000_000;
 /// The most memory a replayed log's requests may take: each distinct
-/// request's bytes and a few words a line, about 250 bytes a line of a log
-/// of distinct URLs (2,000,000 lines, 500 MB). A timed replay's send order
+/// request's bytes, its span and its entry in the map that finds it, and
+/// 28 bytes a line (about 250 bytes a line of a log of distinct URLs:
+/// 2,000,000 lines, 500 MB). A timed replay's send order
 /// needs its whole log, so a larger one is refused when it reaches this,
 /// rather than read until the machine swaps beside the server it measures.
 pub const MAX_REPLAY_BYTES: u64 = 2 << 30;
