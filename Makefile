@@ -24,7 +24,7 @@ test-rust:
 	cargo test --release $(CRATES)
 
 test-python: build system-deps
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 # The package is byte-compiled as pip does on install: the editable install
 # imports from python/, and where PYTHONDONTWRITEBYTECODE is set every start
