@@ -147,6 +147,19 @@ class Calibration:
     model: LoopModel = "closed"
     page: str = PAGE
 
+    def settings(self, base_url: str, allow_remote: bool | None = None) -> LoadSettings:
+        """The load of one measurement against the built-in server at `base_url`."""
+        return LoadSettings(
+            url=base_url.rstrip("/") + self.page,
+            concurrency=self.connections,
+            duration=CALIBRATION_S,
+            keep_alive=self.keep_alive,
+            http=self.http,
+            threads=self.threads,
+            think=USERS_THINK if self.model == "users" else None,
+            allow_remote=allow_remote,
+        )
+
 
 def _layout_cpus(control: CpuControl, a: Asked) -> tuple[list[int], list[int]]:
     target, generator, _ = plan_layout(a.cpus, control.online, a.own, control.topology, a.smt, a.numa)
@@ -167,15 +180,7 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         started = process.start(server, {}, layout, Path("."), work / f"calibration-{time.monotonic_ns()}", PAGE)
         if layout.method != "none":
             os.sched_setaffinity(0, layout.generator_cpus)
-        settings = LoadSettings(
-            url=started.base_url.rstrip("/") + how.page,
-            concurrency=how.connections,
-            duration=CALIBRATION_S,
-            keep_alive=how.keep_alive,
-            http=how.http,
-            threads=how.threads,
-            think=USERS_THINK if how.model == "users" else None,
-        )
+        settings = how.settings(started.base_url)
         measured = [_once(settings, how.model) for _ in range(CALIBRATION_REPEATS)]
     except (process.TargetError, UsageError, EngineFailure, OSError) as e:
         return failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))

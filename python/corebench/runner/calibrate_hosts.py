@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from corebench.config.load import LoadConfig
-from corebench.config.settings import LoadSettings
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan, Point
 from corebench.plan.model import Builtin, Target
@@ -32,8 +31,6 @@ from corebench.result import LoadResult
 from corebench.runner.backend import LoadBackend, LoadFailed
 from corebench.runner.calibrate import (
     CALIBRATION_REPEATS,
-    CALIBRATION_S,
-    USERS_THINK,
     Calibration,
     failed,
     loop_model,
@@ -95,16 +92,7 @@ def _measure(backend: LoadBackend, host: TargetHost, server: Point, how: Calibra
         session = host.start(server, KEY, plan_dir)
         if session.error is not None or session.base_url is None:
             return _failed(session.layout.target_cpus, how, f"the built-in server did not start: {session.error}")
-        settings = LoadSettings(
-            url=session.base_url.rstrip("/") + how.page,
-            concurrency=how.connections,
-            duration=CALIBRATION_S,
-            keep_alive=how.keep_alive,
-            http=how.http,
-            threads=how.threads,
-            think=USERS_THINK if how.model == "users" else None,
-            allow_remote=server.load.allow_remote,
-        )
+        settings = how.settings(session.base_url, server.load.allow_remote)
         load: Callable[[LoadConfig], LoadResult] = lambda cfg: backend.run(cfg, _quiet)  # noqa: E731
         repeats = [_parts(measure_once(settings, how.model, load)) for _ in range(CALIBRATION_REPEATS)]
     except (LoadFailed, UsageError, EngineFailure, OSError) as e:

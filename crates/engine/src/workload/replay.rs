@@ -261,6 +261,30 @@ fn schedule(times: &[f64], speed: f64) -> (Vec<u32>, Vec<u64>, u64, f64) {
 mod tests {
     use super::*;
 
+    /// A log of `n` lines for /p0, /p1 ..., line i stamped at second
+    /// `second(i)`, in a file of its own, and its replay at `speed`.
+    fn log_of(
+        name: &str,
+        n: usize,
+        second: impl Fn(usize) -> usize,
+        speed: Option<f64>,
+    ) -> (std::path::PathBuf, ReplayConfig) {
+        let path = std::env::temp_dir().join(format!("corebench-replay-{name}-{}.log", std::process::id()));
+        let lines: String = (0..n)
+            .map(|i| format!("127.0.0.1 - - [28/Nov/2026:10:00:{:02} +0000] \"GET /p{i} HTTP/1.1\" 200 5\n", second(i)))
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let cfg = ReplayConfig {
+            path: path.to_string_lossy().into_owned(),
+            log_format: None,
+            allow_unsafe: false,
+            limit: None,
+            looped: false,
+            speed,
+        };
+        (path, cfg)
+    }
+
     #[test]
     fn lines_go_out_at_their_own_time_and_ties_spread() {
         let (order, offsets, late, span) = schedule(&[10.0, 10.0, 9.0, 12.0, 12.5], 1.0);
@@ -274,19 +298,7 @@ mod tests {
 
     #[test]
     fn a_count_in_the_logs_order_reads_no_further_than_it_needs() {
-        let path = std::env::temp_dir().join(format!("corebench-replay-read-{}.log", std::process::id()));
-        let lines: String = (0..50)
-            .map(|i| format!("127.0.0.1 - - [28/Nov/2026:10:00:{:02} +0000] \"GET /p{i} HTTP/1.1\" 200 5\n", 59 - i))
-            .collect();
-        std::fs::write(&path, lines).unwrap();
-        let cfg = ReplayConfig {
-            path: path.to_string_lossy().into_owned(),
-            log_format: None,
-            allow_unsafe: false,
-            limit: None,
-            looped: false,
-            speed: None,
-        };
+        let (path, cfg) = log_of("read", 50, |i| 59 - i, None);
         let read_with = |cfg: &ReplayConfig, requests| {
             let mut seen = 0;
             let log = read(cfg, requests, &|| false, |_, _, _| {
@@ -307,19 +319,7 @@ mod tests {
 
     #[test]
     fn a_log_whose_requests_outgrow_the_memory_allowed_is_refused_at_that_line() {
-        let path = std::env::temp_dir().join(format!("corebench-replay-big-{}.log", std::process::id()));
-        let lines: String = (0..100)
-            .map(|i| format!("127.0.0.1 - - [28/Nov/2026:10:00:{:02} +0000] \"GET /p{i} HTTP/1.1\" 200 5\n", i % 60))
-            .collect();
-        std::fs::write(&path, lines).unwrap();
-        let cfg = ReplayConfig {
-            path: path.to_string_lossy().into_owned(),
-            log_format: None,
-            allow_unsafe: false,
-            limit: None,
-            looped: false,
-            speed: Some(1.0),
-        };
+        let (path, cfg) = log_of("big", 100, |i| i % 60, Some(1.0));
         // 100 bytes a request and 28 a line: the 10th line passes 1,200 bytes.
         let mut held = 0;
         let err = read_within(&cfg, None, &|| false, 1_200, |_, _, _| {
