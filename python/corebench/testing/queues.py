@@ -57,7 +57,13 @@ def steady_backlog_s(rate_rps: float, mu_rps: float, arrivals: Arrivals, rng: np
     probability σ, and then an exponential time of rate μ(1 − σ) (σ = ρ for
     Poisson arrivals; Kleinrock 1975, §6.4)."""
     sigma = _sigma(rate_rps, mu_rps, arrivals)
-    return float(rng.exponential(1 / (mu_rps * (1 - sigma)))) if rng.random() < sigma else 0.0
+    return float(rng.exponential(1 / sojourn_decay_rps(rate_rps, mu_rps, arrivals))) if rng.random() < sigma else 0.0
+
+
+def sojourn_decay_rps(rate_rps: float, mu_rps: float, arrivals: Arrivals) -> float:
+    """The rate of GI/M/1's exponential response time in steady state,
+    μ(1 − σ) (Kleinrock 1975, §6.4): P(T > x) = exp(−μ(1 − σ)x)."""
+    return mu_rps * (1 - _sigma(rate_rps, mu_rps, arrivals))
 
 
 def _sigma(rate_rps: float, mu_rps: float, arrivals: Arrivals) -> float:
