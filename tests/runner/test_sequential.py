@@ -17,7 +17,7 @@ from corebench.config.load import LoadConfig
 from corebench.plan.objective import SearchSettings, parse_objective
 from corebench.runner import capacity
 from corebench.runner.sequential import Watch, bounds, decided
-from corebench.testing.queues import limit_rps, response_times, steady_backlog_s
+from corebench.testing.queues import limit_rps, response_times, sojourn_decay_rps, steady_backlog_s
 from tests.support.queue_runner import QueueRunner
 
 MU, BOUND_S, ALLOWANCE = 200.0, 0.1, 0.01
@@ -37,6 +37,11 @@ def test_the_simulated_queues_are_the_queues_theory_knows():
     assert sigma == pytest.approx(math.exp(-MU * (1 - sigma) / lam))
     _, t = response_times(lam, MU, 4000, "uniform", rng)
     assert (t > BOUND_S).mean() == pytest.approx(ALLOWANCE, rel=0.25)
+    # At either limit the response time's decay puts 1% over the bound.
+    for arrivals in ("poisson", "uniform"):
+        decay = sojourn_decay_rps(limit_rps(MU, 99, BOUND_S, arrivals), MU, arrivals)
+        assert math.exp(-decay * BOUND_S) == pytest.approx(ALLOWANCE)
+    assert t.mean() == pytest.approx(1 / sojourn_decay_rps(lam, MU, "uniform"), rel=0.05)
 
 
 def _step(
