@@ -19,11 +19,14 @@ of its own seed, its time and error beside the unseeded ones; then, over
 before: the correlation of the two answers and the sd of their
 difference, seeded against a second round searched afresh.
 
+"Pooled": searches whose steps --max-step cuts short, their thin steps
+judged alone or measured again and judged together (runner.pool).
+
 With --real [MU ...]: the same two searches against the built-in
 server's /queue (an exact M/M/1 queue, μ = 200/s or the MUs given), in
 wall time; --no-sim runs those alone.
 
-    .venv/bin/python bench/capacity_search.py [--searches 40] [--pairs 200] [--real [MU ...]] [--no-sim]
+    .venv/bin/python bench/capacity_search.py [--searches 40] [--pairs 200] [--real [MU ...]] [--no-sim] [--pooled]
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from tests.support.queue_runner import QueueRunner  # noqa: E402
 from corebench.analysis.capacity import limit_estimate  # noqa: E402
 from corebench.config.load import LoadConfig  # noqa: E402
 from corebench.plan.objective import SearchSettings  # noqa: E402
-from corebench.runner import capacity  # noqa: E402
+from corebench.runner import capacity, pool  # noqa: E402
 from corebench.store import Capacity  # noqa: E402
 from corebench.testing.queues import limit_rps  # noqa: E402
 
@@ -206,6 +209,36 @@ class _Tally:
         return median
 
 
+def pooled(searches: int) -> None:
+    """Steps cut short by --max-step (10 s: about 1,500 responses near the
+    limit, under a third of a p99's 5,000): judged alone (pool.POOL_STEPS = 1,
+    as before 29 Nov 2026's pooling) and measured again, judged together."""
+    print(f"\n# --max-step 10s, Poisson, {searches} searches: thin steps judged alone or pooled")
+    print(f"{'steps judged':<13} {'median s':>8} {'steps':>5} {'undecided':>9} {'sustains error':>15}")
+    base = LoadConfig(url="http://127.0.0.1:1/queue", concurrency=512, keep_alive=True)
+    truth = limit_rps(MU, PERCENTILE, BOUND_S, "poisson")
+    settings = SearchSettings(slo=SLO, max_step="10s", max_steps=100)
+    most = pool.POOL_STEPS
+    for name, at_most in (("alone", 1), ("pooled", most)):
+        pool.POOL_STEPS = at_most
+        try:
+            times, steps, undecided, errs = [], [], 0, []
+            for seed in range(searches):
+                q = QueueRunner(MU, seed)
+                found = capacity.search(base, settings, q)
+                times.append(q.clock_s)
+                steps.append(len(found.steps))
+                undecided += "Undecided" in found.sentence()
+                if found.rate_rps is not None:
+                    errs.append((found.rate_rps / truth - 1) * 100)
+        finally:
+            pool.POOL_STEPS = most
+        print(
+            f"{name:<13} {statistics.median(times):8.0f} {statistics.median(steps):5.0f} {undecided:9d} "
+            f"{_pct(errs):>15}"
+        )
+
+
 def real(mu: float) -> None:
     from corebench.targets.builtin import Served
 
@@ -232,12 +265,16 @@ def main() -> None:
     ap.add_argument("--real", type=float, nargs="*", metavar="MU", help="real /queue searches at these μ (200)")
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--no-sim", action="store_true", help="the real searches only")
+    ap.add_argument("--pooled", action="store_true", help="the simulated thin steps' table only")
     a = ap.parse_args()
-    if not a.no_sim:
+    if a.pooled:
+        pooled(a.searches)
+    elif not a.no_sim:
         simulated(a.searches)
         if a.pairs >= 2:  # a correlation needs two pairs
             rounds(a.pairs)
         objectives(a.searches)
+        pooled(a.searches)
     for mu in (a.real or [MU]) if a.real is not None else []:
         real(mu)
 

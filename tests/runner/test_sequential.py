@@ -207,6 +207,8 @@ def test_the_engine_counts_each_seconds_late_responses_and_ends_a_settled_run_wh
     for s in seen:
         # Every response slept 20 ms: all over 5 ms, none over 2 s.
         assert s.over[:2] == (s.completed, 0) and s.completed > 0, s
+    # And so the whole run's counts, from its whole histogram (what pools a step with the next: runner.pool).
+    assert [(b.bound_us, b.over) for b in r.over_bounds] == [(5_000, r.latency_us.total.count), (2_000_000, 0)]
 
 
 @pytest.mark.parametrize("arrivals", ["poisson", "uniform"])

@@ -99,7 +99,7 @@ def test_the_first_searches_failures_are_read():
 
 
 def test_an_answer_resting_on_a_thin_tail_is_said_undecided():
-    def step(rate, meets, few):
+    def step(rate, meets, few, pooled=0):
         return {
             "rate_rps": rate,
             "duration_s": 60.0,
@@ -112,6 +112,7 @@ def test_an_answer_resting_on_a_thin_tail_is_said_undecided():
             "judged": [["p99.9<=20ms", "3.1 ms", meets]],
             "measured": {"p99.9": 3100.0},
             "few_samples": few,
+            "pooled": pooled,
         }
 
     found = {"objective": "p99.9<=20ms", "arrivals": "poisson", "precision": 0.02, "outcome": "found"}
@@ -120,10 +121,19 @@ def test_an_answer_resting_on_a_thin_tail_is_said_undecided():
         found | {"steps": [step(50.0, True, True), step(100.0, True, True), step(104.0, False, False)]}
     )
     assert thin.sentence().endswith(
-        "Undecided at 100 req/s: a step there had fewer responses than the percentile needs (--max-step ended it), "
-        "so its verdict is from a thin tail; a longer --max-step decides it."
+        "Undecided at 100 req/s: a verdict there rests on fewer responses than the percentile needs (--max-step "
+        "ended its steps), so it is from a thin tail; a longer --max-step decides it."
     )
     whole = Capacity.model_validate(
         found | {"steps": [step(50.0, True, True), step(100.0, True, False), step(104.0, False, False)]}
     )
     assert "Undecided" not in whole.sentence(), "a thin step away from the answer's bracket is not the answer's"
+    # A thin step judged again with the next at its rate: the pooled verdict is the rate's.
+    pooled = [step(100.0, False, True), step(100.0, True, False, pooled=1), step(104.0, False, False)]
+    decided = Capacity.model_validate(found | {"steps": pooled})
+    assert [(s.rate_rps, s.pooled) for s in decided.verdicts()] == [(100.0, 1), (104.0, 0)]
+    assert "Undecided" not in decided.sentence()
+    # Two separate measurements of one rate (the bracket's repeats) each count.
+    again = [step(100.0, True, False), step(104.0, False, False), step(100.0, True, True)]
+    twice = Capacity.model_validate(found | {"steps": again})
+    assert len(twice.verdicts()) == 3 and "Undecided at 100 req/s" in twice.sentence()

@@ -47,6 +47,8 @@ class QueueRunner:
     clock_s: float = 0.0
     steps_settled: int = 0
     rng: np.random.Generator = field(init=False)
+    # Each step's response times (s), in step order: the truth a pooled verdict is checked against.
+    times_s: list[np.ndarray] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
@@ -62,14 +64,18 @@ class QueueRunner:
         rate, duration = config.rate.rps, config.duration_s or 1.0
         arrivals = "uniform" if config.rate.arrivals == "uniform" else "poisson"
         at, t = response_times(rate, self.mu_rps, duration, arrivals, self.rng)
-        end = _watched(at, t, duration, [int(b.root) for b in config.live_bounds_us], live)
+        bounds_us = [int(b.root) for b in config.live_bounds_us]
+        end = _watched(at, t, duration, bounds_us, live)
         if end < duration:
             self.steps_settled += 1
         self.clock_s += end
         keep = at < end
-        return self._result(t[keep] * 1e6, end, rate)
+        self.times_s.append(t[keep])
+        return self._result(t[keep] * 1e6, end, rate, bounds_us)
 
-    def _result(self, times_us: np.ndarray, duration_s: float, rate: float | None = None) -> LoadResult:
+    def _result(
+        self, times_us: np.ndarray, duration_s: float, rate: float | None = None, bounds_us: list[int] | None = None
+    ) -> LoadResult:
         total = _summary(times_us)
         n = len(times_us)
         schedule = None
@@ -88,7 +94,8 @@ class QueueRunner:
                 "kept": True,
             }
         latency = {"connect": total, "waiting": total, "processing": total, "total": total, "uncorrected": None}
-        return load_result(n, duration_s, latency_us=latency, schedule=schedule)
+        over = [{"bound_us": b, "over": int((times_us > b).sum())} for b in bounds_us or []]
+        return load_result(n, duration_s, latency_us=latency, schedule=schedule, over_bounds=over)
 
 
 def _watched(at: np.ndarray, t: np.ndarray, duration: float, bounds_us: list[int], live: Live | None) -> float:

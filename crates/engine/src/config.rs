@@ -156,7 +156,8 @@ pub struct LoadConfig {
     /// received (ab's -v 2 prints them).
     pub capture_heads: bool,
     /// Latency bounds (µs) whose exceedances each whole second counts for a
-    /// live watcher (a capacity step that ends once its verdict is settled).
+    /// live watcher (a capacity step that ends once its verdict is settled),
+    /// and the whole run counts in its result (`over_bounds`).
     #[schemars(length(max = 4))]
     pub live_bounds_us: Vec<u64>,
 }

@@ -86,6 +86,16 @@ pub struct TimelineSecond {
     pub p99_us: u64,
 }
 
+/// The responses of a whole run over one latency bound, from its total
+/// latency histogram and read as its percentiles are (`summary::count_over`):
+/// "p99 <= L" holds where at most 1% are over L, so the counts of several
+/// runs at one rate judge a percentile on all their responses together.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BoundCount {
+    pub bound_us: u64,
+    pub over: u64,
+}
+
 /// One load run: what it was (`run`) and every figure it measured, as
 /// written for the Python side and the store (`SCHEMA`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -123,6 +133,11 @@ pub struct LoadResult {
     pub transfer_rate_bytes_s: f64,
     pub latency_us: Latencies,
     pub timeline: Vec<TimelineSecond>,
+    /// Per `live_bounds_us`, in order: the run's responses over it (absent
+    /// where the load asked for none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
+    pub over_bounds: Vec<BoundCount>,
     pub schedule: Option<ScheduleSummary>,
     /// Per distinct request, in the order first requested.
     pub urls: Vec<UrlSummary>,

@@ -186,6 +186,8 @@ def _estimate_line(c: Crossing) -> str:
 def _print_step(s: Step) -> None:
     verdict = "meets" if s.meets else f"misses: {s.why}"
     ran = f"{s.settled_s:.1f} of {s.duration_s:.0f}s" if s.settled_s is not None else f"{s.duration_s:.1f}s"
+    if s.pooled:
+        ran += f", judged with the {s.pooled} step(s) before it at this rate"
     host = f"; host CPU {s.host_cpu:.2f} of {s.host_cpus}" if s.host_cpu is not None else ""
     print(f"  {s.rate_rps:>12,.1f} req/s for {ran}: {verdict}{host}", flush=True)
 
@@ -205,6 +207,8 @@ def _table(c: object) -> str:
         if watched:
             cells += f"  {s.host_cpu:>10.2f}" if s.host_cpu is not None else f"  {'-':>10}"
         verdict = "meets" if s.meets else "misses"
+        if s.pooled:
+            verdict += f" (with the {s.pooled} step(s) before)"
         if s.few_samples:
             verdict += " (fewer samples than the percentile needs: --max-step)"
         lines.append(f"{s.rate_rps:>12,.1f} {s.goodput_rps:>12,.1f} {s.p50_us / 1000:>9.3f}  {cells}  {verdict}")

@@ -235,5 +235,6 @@ class LoadConfig(BaseModel):
     live_bounds_us: list[LiveBoundsU] = Field([], max_length=4, validate_default=True)
     """
     Latency bounds (µs) whose exceedances each whole second counts for a
-    live watcher (a capacity step that ends once its verdict is settled).
+    live watcher (a capacity step that ends once its verdict is settled),
+    and the whole run counts in its result (`over_bounds`).
     """

@@ -74,6 +74,18 @@ class TimelineSecond(Model):
     p99_us: int
 
 
+class BoundCount(Model):
+    """
+    The responses of a whole run over one latency bound, from its total
+    latency histogram and read as its percentiles are (`summary::count_over`):
+    "p99 <= L" holds where at most 1% are over L, so the counts of several
+    runs at one rate judge a percentile on all their responses together.
+    """
+
+    bound_us: int
+    over: int
+
+
 class ScheduleSummary(Model):
     """
     How an open-loop schedule was kept.
@@ -469,6 +481,11 @@ class LoadResult(LoadResultMethods):
     transfer_rate_bytes_s: float
     latency_us: Latencies
     timeline: list[TimelineSecond]
+    over_bounds: list[BoundCount] = Field([], validate_default=True)
+    """
+    Per `live_bounds_us`, in order: the run's responses over it (absent
+    where the load asked for none).
+    """
     schedule: ScheduleSummary | None
     urls: list[UrlSummary]
     """

@@ -30,12 +30,10 @@ from corebench.config.load import LoadConfig
 from corebench.engine import Figures
 from corebench.plan.objective import Objective, SearchSettings
 from corebench.result import LoadResult
-from corebench.runner import sequential
+from corebench.runner import pool, sequential
+from corebench.runner.pool import UNSENT_SHARE
 from corebench.store import Capacity, Step
 
-# A step that could not send this share of its schedule (every connection
-# busy) did not offer its rate: it misses, whatever its latencies.
-UNSENT_SHARE = 0.01
 # How far below its start the search goes looking for a rate that meets:
 # this many halvings.
 RAMP_DOWN_STEPS = 6
@@ -227,7 +225,6 @@ def _search(
 ) -> Capacity:
     """The search, filling `done` as it goes."""
     began, bracket, steps, results = done.began, done.bracket, done.steps, done.results
-    objective = settings.objective
     probe_rps: float | None = None
     start = settings.start_rps
     if start is None:
@@ -241,14 +238,11 @@ def _search(
         bracket.near_rps = probe_rps
     bracket.start_rps = start
     while len(steps) < settings.max_steps and (rate := bracket.next_rate()) is not None:
-        step, result = _measure(base, objective, settings, rate, run)
-        results.append(result)
-        if result.successes == 0:
+        step = _rate(base, settings, rate, run, on_step, done)
+        if step is None:
             # A server that answers nothing is not slow: lower rates would
             # only take longer to say the same, so the search ends.
-            steps.append(step)
-            if on_step is not None:
-                on_step(step)
+            result = results[-1]
             failures = f"{result.requests:,} sent; {result.failures()}"
             return _answer(
                 settings,
@@ -261,11 +255,6 @@ def _search(
                 results=results,
             )
         bracket.record(rate, step.meets)
-        steps.append(step)
-        if not step.meets:
-            step.settle_s = _settle(base, objective, settings, run)
-        if on_step is not None:
-            on_step(step)
     lo, hi = bracket.lo, bracket.hi
     if bracket.next_rate() is not None:
         outcome = "unfinished"
@@ -276,6 +265,40 @@ def _search(
     else:
         outcome = "found"
     return _answer(settings, began, outcome, steps, rate_rps=lo, bracket=(lo, hi), probe_rps=probe_rps, results=results)
+
+
+def _rate(
+    base: LoadConfig, settings: SearchSettings, rate: float, run: Runner, on_step: OnStep | None, done: _Progress
+) -> Step | None:
+    """Measures one rate: a step, and where --max-step cut it short of the
+    responses its percentile needs, more at the same rate judged together
+    with it (runner.pool). The step that carries the rate's verdict, or
+    None where a step had no success."""
+    objective = settings.objective
+    parts = sequential.bounds(objective)
+    # Pooled only where every percentile part is counted (the engine counts at most MAX_LIVE_BOUNDS).
+    poolable = len(parts) == sum(1 for t in objective.latency if t.metric.startswith("p"))
+    group: list[Step] = []
+    while True:
+        step, result = _measure(base, objective, settings, rate, run, group if poolable else None)
+        done.results.append(result)
+        alone = step.meets
+        if group:
+            pool.judge(step, group, parts, objective.samples_needed())
+        group.append(step)
+        if poolable and step.few_samples and step.counted > 0:
+            pool.settle(group, parts, rate * settings.step_s(rate), objective.samples_needed())
+        done.steps.append(step)
+        # A step whose own tail missed leaves a backlog, whatever its pool's verdict.
+        if result.successes and not (step.meets and alone):
+            step.settle_s = _settle(base, objective, settings, run)
+        if on_step is not None:
+            on_step(step)
+        if result.successes == 0:
+            return None
+        again = poolable and step.few_samples and step.counted > 0 and len(group) < pool.POOL_STEPS
+        if not again or pool.own_misses(step, parts) or len(done.steps) >= settings.max_steps:
+            return step
 
 
 def _answer(settings: SearchSettings, began: float, outcome: str, steps: list[Step], **found: Any) -> Capacity:
@@ -307,13 +330,37 @@ def _step_config(
 
 
 def _measure(
-    base: LoadConfig, objective: Objective, settings: SearchSettings, rate: float, run: Runner
+    base: LoadConfig,
+    objective: Objective,
+    settings: SearchSettings,
+    rate: float,
+    run: Runner,
+    before: list[Step] | None,
 ) -> tuple[Step, LoadResult]:
+    """A step at `rate`. `before`: the steps at it its verdict is to be
+    judged with (runner.pool), whose responses its curtailment counts too, as
+    it counts the requests later steps of the pool may add; None where the
+    objective's percentiles cannot be pooled."""
     samples = objective.samples_needed()
     duration_s = settings.step_s(rate)
-    # Missed beyond doubt: the step ends once its misses exceed the whole step's allowance (runner.sequential).
-    parts = sequential.bounds(objective) if settings.sequential else []
-    watch = sequential.Watch(parts, looks=math.ceil(duration_s), planned=rate * duration_s)
+    # The engine counts the responses over each bound (each second's: missed beyond doubt, a sequential
+    # step ends there, runner.sequential; the whole step's: they pool it with the next, runner.pool).
+    parts = sequential.bounds(objective)
+    planned = rate * duration_s
+    prior = before or []
+    counted = sum(s.counted for s in prior)
+    over = [sum(s.over[i] for s in prior) for i in range(len(parts))]
+    later = 0.0
+    if before is not None and round(planned) < samples:
+        later = pool.most_requests(counted, len(prior), planned, samples) - counted - planned
+    watch = sequential.Watch(
+        parts,
+        looks=math.ceil(duration_s),
+        planned=planned,
+        curtail=settings.sequential,
+        before=(counted, over),
+        later=later,
+    )
     bounds_us = [b.limit_us for b in watch.parts]
     r = run(_step_config(base, settings, rate, duration_s, bounds_us), live=watch)
     judged = objective.judge(r)
@@ -337,10 +384,22 @@ def _measure(
         judged=[(t.text, t.shown(v), ok) for t, v, ok in judged],
         measured={t.metric: v for t, v, _ in judged},
         why="; ".join(missed),
-        few_samples=watch.settled is None and rate * duration_s < samples,
+        few_samples=watch.settled is None and round(planned) < samples,  # not by a rounding error
         settled_s=r.duration_s if watch.settled is not None else None,
+        **_counts(r, parts),
     )
     return step, r
+
+
+def _counts(r: LoadResult, parts: list[sequential.Bound]) -> dict[str, Any]:
+    """The step's responses and, per percentile part, those over its bound,
+    from its whole histogram (the engine's `over_bounds`): what pools it
+    with the next step at its rate. No responses counted where the engine
+    did not count every bound (then it is not pooled)."""
+    over = {b.bound_us: b.over for b in r.over_bounds}
+    if any(p.limit_us not in over for p in parts):
+        return {"counted": 0, "over": []}
+    return {"counted": r.latency_us.total.count, "over": [over[p.limit_us] for p in parts]}
 
 
 def _settle(base: LoadConfig, objective: Objective, settings: SearchSettings, run: Runner) -> float:

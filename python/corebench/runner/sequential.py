@@ -77,13 +77,21 @@ def decided(over: int, planned: float, allowance: float) -> bool:
 @dataclass
 class Watch:
     """A step's live watcher (engine.run's `live`): reads each whole second
-    once and, as soon as one percentile part's misses exceed what the whole
-    step of `planned` requests allows, ends the load (engine.SETTLED) and
-    keeps what it saw. `looks`: the step's planned seconds."""
+    once, counting its responses and those over each percentile part's
+    bound, and, where `curtail`, as soon as one part's misses exceed what
+    the whole step of `planned` requests allows, ends the load
+    (engine.SETTLED) and keeps what it saw. `looks`: the step's planned
+    seconds. `before`: the responses of the steps before it at this rate
+    whose verdict it is judged with (runner.pool), and of those,
+    over each part's bound; `later`: the requests the steps after it in
+    that pool may add. The allowance is the whole pool's."""
 
     parts: list[Bound]
     looks: int
     planned: float
+    curtail: bool = True
+    before: tuple[int, list[int]] = (0, [])
+    later: float = 0.0
     ended: int = 0
     over: list[int] = field(default_factory=list)
     seen: int = 0
@@ -106,10 +114,11 @@ class Watch:
             # A failed request did not answer in time.
             self.over[i] += (s.over[i] if i < len(s.over) else 0) + s.errors
         # A step that runs whole is judged on its whole percentiles.
-        if self.seen >= self.looks:
+        if self.seen >= self.looks or not self.curtail:
             return None
+        counted, over = self.before
         for i, part in enumerate(self.parts):
-            if decided(self.over[i], self.planned, part.allowance):
+            if decided(self.over[i] + (over[i] if over else 0), self.planned + counted + self.later, part.allowance):
                 self.settled = (part, self.over[i], self.seen)
                 return SETTLED
         return None
@@ -119,7 +128,16 @@ class Watch:
         if self.settled is None:
             return ""
         part, over, n = self.settled
-        allowed = math.floor(part.allowance * self.planned)
+        counted, over_before = self.before
+        allowed = math.floor(part.allowance * (self.planned + counted + self.later))
+        if counted or self.later:
+            i = self.parts.index(part)
+            before = f" and {over_before[i]:,} of {counted:,} in the steps before it at this rate" if counted else ""
+            return (
+                f"{part.text} settled after {n} s: {over:,} of {self.ended:,} responses over the bound{before}, more "
+                f"than the {allowed:,} ({part.allowance:.1%}) its rate's pooled steps' "
+                f"{self.planned + counted + self.later:,.0f} requests allow"
+            )
         return (
             f"{part.text} settled after {n} s: {over:,} of {self.ended:,} responses over the bound, more than "
             f"the {allowed:,} ({part.allowance:.1%}) the whole step's {self.planned:,.0f} requests allow"

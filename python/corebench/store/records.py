@@ -393,6 +393,15 @@ class Step(_Record):
     few_samples: bool = False
     # Where the step ended early, its verdict settled (runner.sequential): the seconds it ran.
     settled_s: float | None = None
+    # Its responses, and of those, how many were over each percentile bound
+    # of the objective, from its whole latency histogram (the engine's
+    # `over_bounds`): what pools its verdict with the next step's. 0 and []
+    # where not counted.
+    counted: int = 0
+    over: list[int] = Field(default_factory=list)
+    # How many steps before it at its rate its verdict was judged together
+    # with (runner.pool; 0: judged alone).
+    pooled: int = 0
     # The target's host over the step, through node_exporter (`capacity
     # --monitor`): its busy CPUs (all of its processes: an upper bound of
     # the server's) and how many it has; None where not watched or no figures.
@@ -462,17 +471,27 @@ class Capacity(_Record):
             )
         return f"Search unfinished after {len(self.steps)} steps (--max-steps): the limit is {where} req/s."
 
+    def verdicts(self) -> list[Step]:
+        """The steps whose verdicts the search counted: each one not judged
+        again together with the step after it (runner.pool)."""
+        after = [*self.steps[1:], None]
+        return [
+            s
+            for s, n in zip(self.steps, after, strict=True)
+            if n is None or not (n.pooled and n.rate_rps == s.rate_rps)
+        ]
+
     def _thin(self, *rates: float) -> str:
-        """Where a step at the answer's rates had fewer responses than its
-        percentile needs (--max-step cut it): that verdict is undecided,
-        read from a thin tail, and said so."""
-        thin = sorted({s.rate_rps for s in self.steps if s.few_samples and s.rate_rps in rates})
+        """Where a verdict at the answer's rates rests on fewer responses
+        than its percentile needs (--max-step cut its steps, even pooled):
+        that verdict is undecided, read from a thin tail, and said so."""
+        thin = sorted({s.rate_rps for s in self.verdicts() if s.few_samples and s.rate_rps in rates})
         if not thin:
             return ""
         at = " and ".join(f"{r:,.0f}" for r in thin)
         return (
-            f" Undecided at {at} req/s: a step there had fewer responses than the percentile needs (--max-step "
-            "ended it), so its verdict is from a thin tail; a longer --max-step decides it."
+            f" Undecided at {at} req/s: a verdict there rests on fewer responses than the percentile needs "
+            "(--max-step ended its steps), so it is from a thin tail; a longer --max-step decides it."
         )
 
 

@@ -7,9 +7,10 @@ use crate::client::h2::request::H2Request;
 use crate::config::LoadConfig;
 use crate::load::pacing::{Schedule, Shape};
 use crate::measure::stats::{Http2Counts, Stats, StatusList, UrlLatency, UrlTable};
-use crate::measure::summary::summarize;
+use crate::measure::summary::{count_over, summarize};
 use crate::result::{
-    Bytes, Heads, Http2Summary, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond, UrlSummary, SCHEMA,
+    BoundCount, Bytes, Heads, Http2Summary, Latencies, LoadResult, RunFacts, ScheduleSummary, TimelineSecond,
+    UrlSummary, SCHEMA,
 };
 use crate::workload::Workload;
 
@@ -72,6 +73,11 @@ pub(crate) fn build(
             uncorrected: schedule.map(|_| summarize(&s.uncorrected_us)),
         },
         timeline,
+        over_bounds: config
+            .live_bounds_us
+            .iter()
+            .map(|&b| BoundCount { bound_us: b, over: count_over(&s.total_us, b) })
+            .collect(),
         schedule: schedule.map(|sch| schedule_summary(sch, &s, f.interrupted)),
         urls: url_summaries(&s.urls, w),
         replay: w.source.clone(),

@@ -54,6 +54,23 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
     Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|e| format!("{e:?}"))
 }
 
+/// The values `h` holds over `bound` as its percentiles read them: a value
+/// is over where its bucket's highest equivalent is, the value a percentile
+/// in that bucket reports, so "p(q) <= bound" and "at most 1 − q of the
+/// values over it" agree to within one value's rounding of the rank.
+pub fn count_over(h: &Histogram<u64>, bound: u64) -> u64 {
+    if h.is_empty() {
+        return 0;
+    }
+    // The highest value whose bucket lies wholly at or below the bound.
+    let within =
+        if h.highest_equivalent(bound) <= bound { bound } else { h.lowest_equivalent(bound).saturating_sub(1) };
+    if h.highest_equivalent(within) > bound {
+        return h.len(); // the bound lies inside the lowest bucket
+    }
+    h.len() - h.count_between(0, within)
+}
+
 pub fn summarize(h: &Histogram<u64>) -> LatencySummary {
     let empty = h.is_empty();
     let at = |p: f64| if empty { 0 } else { h.value_at_percentile(p) };
@@ -106,6 +123,27 @@ mod tests {
         let back = decode(&s.histogram).unwrap();
         assert_eq!(back.len(), 1000);
         assert_eq!(back.value_at_quantile(0.99), h.value_at_quantile(0.99));
+    }
+
+    #[test]
+    fn values_over_a_bound_are_counted_as_the_percentiles_read_them() {
+        // Wide buckets: at 3 significant digits, values near 100,000 µs share buckets of 64.
+        let mut h = latency_histogram();
+        let values: Vec<u64> = (0..5000u64).map(|i| 90_000 + i * 7).collect();
+        for &v in &values {
+            h.record(v).unwrap();
+        }
+        for bound in [89_000, 90_000, 99_999, 100_000, 100_031, 100_063, 110_000, 124_993, 200_000] {
+            let by_bucket = values.iter().filter(|&&v| h.highest_equivalent(v) > bound).count() as u64;
+            assert_eq!(count_over(&h, bound), by_bucket, "bound {bound}");
+        }
+        // "p99 <= L" exactly where at most 1% are over L, across the bucket around L.
+        let p99 = h.value_at_quantile(0.99);
+        for bound in (p99 - 200)..(p99 + 200) {
+            let allowed = count_over(&h, bound) as f64 <= 0.01 * h.len() as f64;
+            assert_eq!(allowed, p99 <= bound, "bound {bound}, p99 {p99}");
+        }
+        assert_eq!(count_over(&latency_histogram(), 1), 0);
     }
 
     #[test]
