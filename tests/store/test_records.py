@@ -133,6 +133,10 @@ def test_an_answer_resting_on_a_thin_tail_is_said_undecided():
     decided = Capacity.model_validate(found | {"steps": pooled})
     assert [(s.rate_rps, s.pooled) for s in decided.verdicts()] == [(100.0, 1), (104.0, 0)]
     assert "Undecided" not in decided.sentence()
+    # Two pools at one rate in a row (the bracket's repeats of the rate it just measured): each counts once.
+    two = [step(100.0, True, True), step(100.0, True, False, 1), step(100.0, False, True), step(100.0, False, False, 1)]
+    both = Capacity.model_validate(found | {"steps": two})
+    assert [s.pooled for s in both.verdicts()] == [1, 1] and [s.meets for s in both.verdicts()] == [True, False]
     # Two separate measurements of one rate (the bracket's repeats) each count.
     again = [step(100.0, True, False), step(104.0, False, False), step(100.0, True, True)]
     twice = Capacity.model_validate(found | {"steps": again})

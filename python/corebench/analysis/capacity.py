@@ -173,7 +173,8 @@ class CapacityRow:
     searches: int
     bracket: tuple[float | None, float | None]  # the widest over the searches
     outcomes: str
-    # Steps over all the searches that met the objective, and that missed it.
+    # Verdicts over all the searches that met the objective, and that missed
+    # it: a step's, or a pool's of steps at one rate (runner.pool).
     steps_met: int = 0
     steps_missed: int = 0
 
@@ -194,7 +195,7 @@ def table(caps: list[PointCapacity]) -> list[CapacityRow]:
     for c in caps:
         los = [b[0] for b in c.brackets if b[0] is not None]
         his = [b[1] for b in c.brackets if b[1] is not None]
-        steps = [s for r in c.point.measured if r.search is not None for s in r.search.steps]
+        steps = [s for r in c.point.measured if r.search is not None for s in r.search.verdicts()]
         rows.append(
             CapacityRow(
                 point=c.point.label(),
