@@ -19,6 +19,7 @@ of its own seed, its time and error beside the unseeded ones; then, over
 before: the correlation of the two answers and the sd of their
 difference, seeded against a second round searched afresh.
 
+"Estimates": how often the interpolated limit is given, and its error.
 "Pooled": searches whose steps --max-step cuts short, their thin steps
 judged alone or measured again and judged together (runner.pool).
 
@@ -26,7 +27,8 @@ With --real [MU ...]: the same two searches against the built-in
 server's /queue (an exact M/M/1 queue, μ = 200/s or the MUs given), in
 wall time; --no-sim runs those alone.
 
-    .venv/bin/python bench/capacity_search.py [--searches 40] [--pairs 200] [--real [MU ...]] [--no-sim] [--pooled]
+    .venv/bin/python bench/capacity_search.py [--searches 40] [--pairs 200] [--real [MU ...]] [--no-sim]
+        [--pooled] [--estimates]
 """
 
 from __future__ import annotations
@@ -239,6 +241,32 @@ def pooled(searches: int) -> None:
         )
 
 
+def estimates(searches: int) -> None:
+    """How often the interpolated limit is given, and its error, from all
+    the steps (as the product reads it) or from the steps run whole alone
+    (curtailed steps' percentiles come from their first seconds)."""
+    print(f"\n# interpolated limit, {searches} searches per case: from all steps or those run whole")
+    print(f"{'queue':<28} {'arrivals':<8} {'steps':<11} {'none':>5} {'error':>15}")
+    base = LoadConfig(url="http://127.0.0.1:1/queue", concurrency=512, keep_alive=True)
+    for mu, slo, bound_s, step in ((1000.0, "p99<=20ms", 0.02, "12s"), (MU, SLO, BOUND_S, "2s")):
+        for arrivals in ("poisson", "uniform"):
+            truth = limit_rps(mu, PERCENTILE, bound_s, arrivals)
+            settings = SearchSettings(slo=slo, arrivals=arrivals, step=step)
+            errs: dict[str, list[float]] = {"all": [], "whole only": []}
+            for seed in range(searches):
+                found = capacity.search(base, settings, QueueRunner(mu, seed))
+                for name, steps in (
+                    ("all", found.steps),
+                    ("whole only", [s for s in found.steps if s.settled_s is None]),
+                ):
+                    est = limit_estimate(steps, settings.objective)
+                    if est is not None:
+                        errs[name].append((est.rate_rps / truth - 1) * 100)
+            queue = f"μ={mu:g} {slo} {step} steps"
+            for name, e in errs.items():
+                print(f"{queue:<28} {arrivals:<8} {name:<11} {searches - len(e):5d} {_pct(e):>15}")
+
+
 def real(mu: float) -> None:
     from corebench.targets.builtin import Served
 
@@ -266,15 +294,20 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--no-sim", action="store_true", help="the real searches only")
     ap.add_argument("--pooled", action="store_true", help="the simulated thin steps' table only")
+    ap.add_argument("--estimates", action="store_true", help="the simulated interpolated limits' table only")
     a = ap.parse_args()
-    if a.pooled:
-        pooled(a.searches)
+    if a.pooled or a.estimates:
+        if a.pooled:
+            pooled(a.searches)
+        if a.estimates:
+            estimates(a.searches)
     elif not a.no_sim:
         simulated(a.searches)
         if a.pairs >= 2:  # a correlation needs two pairs
             rounds(a.pairs)
         objectives(a.searches)
         pooled(a.searches)
+        estimates(a.searches)
     for mu in (a.real or [MU]) if a.real is not None else []:
         real(mu)
 

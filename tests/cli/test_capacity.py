@@ -139,8 +139,13 @@ def _check_search(arrivals: str, found: dict, stdout: str, html: Path) -> None:
 def _check_theory(arrivals: str, found: dict, truth: float, stdout: str, html: Path) -> None:
     """What holds where the machine adds little to the queue's latency."""
     lo, hi = found["bracket"]
+    assert (lo + hi) / 2 == pytest.approx(truth, rel=0.1), f"{arrivals}: verdicts changed at {lo:.0f}–{hi:.0f}"
     estimate = found["estimate"]
-    assert estimate is not None, f"{arrivals}: no interpolated limit\n{stdout}"
+    if estimate is None:
+        # A line crossing its bound beyond the steps' rates is not read: 3-4.5% of simulated Poisson
+        # searches at this queue and step (docs/capacity.md), from curtailed steps' early percentiles.
+        assert "Interpolated limit" not in stdout and "Interpolated limit" not in html.read_text()
+        return
     # Within 10%: simulated, the estimate lies +0.9% ± 1.3% from theory,
     # but one CI run on a quiet 2-core VM (wake-ups p99 100 µs) put the
     # Poisson one at 711 req/s against 770 (−7.6%, its own interval
@@ -149,7 +154,6 @@ def _check_theory(arrivals: str, found: dict, truth: float, stdout: str, html: P
     # bench/capacity_search.py --real and stated in docs/capacity.md.
     assert estimate["rate_rps"] == pytest.approx(truth, rel=0.10), f"{arrivals}: {estimate}, theory {truth:.0f}"
     assert estimate["ci"][0] < estimate["rate_rps"] < estimate["ci"][1]
-    assert (lo + hi) / 2 == pytest.approx(truth, rel=0.1), f"{arrivals}: verdicts changed at {lo:.0f}–{hi:.0f}"
     assert "Interpolated limit:" in stdout and "Interpolated limit" in html.read_text()
 
 
