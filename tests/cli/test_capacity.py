@@ -143,7 +143,9 @@ def _check_theory(arrivals: str, found: dict, truth: float, stdout: str, html: P
     estimate = found["estimate"]
     if estimate is None:
         # A line crossing its bound beyond the steps' rates is not read: 3-4.5% of simulated Poisson
-        # searches at this queue and step (docs/capacity.md), from curtailed steps' early percentiles.
+        # searches at this queue and step (docs/capacity.md), from curtailed steps' early percentiles;
+        # none of even arrivals'.
+        assert arrivals == "poisson", f"{arrivals}: no interpolated limit\n{stdout}"
         assert "Interpolated limit" not in stdout and "Interpolated limit" not in html.read_text()
         return
     # Within 10%: simulated, the estimate lies +0.9% ± 1.3% from theory,

@@ -101,6 +101,19 @@ def test_a_pool_whose_miss_is_already_decided_is_not_measured_again():
     open_ = _step(2000, 60)
     pool.settle([open_], parts, 2000, SAMPLES)
     assert open_.meets and open_.few_samples, "60 of at most 6,999 may still meet"
+    # A pool of POOL_STEPS steps was judged whole: short of its samples it stays thin (undecided), met or not.
+    full = [_step(1000, 0) for _ in range(pool.POOL_STEPS - 1)] + [_step(1000, 100)]
+    full[-1].meets = False
+    pool.settle(full, parts, 1000, SAMPLES)
+    assert full[-1].few_samples
+
+
+def test_the_allowance_of_a_percentile_is_its_exact_share():
+    parts = bounds(parse_objective("p90<=10ms,p99.9<=50ms"))
+    assert [p.allowance for p in parts] == [0.1, 0.001]
+    step = _step(100_000, 10_000)
+    pool.judge(step, [], parts[:1], SAMPLES)
+    assert step.meets, "10,000 of 100,000 over is a p90 at its bound, met"
 
 
 def test_a_thin_steps_curtailment_counts_its_pool():

@@ -352,7 +352,7 @@ def _measure(
     over = [sum(s.over[i] for s in prior) for i in range(len(parts))]
     later = 0.0
     if before is not None and round(planned) < samples:
-        later = pool.most_requests(counted, len(prior), planned, samples) - counted - planned
+        later = max(0.0, pool.most_requests(counted, len(prior), planned, samples) - counted - planned)
     watch = sequential.Watch(
         parts,
         looks=math.ceil(duration_s),
@@ -364,6 +364,7 @@ def _measure(
     bounds_us = [b.limit_us for b in watch.parts]
     r = run(_step_config(base, settings, rate, duration_s, bounds_us), live=watch)
     judged = objective.judge(r)
+    counts = _counts(r, parts)
     sch = r.schedule
     sent, dropped, late = (sch.sent, sch.dropped, sch.late) if sch is not None else (r.requests, 0, 0)
     scheduled = sent + dropped
@@ -384,9 +385,10 @@ def _measure(
         judged=[(t.text, t.shown(v), ok) for t, v, ok in judged],
         measured={t.metric: v for t, v, _ in judged},
         why="; ".join(missed),
-        few_samples=watch.settled is None and round(planned) < samples,  # not by a rounding error
+        # Thin where it planned too few (not by a rounding error) and, where counted, answered too few.
+        few_samples=watch.settled is None and round(planned) < samples and counts["counted"] in range(samples),
         settled_s=r.duration_s if watch.settled is not None else None,
-        **_counts(r, parts),
+        **counts,
     )
     return step, r
 

@@ -61,7 +61,8 @@ class Bound:
 def bounds(objective: Objective) -> list[Bound]:
     """The objective's percentile parts, at most the engine's MAX_LIVE_BOUNDS."""
     out = [
-        Bound(t.text, math.ceil(t.limit), 1 - float(t.metric[1:]) / 100)
+        # Rounded: 1 − 90/100 is 0.09999999999999998, which would miss a p90 at its exact boundary.
+        Bound(t.text, math.ceil(t.limit), round(1 - float(t.metric[1:]) / 100, 9))
         for t in objective.latency
         if t.metric.startswith("p") and float(t.metric[1:]) < 100
     ]
