@@ -75,7 +75,7 @@ def test_the_parts_no_count_pools_and_the_offered_rate_stay_each_steps_own():
     assert not step.meets and step.why == "errors<=1% (2.000%)"
     step = _step(2500, 0, sent=980, scheduled=1000)
     pool.judge(step, [_step(2500, 0)], parts, SAMPLES)
-    assert not step.meets and step.why == "20 of 1,000 requests not sent: every connection busy"
+    assert not step.meets and step.why == "20 of 1,000 requests not sent: every connection was busy"
     assert pool.own_misses(step, parts) == [step.why]
 
 
@@ -91,7 +91,7 @@ def test_a_pool_whose_miss_is_already_decided_is_not_measured_again():
     parts = bounds(parse_objective("p99<=100ms"))
     first = _step(2058, 321)
     first.meets, first.why = False, "p99<=100ms (138.623 ms)"
-    pool.settle([first], parts, 2000, SAMPLES)
+    pool.curtail([first], parts, 2000, SAMPLES)
     # At most 2,058 + 3 × 2,000 = 8,058, and below 4,999 + 2,000 before its last step: 69 allowed.
     assert (first.meets, first.few_samples) == (False, False)
     assert first.why == (
@@ -99,12 +99,12 @@ def test_a_pool_whose_miss_is_already_decided_is_not_measured_again():
         "pooled steps could have (6,999) allow"
     )
     open_ = _step(2000, 60)
-    pool.settle([open_], parts, 2000, SAMPLES)
+    pool.curtail([open_], parts, 2000, SAMPLES)
     assert open_.meets and open_.few_samples, "60 of at most 6,999 may still meet"
     # A pool of POOL_STEPS steps was judged whole: short of its samples it stays thin (undecided), met or not.
     full = [_step(1000, 0) for _ in range(pool.POOL_STEPS - 1)] + [_step(1000, 100)]
     full[-1].meets = False
-    pool.settle(full, parts, 1000, SAMPLES)
+    pool.curtail(full, parts, 1000, SAMPLES)
     assert full[-1].few_samples
 
 

@@ -31,7 +31,6 @@ from corebench.engine import Figures
 from corebench.plan.objective import Objective, SearchSettings
 from corebench.result import LoadResult
 from corebench.runner import pool, sequential
-from corebench.runner.pool import UNSENT_SHARE
 from corebench.store import Capacity, Step
 
 # How far below its start the search goes looking for a rate that meets:
@@ -287,7 +286,7 @@ def _rate(
             pool.judge(step, group, parts, objective.samples_needed())
         group.append(step)
         if poolable and step.few_samples and step.counted > 0:
-            pool.settle(group, parts, rate * settings.step_s(rate), objective.samples_needed())
+            pool.curtail(group, parts, rate * settings.step_s(rate), objective.samples_needed())
         done.steps.append(step)
         # A step whose own tail missed leaves a backlog, whatever its pool's verdict.
         if result.successes and not (step.meets and alone):
@@ -369,8 +368,7 @@ def _measure(
     sent, dropped, late = (sch.sent, sch.dropped, sch.late) if sch is not None else (r.requests, 0, 0)
     scheduled = sent + dropped
     missed = [f"{t.text} ({t.shown(v)})" for t, v, ok in judged if not ok]
-    if scheduled and dropped > UNSENT_SHARE * scheduled:
-        missed.append(f"{dropped:,} of {scheduled:,} requests not sent: every connection was busy")
+    missed += pool.unsent(sent, scheduled)
     if watch.settled is not None:
         missed.insert(0, watch.why())
     step = Step(
@@ -386,7 +384,7 @@ def _measure(
         measured={t.metric: v for t, v, _ in judged},
         why="; ".join(missed),
         # Thin where it planned too few (not by a rounding error) and, where counted, answered too few.
-        few_samples=watch.settled is None and round(planned) < samples and counts["counted"] in range(samples),
+        few_samples=watch.settled is None and round(planned) < samples and counts["counted"] < samples,
         settled_s=r.duration_s if watch.settled is not None else None,
         **counts,
     )

@@ -25,14 +25,18 @@ UNSENT_SHARE = 0.01
 POOL_STEPS = 4
 
 
+def unsent(sent: int, scheduled: int) -> list[str]:
+    """A step that did not offer its rate, in words ([] where it did)."""
+    if scheduled and scheduled - sent > UNSENT_SHARE * scheduled:
+        return [f"{scheduled - sent:,} of {scheduled:,} requests not sent: every connection was busy"]
+    return []
+
+
 def own_misses(step: Step, pooled: list[Bound]) -> list[str]:
     """What the step misses by itself that no pool can undo: the parts not
     among `pooled`, and its rate not offered."""
     texts = {p.text for p in pooled}
-    missed = [f"{t} ({v})" for t, v, ok in step.judged if not ok and t not in texts]
-    if step.scheduled and step.scheduled - step.sent > UNSENT_SHARE * step.scheduled:
-        missed.append(f"{step.scheduled - step.sent:,} of {step.scheduled:,} requests not sent: every connection busy")
-    return missed
+    return [f"{t} ({v})" for t, v, ok in step.judged if not ok and t not in texts] + unsent(step.sent, step.scheduled)
 
 
 def judge(step: Step, before: list[Step], parts: list[Bound], samples: int) -> None:
@@ -58,7 +62,7 @@ def judge(step: Step, before: list[Step], parts: list[Bound], samples: int) -> N
     step.meets, step.why, step.few_samples = not missed, "; ".join(missed), counted < samples
 
 
-def settle(group: list[Step], parts: list[Bound], planned: float, samples: int) -> None:
+def curtail(group: list[Step], parts: list[Bound], planned: float, samples: int) -> None:
     """Where the pool so far already has more responses over a bound than
     the most requests it could end with allow, it misses whatever more
     steps bring: its last step says so, and is not thin (deterministic
@@ -77,7 +81,7 @@ def settle(group: list[Step], parts: list[Bound], planned: float, samples: int) 
                 f"could have ({most:,.0f}) allow"
             )
             last.meets, last.few_samples = False, False
-            last.why = "; ".join([why, *(w for w in last.why.split("; ") if w and not w.startswith(part.text))])
+            last.why = "; ".join([why, *own_misses(last, parts)])
             return
 
 
