@@ -129,6 +129,14 @@ def test_a_slow_start_or_a_slow_end_never_ends_a_step_that_meets(rate, shares):
     assert met >= 60, met
 
 
+@pytest.mark.parametrize("slo", ["p99<100ms", "p99<=100ms", "p99<1.5us", "p99<=1.5us", "p90<1us", "p50<=2s"])
+def test_a_response_counts_as_over_the_bound_exactly_when_it_alone_fails_the_limit(slo):
+    (part,) = bounds(parse_objective(slo))
+    (limit,) = parse_objective(slo).latency
+    for latency_us in range(max(0, math.floor(limit.limit) - 3), math.ceil(limit.limit) + 4):
+        assert (latency_us > part.limit_us) == (not limit.passes(latency_us)), (slo, latency_us, part.limit_us)
+
+
 def test_decided_is_more_than_the_whole_steps_allowance():
     assert not decided(50, 5000, 0.01) and decided(51, 5000, 0.01)
     assert not decided(0, 0, 0.01) and decided(1, 0, 0.01)

@@ -62,11 +62,19 @@ def bounds(objective: Objective) -> list[Bound]:
     """The objective's percentile parts, at most the engine's MAX_LIVE_BOUNDS."""
     out = [
         # Rounded: 1 − 90/100 is 0.09999999999999998, which would miss a p90 at its exact boundary.
-        Bound(t.text, math.ceil(t.limit), round(1 - float(t.metric[1:]) / 100, 9))
+        Bound(t.text, over_us(t.limit, strict=t.op == "<"), round(1 - float(t.metric[1:]) / 100, 9))
         for t in objective.latency
         if t.metric.startswith("p") and float(t.metric[1:]) < 100
     ]
     return out[:MAX_LIVE_BOUNDS]
+
+
+def over_us(limit_us: float, *, strict: bool) -> int:
+    """The engine's bound for a latency limit: it counts the responses over
+    a whole number of µs (latencies are whole µs), so a response is over
+    it exactly when it alone would fail the limit: at the limit itself
+    for "p99 < L", only beyond it for "p99 <= L"."""
+    return max(0, math.ceil(limit_us) - 1 if strict else math.floor(limit_us))
 
 
 def decided(over: int, planned: float, allowance: float) -> bool:
