@@ -20,6 +20,8 @@ from corebench.runner.sequential import Watch, bounds, decided
 from corebench.testing.queues import limit_rps, response_times, sojourn_decay_rps, steady_backlog_s
 from tests.support.queue_runner import QueueRunner
 
+BASE = LoadConfig(url="http://127.0.0.1:1/", concurrency=64, keep_alive=True)
+
 MU, BOUND_S, ALLOWANCE = 200.0, 0.1, 0.01
 
 
@@ -217,6 +219,28 @@ def test_the_engine_counts_each_seconds_late_responses_and_ends_a_settled_run_wh
         assert s.over[:2] == (s.completed, 0) and s.completed > 0, s
     # And so the whole run's counts, from its whole histogram (what pools a step with the next: runner.pool).
     assert [(b.bound_us, b.over) for b in r.over_bounds] == [(5_000, r.latency_us.total.count), (2_000_000, 0)]
+
+
+def test_a_poisson_step_sends_at_most_the_requests_it_plans():
+    # A step's allowance is 1% of its N = λT requests only if it sends no more:
+    # uncapped, a Poisson schedule sends about N ± √N.
+    from corebench.targets.builtin import Served
+
+    settings = SearchSettings(slo="p99<=100ms")
+    rate = 154.24283914468344  # λT = 4,999.999999999999
+    assert settings.step_requests(rate) == 5000
+    assert capacity._step_config(BASE, settings, rate, settings.step_s(rate), []).requests == 5000
+    sent: dict[bool, list[int]] = {True: [], False: []}
+    with Served("--workers", "1") as srv:
+        for seed in range(8):
+            step = capacity._step_config(BASE, settings, 2000.0, 0.25, []).model_copy(
+                update={"url": srv.url, "seed": seed, "requests": 500}
+            )
+            for capped in (True, False):
+                r = engine.run(step if capped else step.model_copy(update={"requests": None}))
+                assert r.schedule is not None
+                sent[capped].append(r.schedule.sent + r.schedule.dropped)
+    assert max(sent[True]) <= 500 < max(sent[False]), sent
 
 
 @pytest.mark.parametrize("arrivals", ["poisson", "uniform"])

@@ -64,6 +64,7 @@ class QueueRunner:
         rate, duration = config.rate.rps, config.duration_s or 1.0
         arrivals = "uniform" if config.rate.arrivals == "uniform" else "poisson"
         at, t = response_times(rate, self.mu_rps, duration, arrivals, self.rng)
+        at, t = at[: config.requests], t[: config.requests]  # the engine sends at most `requests`
         bounds_us = [int(b.root) for b in config.live_bounds_us]
         end = _watched(at, t, duration, bounds_us, live)
         if end < duration:

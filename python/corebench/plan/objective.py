@@ -144,6 +144,13 @@ class SearchSettings(BaseModel):
         """A step long enough for the objective's highest percentile."""
         return min(self.max_step_s, max(self.min_step_s, self.objective.samples_needed() / rate_rps))
 
+    def step_requests(self, rate_rps: float) -> int:
+        """The requests a step at `rate_rps` sends at most, its rate times its
+        seconds: capped, so that a step's allowance (1% of them for a p99) is
+        exact, where a Poisson schedule would send about √N more or fewer.
+        The 1e-6 keeps a product such as 4,999.999999 from losing one."""
+        return max(1, math.floor(rate_rps * self.step_s(rate_rps) + 1e-6))
+
     def timeout_s(self) -> float:
         """A request 20 times later than the bound has missed it anyway: an
         overloaded step ends without waiting out ab's 30 s timeouts."""

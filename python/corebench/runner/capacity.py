@@ -286,7 +286,7 @@ def _rate(
             pool.judge(step, group, parts, objective.samples_needed())
         group.append(step)
         if poolable and step.few_samples and step.counted > 0:
-            pool.curtail(group, parts, rate * settings.step_s(rate), objective.samples_needed())
+            pool.curtail(group, parts, settings.step_requests(rate), objective.samples_needed())
         done.steps.append(step)
         # A step whose own tail missed leaves a backlog, whatever its pool's verdict.
         if result.successes and not (step.meets and alone):
@@ -324,7 +324,8 @@ def _step_config(
 ) -> LoadConfig:
     rate = RateConfig(rps=rate_rps, arrivals=settings.arrivals)
     live = [LiveBoundsU(b) for b in bounds_us]
-    update = {"rate": rate, "duration_s": duration_s, "requests": None, "live_bounds_us": live}
+    requests = settings.step_requests(rate_rps)
+    update = {"rate": rate, "duration_s": duration_s, "requests": requests, "live_bounds_us": live}
     return base.model_copy(update=update)
 
 
@@ -345,12 +346,12 @@ def _measure(
     # The engine counts the responses over each bound (each second's: missed beyond doubt, a sequential
     # step ends there, runner.sequential; the whole step's: they pool it with the next, runner.pool).
     parts = sequential.bounds(objective)
-    planned = rate * duration_s
+    planned = settings.step_requests(rate)
     prior = before or []
     counted = sum(s.counted for s in prior)
     over = [sum(s.over[i] for s in prior) for i in range(len(parts))]
     later = 0.0
-    if before is not None and round(planned) < samples:
+    if before is not None and planned < samples:
         later = max(0.0, pool.most_requests(counted, len(prior), planned, samples) - counted - planned)
     watch = sequential.Watch(
         parts,
@@ -383,8 +384,8 @@ def _measure(
         judged=[(t.text, t.shown(v), ok) for t, v, ok in judged],
         measured={t.metric: v for t, v, _ in judged},
         why="; ".join(missed),
-        # Thin where it planned too few (not by a rounding error) and, where counted, answered too few.
-        few_samples=watch.settled is None and round(planned) < samples and counts["counted"] < samples,
+        # Thin where it planned too few and, where counted, answered too few.
+        few_samples=watch.settled is None and planned < samples and counts["counted"] < samples,
         settled_s=r.duration_s if watch.settled is not None else None,
         **counts,
     )

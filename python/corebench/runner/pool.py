@@ -89,8 +89,6 @@ def most_requests(counted_before: int, steps_before: int, planned: float, sample
     """The most requests a pool can end with, counting a step of `planned`
     requests after `steps_before` steps that answered `counted_before`:
     it stops at POOL_STEPS steps, or once it has `samples` (so before its
-    last step it had fewer). A Poisson schedule may send a step a few more
-    than planned (about the square root of it): the bound assumes not, so
-    a curtailment on it may be early by that share of the allowance, under
-    one response for a p99 at these sizes."""
+    last step it had fewer); no step sends more than it planned
+    (SearchSettings.step_requests)."""
     return min(counted_before + planned * (POOL_STEPS - steps_before), samples - 1 + planned)

@@ -5,7 +5,8 @@ percentile needs.
 "p99 ≤ L" holds for a step exactly when the share of its responses slower
 than L is at most 1%, the percentile's allowance a = 1 − p/100. A step at
 rate λ for T seconds plans N = λT requests, and ends with at most N
-responses (some may go unsent or unanswered). Once more than a·N of the
+responses (some may go unsent or unanswered; its requests are capped at
+N, where a Poisson schedule would send about √N more or fewer). Once more than a·N of the
 responses so far were over L, the whole step's share is over a whatever
 its remaining seconds bring: it misses, and running it on measures
 nothing that could change that. The engine counts, in each whole second,
