@@ -95,7 +95,7 @@ def classify(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     if not cpus:
         return Diagnosis("unknown", f"target used {p.target_cpu:.2f} cores; how many it could use is unknown")
     share = p.target_cpu / cpus
-    used = f"target used {p.target_cpu:.2f} of the {allowed} ({share * 100:.0f}%)"
+    used = f"target used {p.target_cpu:.2f} of {allowed} ({share * 100:.0f}%)"
     if p.client_bound:
         gen += f"; CPU-bound in {p.client_bound_runs} of {len(p.measured)} runs, so both were at their limit there"
     full = _cpu_full(p, cpus, used, gen)
@@ -177,8 +177,8 @@ def _allowed(p: PointStats, cpus: float | None, host_cpus: int | None) -> tuple[
     """The CPUs the target could use, in words and in number."""
     if (remote := p.exporter_cores) is not None:
         # node_exporter's figures: the whole host's CPU, the target's and everything else's.
-        return f"{remote} CPUs of its host (node_exporter: all it ran)", float(remote)
-    allowed = f"{cpus:g} CPUs it was given" if cpus else f"all {host_cpus} of this machine's CPUs"
+        return f"the {remote} CPUs of its host (node_exporter: all it ran)", float(remote)
+    allowed = f"the {cpus:g} CPUs it was given" if cpus else f"all {host_cpus} of this machine's CPUs"
     return allowed, cpus or (float(host_cpus) if host_cpus else None)
 
 

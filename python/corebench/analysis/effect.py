@@ -269,6 +269,21 @@ def counted(effects: list[Effect]) -> str:
     return ", ".join(out)
 
 
+def held_together(effects: list[Effect]) -> list[Effect]:
+    """Comparisons counted in one sentence, each held to α over the tested
+    ones among them (Bonferroni), as a sentence's throughput counts are
+    held to their family's: "higher in 5 of 7" then says what a
+    simultaneous level shows, not what seven 5% tests would."""
+    size = sum(e.tested for e in effects)
+    return [e.in_family(size) for e in effects]
+
+
+def held_words(effects: list[Effect]) -> str:
+    """How `held_together`'s comparisons were held, in words."""
+    size = max((e.family for e in effects), default=1)
+    return "one comparison, at α = 0.05" if size <= 1 else f"the {size} held to α = {ALPHA}/{size} (Bonferroni)"
+
+
 def pct(share: float) -> str:
     """A change as a signed percentage, with a true minus sign."""
     if not math.isfinite(share):

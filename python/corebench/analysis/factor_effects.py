@@ -10,7 +10,17 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from corebench.analysis.effect import POWER, VERDICTS, Effect, change_size, counted, effect, pct
+from corebench.analysis.effect import (
+    POWER,
+    VERDICTS,
+    Effect,
+    change_size,
+    counted,
+    effect,
+    held_together,
+    held_words,
+    pct,
+)
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.points import PointStats
@@ -54,14 +64,16 @@ def demand_effects(compared: list[Compared]) -> tuple[list[Effect], dict[str, li
         {n for c in measured for p in (c.a, c.b) for r in p.measured if r.monitor for n in r.monitor.services}
     )
     services = {
-        name: [
-            effect(c.a.service_demand_ms[name], c.b.service_demand_ms[name])
-            for c in measured
-            if len(c.a.service_demand_ms.get(name, [])) >= 2 and len(c.b.service_demand_ms.get(name, [])) >= 2
-        ]
+        name: held_together(
+            [
+                effect(c.a.service_demand_ms[name], c.b.service_demand_ms[name])
+                for c in measured
+                if len(c.a.service_demand_ms.get(name, [])) >= 2 and len(c.b.service_demand_ms.get(name, [])) >= 2
+            ]
+        )
         for name in names
     }
-    return [effect(c.a.demand_ms, c.b.demand_ms) for c in measured], services
+    return held_together([effect(c.a.demand_ms, c.b.demand_ms) for c in measured]), services
 
 
 def factor_rows(
@@ -221,7 +233,7 @@ def _demand(es: list[Effect], services: list[str], lines: int) -> str:
         return ""
     apart = f", the target's own processes ({', '.join(services)} measured apart)" if services else ""
     return (
-        f" CPU per request (service demand{apart}; each comparison unadjusted): {counted(es)} of {len(es)}, "
+        f" CPU per request (service demand{apart}; {held_words(es)}): {counted(es)} of {len(es)}, "
         f"median change {pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
     )
 
@@ -239,7 +251,7 @@ def _service_demands(services: dict[str, list[Effect]], lines: int) -> list[str]
         what = f" {name}'s own CPU per request (its cgroup's CPU over the successes, background work included"
         if ratios:
             out.append(
-                f"{what}; each comparison unadjusted): {counted(es)} of {len(es)}, median change "
+                f"{what}; {held_words(es)}): {counted(es)} of {len(es)}, median change "
                 f"{pct(statistics.median(ratios) - 1)}{said(pool(es, lines))}."
             )
         elif es:

@@ -9,7 +9,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from corebench.analysis.effect import Effect, counted, effect
+from corebench.analysis.effect import Effect, counted, effect, held_together, held_words
 from corebench.analysis.factor_effects import could_see, limited_note, tally
 from corebench.analysis.family import Family
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
@@ -63,7 +63,9 @@ def combined(by_pair: list[list[Step]]) -> int:
 
 
 def _demand_effects(steps: list[Step]) -> list[Effect]:
-    return [effect(s.a.demand_ms, s.b.demand_ms) for s in steps if len(s.a.demand_ms) >= 2 and len(s.b.demand_ms) >= 2]
+    return held_together(
+        [effect(s.a.demand_ms, s.b.demand_ms) for s in steps if len(s.a.demand_ms) >= 2 and len(s.b.demand_ms) >= 2]
+    )
 
 
 def step_groups(points: list[PointStats], family: Family) -> list[list[Step]]:
@@ -153,7 +155,7 @@ def _summary_demand(steps: list[Step], lines: int) -> str:
         return ""
     median = f"{(statistics.median(ratios) - 1) * 100:+.1f}%".replace("-", "−")
     return (
-        f" CPU per request (service demand; each comparison unadjusted): {counted(es)}, median change {median}"
+        f" CPU per request (service demand; {held_words(es)}): {counted(es)}, median change {median}"
         f"{said(pool(es, lines))}."
     )
 
