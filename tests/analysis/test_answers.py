@@ -135,14 +135,16 @@ def test_interference_on_the_target_core_is_measured_and_named():
     assert q.interference_runs == 0
 
 
-def test_a_machine_whose_cores_are_full_is_cpu_bound():
+def test_a_machine_whose_cores_are_full_is_machine_cpu_bound():
     # Unplaced on 2 cores: the target on 1.1 of them, the generator on 0.6,
-    # others on the rest: the machine, not a wait, was the limit.
+    # others on the rest: the machine, not a wait, was the limit, and not
+    # the target's CPU alone (it used 55% of it).
     layout = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True)
     full = MonitorSummary(cores=[_core(0.98), _core(0.97)], target_cpu=1.1, generator_cpu=0.6)
     (p,) = point_stats(_runs({"model": "prefork"}, [1000.0, 1010.0], layout=layout, monitor=full))
     d = diagnose(p, None, 2)
-    assert d.kind == "CPU-bound" and "every core of the machine was busy" in d.evidence, d
+    assert d.kind == "machine CPU-bound" and "every core of the machine was busy" in d.evidence, d
+    assert "not the target's alone, was the limit" in d.evidence
 
 
 def _spread(levels, rps, mean_ms, sd_ms):

@@ -75,7 +75,10 @@ def test_a_target_at_its_cpus_limit_is_cpu_bound_whatever_its_clients_did():
     reason to call the figures a lower bound."""
     p = point(1000, 0.95, little=0.6, target_share=0.95, clients=10, response_s=0.01)
     d = classify(p, cpus=1)
-    assert d.kind == "CPU-bound" and "Little's law fails (X·R/N = 0.60), but with the CPUs full" in d.evidence
+    assert d.kind == "CPU-bound" and "Little's law fails too (X·R/N = 0.60)" in d.evidence
+    assert "with the CPUs full is consistent with the CPU, not the time outside requests, setting the rate" in (
+        d.evidence
+    )
     assert not any("Little's law" in why for why in p.limits())
     # Not at its limit: the failure bounds the figures and names the point.
     q = point(1000, 0.5, little=0.6, target_share=0.5, clients=10, response_s=0.01)
@@ -96,5 +99,6 @@ def test_a_full_machine_is_read_before_a_rule_that_infers_a_limit_elsewhere():
     p = point(1000, 0.9, little=0.6, clients=10, response_s=0.01, machine_busy=0.97)
     p.client_bound, p.client_bound_runs = True, 3
     d = classify(p, cpus=2)
-    assert d.kind == "CPU-bound" and "every core of the machine was busy (97%" in d.evidence, d
-    assert "CPU-bound in 3 of 3 runs, so both were at their limit there" in d.evidence
+    assert d.kind == "machine CPU-bound" and "every core of the machine was busy (97%" in d.evidence, d
+    assert "CPU-bound in 3 of 3 runs, so it may have set the figure as well" in d.evidence
+    assert "Little's law fails too (X·R/N = 0.60)" in d.evidence and "(not measured)" in d.evidence

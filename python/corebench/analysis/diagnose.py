@@ -20,7 +20,7 @@ STRADDLE = 0.05
 
 @dataclass(frozen=True)
 class Diagnosis:
-    # failing, generator-limited, load not held, interference, CPU-bound, load-limited, waiting,
+    # failing, generator-limited, load not held, interference, CPU-bound, machine CPU-bound, load-limited, waiting,
     # capacity search, unknown
     kind: str
     evidence: str
@@ -61,8 +61,9 @@ def classify(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     (its CPU measured near all its cores), load not held (Little's law
     fails: time lost outside the requests, cause not measured),
     interference (others took the target's cores, which were full),
-    CPU-bound (the target's allowed cores busy, or every core of the machine
-    busy with the target, the generator and others), load-limited (a closed loop with too
+    CPU-bound (the target's allowed cores busy), machine CPU-bound (the
+    target below that, but every core of the machine busy with the target,
+    the generator and others), load-limited (a closed loop with too
     few clients to keep the CPUs busy: by Little's law N clients at R s each
     carry at most N/R requests per second), or waiting on something other
     than the CPU (I/O, locks, sleeps)."""
@@ -97,15 +98,19 @@ def classify(p: PointStats, cpus: float | None, host_cpus: int | None = None) ->
     share = p.target_cpu / cpus
     used = f"target used {p.target_cpu:.2f} of {allowed} ({share * 100:.0f}%)"
     if p.client_bound:
-        gen += f"; CPU-bound in {p.client_bound_runs} of {len(p.measured)} runs, so both were at their limit there"
+        gen += (
+            f"; CPU-bound in {p.client_bound_runs} of {len(p.measured)} runs, so it may have set the figure as well "
+            "(the server did at least this much)"
+        )
     full = _cpu_full(p, cpus, used, gen)
     if full is not None:
         if little_fails(p):
-            # Said, not ranked first: a target at its CPUs' limit set the rate.
+            # Said, not ranked first: a measured full CPU outranks a limit inferred elsewhere.
             full = Diagnosis(
                 full.kind,
-                f"{full.evidence}; Little's law fails (X·R/N = {p.little:.2f}), but with the CPUs full the time "
-                "the clients spent outside requests did not set the rate",
+                f"{full.evidence}; Little's law fails too (X·R/N = {p.little:.2f}): the clients were not all in "
+                "a request all the time, which with the CPUs full is consistent with the CPU, not the time outside "
+                "requests, setting the rate (not measured)",
             )
         return full
     cpu_time_s = _cpu_response_s(p, share)
@@ -199,15 +204,21 @@ def _cpu_full(p: PointStats, cpus: float, used: str, gen: str) -> Diagnosis | No
         if share + p.interference_max >= CPU_BOUND_SHARE:
             return Diagnosis("interference", f"{others}, which were full: the target had less than it was given")
         gen += f"; others took up to {p.interference_max:.0%} of the target's cores"
-    if share >= CPU_BOUND_SHARE or (
-        p.shared and p.generator_cpu is not None and share + p.generator_cpu / cpus >= MACHINE_FULL
-    ):
+    if share >= CPU_BOUND_SHARE:
         return Diagnosis("CPU-bound", f"{used}; {gen}")
+    # The target itself below its CPUs' limit, the machine's full: the limit
+    # is the machine's CPU, which the target shared, not the target's own.
+    if p.shared and p.generator_cpu is not None and share + p.generator_cpu / cpus >= MACHINE_FULL:
+        return Diagnosis(
+            "machine CPU-bound",
+            f"{used}; {gen}: the target and the generator together filled its cores, so the machine's CPU, "
+            "not the target's alone, was the limit",
+        )
     if p.machine_busy is not None and p.machine_busy >= MACHINE_FULL:
         return Diagnosis(
-            "CPU-bound",
+            "machine CPU-bound",
             f"{used}; {gen}; every core of the machine was busy ({p.machine_busy:.0%} on average: the target, the "
-            "generator and others together), so the machine's CPU was the limit",
+            "generator and others together), so the machine's CPU, not the target's alone, was the limit",
         )
     return None
 
