@@ -100,3 +100,32 @@ def test_one_sided_bounds_are_scipys_one_sided_t_intervals():
     # No spread, one run, or a zero on the log scale: no bound, not a certain one.
     for values, log in (([5.0, 5.0], False), ([5.0], False), ([0.0, 3.0], True)):
         assert all(math.isnan(b) for b in one_sided(values, log)), values
+
+
+def test_a_knee_is_given_only_where_throughput_rises_beyond_its_noise():
+    # cores-worth-it at 1 CPU: 964.5, 965.8 and 962.8 req/s over 25, 75 and
+    # 150 connections, flat within ±1%; Kneedle alone finds a knee at 75.
+    from corebench.analysis.analyse import knees
+    from corebench.analysis.points import point_stats
+    from tests.support.records import load_result, stored_run
+
+    def runs(means: list[float], wobble: float, held: bool = True) -> list:
+        out = []
+        for c, m in zip((25, 75, 150), means, strict=True):
+            for i, x in enumerate((m * (1 - wobble), m, m * (1 + wobble))):
+                seq = len(out) + 1
+                # Little's law holds for c clients (R = c / X), over 10 s runs; not held at 150 if not `held`.
+                mean_us = 1e6 * c / x * (1 if held or c < 150 else 0.5)
+                r = load_result(ok=round(10 * x), duration_s=10.0, mean_us=mean_us, concurrency=c)
+                out.append(stored_run({"concurrency": c}, r, repetition=i + 1, round=i + 1, seq=seq))
+        return out
+
+    factors = {"concurrency": [25, 75, 150]}
+    assert kneedle([25, 75, 150], [964.5, 965.8, 962.8]) == 75
+    (flat,) = knees(point_stats(runs([964.5, 965.8, 962.8], 0.01)), factors)
+    assert flat.knee is None and "does not rise beyond its 95% intervals" in flat.why_none
+    assert flat.saturation == 25, "already at its peak at the lowest load"
+    (rising,) = knees(point_stats(runs([500.0, 900.0, 950.0], 0.01)), factors)
+    assert rising.knee == 75 and rising.why_none == ""
+    (bounded,) = knees(point_stats(runs([500.0, 900.0, 950.0], 0.01, held=False)), factors)
+    assert bounded.knee is None and "some points are lower bounds" in bounded.why_none

@@ -268,8 +268,24 @@ def knees(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[
     for rest, ps in groups.items():
         xs = [float(p.levels["concurrency"]) for p in ps]
         ys = [p.goodput_rps.mean for p in ps]
-        out.append(Knee(rest, kneedle(xs, ys), saturation(xs, ys)))
+        why = _no_knee(ps)
+        out.append(Knee(rest, None if why else kneedle(xs, ys), saturation(xs, ys), why))
     return out
+
+
+def _no_knee(ps: list[PointStats]) -> str:
+    """Why Kneedle's knee would say nothing of the server: it rescales any
+    curve to [0, 1], so three means within 0.3% of each other (noise) get a
+    knee as readily as a real rise, and points the generator or the machine
+    set are not the server's curve. A knee is given only where the highest
+    mean's 95% interval lies above the lowest's."""
+    if any(p.limits() for p in ps):
+        return "not given: some points are lower bounds (the generator or the machine set them)"
+    low = min(ps, key=lambda p: p.goodput_rps.mean).goodput_rps
+    high = max(ps, key=lambda p: p.goodput_rps.mean).goodput_rps
+    if not high.ci_low > low.ci_high:
+        return "not given: throughput does not rise beyond its 95% intervals over these concurrencies"
+    return ""
 
 
 def factor_anova(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[Anova]:

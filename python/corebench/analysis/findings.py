@@ -56,6 +56,7 @@ class Knee:
     fixed: str
     knee: float | None
     saturation: float | None
+    why_none: str = ""  # why no knee is given, where the curve cannot show one
 
 
 @dataclass
