@@ -41,3 +41,22 @@ def test_failing_points_are_left_out_of_fits_and_the_cores_table():
     (sf,) = scaling_fits(points, {"cpus": list(xs)})
     assert sf.model.ns == [1.0, 2.0, 3.0] and "N = 4 (more than 1% of its requests failed)" in sf.model.why
     assert [r.cores for r in cores_table(points, {"cpus": list(xs)}, None)] == [1.0, 2.0, 3.0]
+
+
+def test_the_cores_table_marks_lower_bounds_and_gives_no_speedup_where_the_load_set_the_rate():
+    from corebench.analysis.analyse import cores_table
+
+    factors = {"cpus": [1, 2], "think": ["0", "1s"]}
+    points = [point({"cpus": c, "think": "0"}, x, shared=c == 2) for c, x in ((1, 1000), (2, 1900))]
+    users = [point({"cpus": c, "think": "1s"}, 25.0) for c in (1, 2)]
+    for p in users:  # 25 users thinking 1 s: N/(Z+R) ≈ 25 req/s, whatever the CPUs
+        p.think_s, p.clients, p.response_s = 1.0, 25, 0.001
+    rows = {(r.at, r.cores): r for r in cores_table(points + users, factors, None)}
+    flat, shared = rows[("think=0", 1.0)], rows[("think=0", 2.0)]
+    assert flat.note == "" and shared.speedup == 1.9 and shared.note.startswith("a lower bound of the server")
+    assert "generator on the target's cores" in shared.note
+    assert shared.throughput_ci is not None and shared.throughput_ci[0] < 1900 < shared.throughput_ci[1]
+    for c in (1.0, 2.0):
+        r = rows[("think=1s", c)]
+        assert r.speedup != r.speedup and r.efficiency != r.efficiency, "NaN: no speedup"
+        assert r.note == "the users' think time set the rate (N/(Z+R)), not the CPUs"

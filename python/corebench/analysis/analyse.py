@@ -228,9 +228,30 @@ def cores_table(points: list[PointStats], factors: Mapping[str, list[Level]], gh
         base = by_cpus[low].goodput_rps.mean / low  # per CPU at the lowest level
         # Each point's measured clock where it has one: turbo runs fewer cores faster.
         table = [(p.label(), c, p.goodput_rps.mean, _ghz(p) or ghz) for c, p in sorted(by_cpus.items())]
-        # Speedup over the lowest level, not over one CPU.
-        rows += [replace(r, speedup=r.speedup / low, at=at) for r in scaling_table(table, base)]
+        # Where users' think time set the rate, the CPUs did not: no speedup, as the verdicts compare none.
+        by_load = any(p.users_offer_rps is not None for p in by_cpus.values())
+        for r, p in zip(scaling_table(table, base), (by_cpus[c] for c in sorted(by_cpus)), strict=True):
+            ci = (p.goodput_rps.ci_low, p.goodput_rps.ci_high)
+            note = "the users' think time set the rate (N/(Z+R)), not the CPUs" if by_load else _bound_note(p)
+            rows.append(
+                replace(
+                    r,
+                    # Speedup over the lowest level, not over one CPU.
+                    speedup=math.nan if by_load else r.speedup / low,
+                    efficiency=math.nan if by_load else r.efficiency,
+                    per_core_ghz=None if by_load else r.per_core_ghz,
+                    at=at,
+                    throughput_ci=ci if all(math.isfinite(x) for x in ci) else None,
+                    note=note,
+                )
+            )
     return rows
+
+
+def _bound_note(p: PointStats) -> str:
+    """A lower bound's row says so, as its verdicts do (ANSWERS.md §3)."""
+    limits = p.limits()
+    return f"a lower bound of the server: {'; '.join(limits)}" if limits else ""
 
 
 def _not_cores(points: list[PointStats]) -> list[str]:

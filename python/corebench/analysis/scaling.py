@@ -168,6 +168,8 @@ class ScalingRow:
     # and configuration); "" where cpus is the only factor.
     at: str = ""
     ghz: float | None = None  # the clock per_core_ghz is divided by
+    throughput_ci: tuple[float, float] | None = None  # the mean's 95% interval, where measured runs give one
+    note: str = ""  # why the row is not the server's scaling as it stands (a lower bound, a rate the load set)
 
 
 def scaling_table(rows: list[tuple[str, float, float, float | None]], baseline: float) -> list[ScalingRow]:
