@@ -578,3 +578,26 @@ def test_runs_that_differ_in_their_limit_are_read_one_by_one():
     ]
     d = diagnose(point_stats(near)[0], 1.0, 2)
     assert d.kind == "CPU-bound" and d.evidence.endswith("; its runs straddle the 85% cut (target CPU 84%, 86%, 88%)")
+
+
+def test_others_on_a_machine_the_target_shares_with_the_generator_are_interference():
+    # prefork-vs-worker's case: Apache unplaced on 2 cores, the generator
+    # beside it. The cores were 96% busy, Apache used 0.36 of them and the
+    # generator 0.31: 1.25 cores went to others, and the run is flagged.
+    # Softirq is left out, so the figure is a lower bound: a run whose busy
+    # time is all the target's, the generator's and the kernel's network
+    # work is not flagged.
+    from corebench.analysis.interference import other_cpu, share
+
+    layout = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True)
+    others = MonitorSummary(cores=[_core(0.96), _core(0.96)], target_cpu=0.36, generator_cpu=0.31)
+    (run,) = _runs({"mpm": "prefork"}, [5700.0], layout=layout, monitor=others)
+    assert other_cpu(run) == pytest.approx(1.92 - 0.67) and share(run) == pytest.approx(1.25 / 2)
+    # Each core 0.4 in user and system time, 0.2 in softirq: the target and
+    # the generator account for 0.6 + 0.2 of the 0.8 of user and system time.
+    net = CoreTimes(user=0.3, system=0.1, softirq=0.2, idle=0.4)
+    quiet = MonitorSummary(cores=[net, net], target_cpu=0.6, generator_cpu=0.2)
+    (calm,) = _runs({"mpm": "prefork"}, [8900.0], layout=layout, monitor=quiet)
+    assert share(calm) == 0.0
+    (p,) = point_stats(_runs({"mpm": "prefork"}, [5700.0, 8900.0], layout=layout, monitor=others))
+    assert p.interference_runs == 2 and any("others on the target's cores (up to 62%" in w for w in p.limits())

@@ -9,9 +9,18 @@ cores, the time busy in user, nice or system mode (/proc/stat; iowait is idle
 time, steal the hypervisor's, softirq largely the network's work for the
 requests themselves, so none of them counts) less the target's CPU and that
 of services placed on the same cores (their process trees, measured over
-the same intervals). Measured only where corebench placed the target on
-cores the generator did not use: where they share, the generator's part of
-each core is not known."""
+the same intervals). Where the target shares its cores with the generator
+(or was not placed at all), the same over those cores (or the machine's)
+less the generator's CPU too: a field report's unplaced server on 2 cores
+lost 1.3 of them to others in two of its runs, which then gave two thirds
+of the third's rate.
+
+Leaving softirq out makes the figure a lower bound of others' CPU: the
+kernel charges some of its network work to whichever process it
+interrupted (the target's or the generator's time), and none of what it
+leaves out is others' user or system time. So a run is never flagged for
+interference it did not have; where the load is heavy on the network it
+may be flagged for less than it had."""
 
 from __future__ import annotations
 
@@ -25,28 +34,44 @@ NOTABLE_SHARE = 0.10
 
 def other_cpu(run: StoredRun) -> float | None:
     """Cores' worth used on the target's cores by neither the target nor
-    its services, over the run; None where it cannot be told."""
-    layout, monitor = run.layout, run.monitor
-    if layout is None or monitor is None or not layout.controlled or monitor.target_cpu is None:
-        return None
-    mine = set(layout.target_cpus)
-    if not mine or mine & set(layout.generator_cpus) or max(mine) >= len(monitor.cores):
-        return None
-    busy = sum(_busy(monitor.cores[c]) for c in mine)
-    services = sum(
-        (monitor.services[name].cpu or 0.0)
-        for name, sub in layout.services.items()
-        if name in monitor.services and set(sub.target_cpus) <= mine
-    )
-    return max(0.0, busy - monitor.target_cpu - services)
+    its services (nor the generator, where it shared them), over the run;
+    None where it cannot be told."""
+    measured = _measured(run)
+    return measured[0] if measured is not None else None
 
 
 def share(run: StoredRun) -> float | None:
-    """`other_cpu` as a share of the target's cores' time."""
-    other = other_cpu(run)
-    if other is None or run.layout is None:
+    """`other_cpu` as a share of the time of the cores it was measured on."""
+    measured = _measured(run)
+    return measured[0] / measured[1] if measured is not None else None
+
+
+def _measured(run: StoredRun) -> tuple[float, int] | None:
+    """(others' cores' worth, over how many cores)."""
+    layout, monitor = run.layout, run.monitor
+    if monitor is None or monitor.target_cpu is None or monitor.source != "local" or not monitor.cores:
         return None
-    return other / len(run.layout.target_cpus)
+    placed = layout if layout is not None and layout.controlled else None
+    mine: set[int] = set(placed.target_cpus) if placed is not None else set()
+    theirs: set[int] = set(placed.generator_cpus) if placed is not None else set()
+    if placed is not None and mine and not mine & theirs:
+        if max(mine) >= len(monitor.cores):
+            return None
+        services = sum(
+            (monitor.services[name].cpu or 0.0)
+            for name, sub in placed.services.items()
+            if name in monitor.services and set(sub.target_cpus) <= mine
+        )
+        return max(0.0, sum(_busy(monitor.cores[c]) for c in mine) - monitor.target_cpu - services), len(mine)
+    # Shared with the generator, or not placed: those cores, or the machine's, less the generator's CPU too.
+    if monitor.generator_cpu is None:
+        return None
+    cores = sorted(mine | theirs) if mine else list(range(len(monitor.cores)))
+    if max(cores) >= len(monitor.cores):
+        return None
+    services = sum((s.cpu or 0.0) for s in monitor.services.values())
+    ours = monitor.target_cpu + monitor.generator_cpu + services
+    return max(0.0, sum(_busy(monitor.cores[c]) for c in cores) - ours), len(cores)
 
 
 def _busy(core: CoreTimes) -> float:
