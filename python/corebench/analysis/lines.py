@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from corebench.analysis.drift import drift, too_few
-from corebench.analysis.points import PointStats
+from corebench.analysis.points import REFUTE_RANGES, PointStats, refuted_above
 from corebench.analysis.precision import goodput_by_point, precision
 from corebench.plan.model import DEFAULT_PRECISION
 from corebench.result import NEAR_CEILING, LoadResult
@@ -214,10 +214,11 @@ def _ray_spent(points: list[PointStats]) -> str:
 
 def above_ceiling(points: list[PointStats]) -> list[str]:
     """Runs faster than the highest calibration of the generator's ceiling
-    for their protocol: a ceiling holds for the load it was measured with
-    (the built-in server's page: the plan's /static/N, else 64 bytes), so a
-    run above it says the calibration did not fit this load, not that the
-    server beat the generator."""
+    for their protocol, beyond the calibrations' noise (points.refuted_above):
+    a ceiling holds for the load it was measured with (the built-in
+    server's page: the plan's /static/N, else 64 bytes), so a run above it
+    says the calibration did not fit this load, not that the server beat
+    the generator."""
     # Each run holds the ceiling of its own layout, protocol and load
     # model (runner.calibrate.ceiling_for), stored with its layout.
     above = [
@@ -227,14 +228,15 @@ def above_ceiling(points: list[PointStats]) -> list[str]:
         if (x := r.result) is not None
         and r.layout is not None
         and r.layout.generator_ceiling_rps
-        and x.goodput_rps > (r.layout.generator_ceiling_high_rps or r.layout.generator_ceiling_rps)
+        and x.goodput_rps > refuted_above(r.layout)
     ]
     if not above:
         return []
     protocols = sorted({_protocol(x) for p in points for x in p.results()})
     return [
         f"Calibration error: {len(above)} measured run(s) went faster than every calibration of the generator's "
-        f"ceiling (up to {max(above):.0%} of it). The ceiling was measured with the same protocol and load model "
+        f"ceiling, past their highest by more than {REFUTE_RANGES:g} times their range (up to {max(above):.0%} of "
+        "the ceiling). The ceiling was measured with the same protocol and load model "
         f"against the built-in server's page (the plan's /static/N, else 64 bytes) and projected from its CPU "
         f"per request; these runs' load ({', '.join(protocols)}, their pages) cost the generator less per "
         "request, or the projection fell short: "

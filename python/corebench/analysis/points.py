@@ -12,13 +12,17 @@ from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
 from corebench.result import NEAR_CEILING, LoadResult
-from corebench.store import Level, MonitorSummary, StoredRun
+from corebench.store import Level, MonitorSummary, RunLayout, StoredRun
 from corebench.system import clock
 
 # A response this share of its run long waited most of the run, not for the CPU.
 STALLED_SHARE = 0.5
 # A target using this share of the CPUs it was given was CPU-bound.
 CPU_BOUND_SHARE = 0.85
+# How far past its highest calibration, in ranges of its calibrations, a run
+# must go to refute a ceiling: one of their own spread passes it 1.4% of the
+# time (3 calibrations, normal; 25% passes the highest itself).
+REFUTE_RANGES = 3.0
 
 
 @dataclass
@@ -189,17 +193,29 @@ def refuted_ceilings(runs: list[StoredRun]) -> set[CeilingKey]:
     out = set()
     for r in runs:
         key = _ceiling_key(r)
-        if r.measured and key is not None and r.result is not None and r.result.goodput_rps > _refuted_above(r):
+        if not r.measured or key is None or r.result is None or r.layout is None:
+            continue
+        if r.result.goodput_rps > refuted_above(r.layout):
             out.add(key)
     return out
 
 
-def _refuted_above(r: StoredRun) -> float:
+def refuted_above(layout: RunLayout) -> float:
     """The rate past which a run refutes its ceiling: the highest of its
-    calibrations (the ceiling itself for stores from before the range)."""
-    layout = r.layout
-    assert layout is not None and layout.generator_ceiling_rps
-    return float(layout.generator_ceiling_high_rps or layout.generator_ceiling_rps)
+    calibrations by REFUTE_RANGES times their range. A run of the
+    calibrations' own spread passes their highest a quarter of the time
+    (3 of them, normal), so "past the highest" refuted ceilings that runs
+    at them reached by noise, and dropped the lower-bound marks of exactly
+    the runs held by them. Stores from before the lowest was kept: the
+    least range 3 calibrations of that mean and highest can have; from
+    before the highest: the ceiling itself."""
+    assert layout.generator_ceiling_rps
+    mean, high = float(layout.generator_ceiling_rps), layout.generator_ceiling_high_rps
+    if high is None:
+        return mean
+    low = layout.generator_ceiling_low_rps
+    spread = high - low if low is not None else 1.5 * (high - mean)
+    return high + REFUTE_RANGES * max(0.0, spread)
 
 
 def _target_share(r: StoredRun) -> float | None:

@@ -236,7 +236,8 @@ class ExperimentRun:
         layout = self.backend.layout(t.layout.record())
         if ceiling is not None:
             held = {"generator_ceiling_rps": round(ceiling.ceiling_rps)}
-            layout = layout.model_copy(update=held | {"generator_ceiling_high_rps": round(ceiling.highest_rps)})
+            spread = {"generator_ceiling_high_rps": round(ceiling.highest_rps)}
+            layout = layout.model_copy(update=held | spread | {"generator_ceiling_low_rps": round(ceiling.lowest_rps)})
         sharing = set(m.sharing) | set(self.machine.others(m.began_unix) if self.machine is not None else [])
         if sharing:
             layout = layout.model_copy(update={"sharing": sorted(sharing)})

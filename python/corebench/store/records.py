@@ -236,9 +236,11 @@ class RunLayout(_Part):
     accounting: list[str] = []
     services: dict[str, RunLayout] = {}
     generator_ceiling_rps: int | None = None
-    # The highest of that ceiling's calibrations: a run past it refutes it
-    # (before: the ceiling itself).
+    # The highest and lowest of that ceiling's calibrations, whose spread
+    # says how far past the highest a run must go to refute it
+    # (analysis.points.refuted_above).
     generator_ceiling_high_rps: int | None = None
+    generator_ceiling_low_rps: int | None = None
     generator: str | None = None  # "ray agents" when the load came from a cluster
     # Other corebench measurements on this machine during the run (--force).
     sharing: list[str] = []
