@@ -9,6 +9,8 @@ import pytest
 from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 
+from corebench.analysis.effect import change_size
+from corebench.analysis.family import Family
 from corebench.analysis.load import load_factors
 from corebench.analysis.points import PointStats
 from corebench.analysis.stats import (
@@ -352,3 +354,21 @@ def test_a_closed_loop_p99_ranking_says_the_rates_differed():
     noisy = runs({"cpus": 1}, [1200.0, 2600.0, 1500.0], [6.0, 6.2, 5.8])
     (line,) = [v for v in verdicts([fast, noisy]) if "lowest p99" in v]
     assert "Closed loop" not in line, line
+
+
+def test_what_the_design_could_detect_is_given_for_the_least_precise_pair_too():
+    # Against the best, one pair measured tightly and one loosely: quoting
+    # the tight pair's detectable change alone would overstate how much the
+    # design could see of the other.
+    best = point({"mpm": "event"}, [1000, 1010, 990])
+    tight = point({"mpm": "worker"}, [950, 1000, 1050])
+    loose = point({"mpm": "prefork"}, [700, 1300, 1000])
+    (found, _) = best_at_matched_load([best, tight, loose], set())
+    line = found.sentence
+    family = Family([best, tight, loose], set())
+    near, far = sorted(family.get(p, best).detectable for p in (tight, loose))
+    assert near < far
+    assert (
+        f"the smallest change this design could detect: {change_size(near)} for the most precise of them, "
+        f"{change_size(far)} for the least)" in line
+    ), line

@@ -243,11 +243,7 @@ def _best(
             f"{e.verdict})"
             for p, e in tied
         )
-        least = min((e.detectable for _, e in tied if e.verdict == "inconclusive"), default=math.nan)
-        could = f"; the smallest change this design could detect among them: {change_size(least)}"
-        said.append(
-            f"cannot be told from it: {names} (each interval holds no change{could if not math.isnan(least) else ''})"
-        )
+        said.append(f"cannot be told from it: {names} (each interval holds no change{_could(tied)})")
     head = "best throughput" if higher else "lowest p99"
     if len(tied) == len(tested) - 1:
         head = (
@@ -454,3 +450,18 @@ def _untested_note(ps: list[PointStats], load: set[str]) -> str:
     if not few:
         return ""
     return f"; not ranked, fewer than 2 measured runs: {', '.join(split(p, load)[1] for p in few)}"
+
+
+def _could(tied: list[tuple[PointStats, Effect]]) -> str:
+    """What the design could detect against the best: the range over the
+    inconclusive pairs, not their most precise alone, which would overstate
+    how sensitive it was for the others."""
+    detect = sorted(e.detectable for _, e in tied if e.verdict == "inconclusive")
+    if not detect:
+        return ""
+    if len(detect) == 1 or change_size(detect[0]) == change_size(detect[-1]):
+        return f"; the smallest change this design could detect: {change_size(detect[0])}"
+    return (
+        f"; the smallest change this design could detect: {change_size(detect[0])} for the most precise of them, "
+        f"{change_size(detect[-1])} for the least"
+    )
