@@ -233,12 +233,12 @@ def test_an_slo_gets_a_verdict_without_prices():
     assert all(head in v for v in lines), lines
     assert (
         "concurrency=10" in lines[0]
-        and "met by cpus=2 (6.00 ms, 80% below the bound, its one-sided 95% upper" in (lines[0])
+        and "met by cpus=2 (6.00 ms, 80% below the objective's 30 ms, its one-sided 95% upper" in (lines[0])
     )
     assert "cpus=1 (11.97 ms" in lines[0] and "not shown" not in lines[0], lines[0]
     # 30 ms by its estimate, with runs from 26 to 34: not shown either way.
     assert "shown met by no configuration; not shown either way: cpus=2 (29.82 ms" in lines[1], lines[1]
-    assert "straddle the bound; 2 of 3 runs met it)" in lines[1] and "missed by cpus=1 (59.98 ms" in lines[1]
+    assert "straddle the objective; 2 of 3 runs met it)" in lines[1] and "missed by cpus=1 (59.98 ms" in lines[1]
     # The bound is scipy's one-sided t interval on the logs.
     j = judge(ps[3], slo)
     logs = np.log([26.0, 30.0, 34.0])
@@ -247,7 +247,9 @@ def test_an_slo_gets_a_verdict_without_prices():
     # A geometric mean (12·12·40)^(1/3) that meets the objective from 2 of 3 runs says so, and is not shown.
     mixed = runs({}, [900.0, 900.0, 900.0], [12.0, 12.0, 40.0])
     (line,) = [v for v in verdicts([mixed], slo=slo) if v.startswith("p99 ≤ 30 ms")]
-    assert "not shown either way: the target (17.93 ms, 40% below the bound, its one-sided 95% bounds" in line
+    assert (
+        "not shown either way: the target (17.93 ms, 40% below the objective's 30 ms, its one-sided 95% bounds" in line
+    )
     assert "2 of 3 runs met it" in line
     # Beyond the bound, but its latency an upper bound of the server's (the
     # generator shared its cores): not shown missed.

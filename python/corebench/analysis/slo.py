@@ -117,13 +117,14 @@ def _entry(j: Judged, slo: Slo, load: set[str]) -> str:
         sure = f", its one-sided 95% {which} bound {bound / 1000:.2f} ms"
     elif j.bounded_miss:
         sure = (
-            f", its one-sided 95% lower bound {j.low_us / 1000:.2f} ms beyond it, but its latency is an upper bound "
+            f", its one-sided 95% lower bound {j.low_us / 1000:.2f} ms beyond the objective, but its latency is an "
+            "upper bound "
             "of the server's (partly the generator's)"
         )
     elif math.isnan(j.high_us):
         sure = ", an estimate only (" + ("one run" if j.runs < 2 else "its runs' figures identical: no spread") + ")"
     else:
-        sure = f", its one-sided 95% bounds {j.low_us / 1000:.2f}–{j.high_us / 1000:.2f} ms straddle the bound"
+        sure = f", its one-sided 95% bounds {j.low_us / 1000:.2f}–{j.high_us / 1000:.2f} ms straddle the objective"
     stalled = j.point.stalled()
     waited = (
         f"; its slowest response took {stalled[0]:.2f} s of a {stalled[1]:.2f} s run: requests waited "
@@ -131,8 +132,9 @@ def _entry(j: Judged, slo: Slo, load: set[str]) -> str:
         if stalled is not None
         else ""
     )
+    objective = f"the objective's {slo.limit_us / 1000:g} ms"
     return (
-        f"{name} ({j.value_us / 1000:.2f} ms, {abs(margin):.0f}% {side} the bound{sure}; "
+        f"{name} ({j.value_us / 1000:.2f} ms, {abs(margin):.0f}% {side} {objective}{sure}; "
         f"{j.runs_met} of {j.runs} runs met it{waited})"
     )
 
