@@ -199,7 +199,7 @@ def limited_note(pairs: list[tuple[PointStats, PointStats]]) -> str:
     if all(a.limits() and b.limits() for a, b in pairs):
         return (
             f" Caveat: in {'each' if len(pairs) > 1 else 'this'} comparison both sides' figures are partly the "
-            "generator's or the machine's (above): it compares the generator's setups as much as the server, and "
+            "generator's or the machine's (above): it may compare the generator's setups as well as the server, and "
             "a narrow interval says how repeatable that was, not what the server alone would do."
         )
     return (

@@ -147,8 +147,8 @@ def _limited(points: list[PointStats]) -> list[str]:
         return [
             f"Measured the generator, not only the server: at every point ({len(points)}) the figures are partly "
             f"the generator's or the machine's ({'; '.join(reasons)}). Every throughput below is a lower bound of the "
-            f"server's under this generator, every latency an upper bound, and an effect between them is the "
-            f"generator's as much as the server's. {fix}"
+            f"server's under this generator, every latency an upper bound, and an effect between them may be partly "
+            f"the generator's or the machine's, in a share these runs cannot separate. {fix}"
         ]
     names = ", ".join(p.label() for p in limited[:3]) + (", ..." if len(limited) > 3 else "")
     return [
