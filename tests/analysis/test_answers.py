@@ -263,21 +263,31 @@ def test_a_run_faster_than_its_own_ceiling_is_a_calibration_error():
 
 
 def test_a_run_past_the_highest_calibration_by_their_noise_does_not_refute_the_ceiling():
-    # realistic-vs-benchmark's case: 3 calibrations 2,435-2,660 (mean
-    # 2,548); runs at 2,797 and 2,685 went past the highest by less than
-    # their noise allows (a run of their own spread passes the highest a
-    # quarter of the time): the ceiling stands, and the run is marked near
-    # it. Past the highest by 3 ranges (2,660 + 3 x 225 = 3,335), it is
-    # refuted. A store from before the lowest was kept takes the least
-    # range 3 calibrations with that mean and highest have: 1.5 x 112.
+    # realistic-vs-benchmark's case: 3 calibrations 2,435, 2,549 and 2,660
+    # (mean 2,548, sd 112.5); a run at 2,797 went past the highest by less
+    # than their noise allows (a run of their own spread passes the highest
+    # a quarter of the time): the ceiling stands, and the run is marked near
+    # it. The bound is the one-sided 95% prediction bound for the largest of
+    # the runs the ceiling held: t(0.95, 2) for one, t(1 − 0.05/k, 2) for k.
+    import math
+    import statistics
+
+    from scipy import stats as st
+
     from corebench.analysis.lines import above_ceiling
     from corebench.analysis.points import refuted_above
 
     bounds = {"generator_ceiling_rps": 2548, "generator_ceiling_high_rps": 2660, "generator_ceiling_low_rps": 2435}
     layout = RunLayout(method="affinity", target_cpus=[0], generator_cpus=[1], **bounds)
-    assert refuted_above(layout) == 2660 + 3 * 225
+    sd = statistics.stdev([2435, 3 * 2548 - 2435 - 2660, 2660])
+    for k in (1, 12):
+        want = 2548 + float(st.t.ppf(1 - 0.05 / k, 2)) * sd * math.sqrt(4 / 3)
+        assert refuted_above(layout, k) == pytest.approx(want)
+    assert refuted_above(layout, 12) > refuted_above(layout, 1) > 2797
+    # A store from before the lowest was kept: the widest three with that mean and highest (2,324, 2,660, 2,660).
     old = layout.model_copy(update={"generator_ceiling_low_rps": None})
-    assert refuted_above(old) == pytest.approx(2660 + 3 * 1.5 * 112)
+    widest = statistics.stdev([3 * 2548 - 2 * 2660, 2660, 2660])
+    assert refuted_above(old) == pytest.approx(2548 + float(st.t.ppf(0.95, 2)) * widest * math.sqrt(4 / 3))
     near = "110% of the generator's ceiling (3 calibrations ranged 2,435–2,660)"
 
     def point(rps: float) -> list:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from corebench.analysis.drift import drift, too_few
-from corebench.analysis.points import REFUTE_RANGES, PointStats, refuted_above
+from corebench.analysis.points import PointStats, refuting
 from corebench.analysis.precision import goodput_by_point, precision
 from corebench.plan.model import DEFAULT_PRECISION
 from corebench.result import NEAR_CEILING, LoadResult
@@ -223,20 +223,16 @@ def above_ceiling(points: list[PointStats]) -> list[str]:
     # model (runner.calibrate.ceiling_for), stored with its layout.
     above = [
         x.goodput_rps / r.layout.generator_ceiling_rps
-        for p in points
-        for r in p.measured
-        if (x := r.result) is not None
-        and r.layout is not None
-        and r.layout.generator_ceiling_rps
-        and x.goodput_rps > refuted_above(r.layout)
+        for r in refuting([r for p in points for r in p.measured])
+        if (x := r.result) is not None and r.layout is not None and r.layout.generator_ceiling_rps
     ]
     if not above:
         return []
     protocols = sorted({_protocol(x) for p in points for x in p.results()})
     return [
         f"Calibration error: {len(above)} measured run(s) went faster than every calibration of the generator's "
-        f"ceiling, past their highest by more than {REFUTE_RANGES:g} times their range (up to {max(above):.0%} of "
-        "the ceiling). The ceiling was measured with the same protocol and load model "
+        f"ceiling, past the 95% prediction bound of its calibrations for the runs it held (up to {max(above):.0%} "
+        "of the ceiling). The ceiling was measured with the same protocol and load model "
         f"against the built-in server's page (the plan's /static/N, else 64 bytes) and projected from its CPU "
         f"per request; these runs' load ({', '.join(protocols)}, their pages) cost the generator less per "
         "request, or the projection fell short: "

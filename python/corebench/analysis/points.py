@@ -3,15 +3,18 @@ repetitions (warm-ups and failed runs left out), and how its monitor saw it."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from scipy import stats as st
+
 from corebench.analysis.interference import NOTABLE_SHARE, share
 from corebench.analysis.knee import LITTLE_TOLERANCE, little_ratio
 from corebench.analysis.stats import Summary, summarize
+from corebench.result import CALIBRATION_REPEATS, NEAR_CEILING, LoadResult
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
-from corebench.result import NEAR_CEILING, LoadResult
 from corebench.store import Level, MonitorSummary, RunLayout, StoredRun
 from corebench.system import clock
 
@@ -19,10 +22,9 @@ from corebench.system import clock
 STALLED_SHARE = 0.5
 # A target using this share of the CPUs it was given was CPU-bound.
 CPU_BOUND_SHARE = 0.85
-# How far past its highest calibration, in ranges of its calibrations, a run
-# must go to refute a ceiling: one of their own spread passes it 1.4% of the
-# time (3 calibrations, normal; 25% passes the highest itself).
-REFUTE_RANGES = 3.0
+# A ceiling is refuted only past a prediction bound at this level over the
+# runs it held (refuted_above).
+PREDICTION_ALPHA = 0.05
 
 
 @dataclass
@@ -190,32 +192,55 @@ def refuted_ceilings(runs: list[StoredRun]) -> set[CeilingKey]:
     """The calibrated ceilings a measured run went past: they do not hold
     for this plan's load (a "Calibration error", said by analysis.lines),
     so a run near one is not marked a lower bound by it."""
-    out = set()
+    return {key for r in refuting(runs) if (key := _ceiling_key(r)) is not None}
+
+
+def refuting(runs: list[StoredRun]) -> list[StoredRun]:
+    """The measured runs past their ceiling's `refuted_above`, each held to
+    the number of measured runs that ceiling held (one ceiling is refuted
+    by any one of them, so the bound is for the largest)."""
+    held: dict[CeilingKey, list[StoredRun]] = {}
     for r in runs:
         key = _ceiling_key(r)
-        if not r.measured or key is None or r.result is None or r.layout is None:
-            continue
-        if r.result.goodput_rps > refuted_above(r.layout):
-            out.add(key)
-    return out
+        if r.measured and key is not None and r.result is not None:
+            held.setdefault(key, []).append(r)
+    return [
+        r
+        for rs in held.values()
+        for r in rs
+        if r.result is not None and r.layout is not None and r.result.goodput_rps > refuted_above(r.layout, len(rs))
+    ]
 
 
-def refuted_above(layout: RunLayout) -> float:
-    """The rate past which a run refutes its ceiling: the highest of its
-    calibrations by REFUTE_RANGES times their range. A run of the
-    calibrations' own spread passes their highest a quarter of the time
-    (3 of them, normal), so "past the highest" refuted ceilings that runs
-    at them reached by noise, and dropped the lower-bound marks of exactly
-    the runs held by them. Stores from before the lowest was kept: the
-    least range 3 calibrations of that mean and highest can have; from
-    before the highest: the ceiling itself."""
+def refuted_above(layout: RunLayout, runs: int = 1) -> float:
+    """The rate past which one of `runs` runs refutes its ceiling: the
+    one-sided 95% prediction bound for the largest of them, were they of
+    the calibrations' own distribution (Student's t on the calibrations'
+    CALIBRATION_REPEATS − 1 degrees of freedom, Bonferroni over the runs;
+    Hahn & Meeker, "Statistical Intervals", 1991, ch. 4). "Past the
+    highest calibration" refuted ceilings by noise (one run of their
+    spread passes the highest of 3 a quarter of the time) and dropped the
+    lower-bound marks of exactly the runs held at them. From the mean,
+    lowest and highest of 3 calibrations their middle one, and so their
+    sd, is known; stores from before the lowest was kept take the largest
+    sd that mean and highest allow (so refute less); from before the
+    highest, the ceiling itself."""
     assert layout.generator_ceiling_rps
     mean, high = float(layout.generator_ceiling_rps), layout.generator_ceiling_high_rps
     if high is None:
         return mean
-    low = layout.generator_ceiling_low_rps
-    spread = high - low if low is not None else 1.5 * (high - mean)
-    return high + REFUTE_RANGES * max(0.0, spread)
+    n = CALIBRATION_REPEATS  # three: their middle one follows from mean, lowest and highest
+    top = float(high)
+    if layout.generator_ceiling_low_rps is None:
+        low, middle = n * mean - (n - 1) * top, top  # the widest three with that mean and highest
+    else:
+        low = float(layout.generator_ceiling_low_rps)
+        middle = n * mean - low - top
+    sd = statistics.stdev([low, middle, top])
+    if not sd > 0:
+        return top
+    t = float(st.t.ppf(1 - PREDICTION_ALPHA / max(1, runs), n - 1))
+    return mean + t * sd * math.sqrt(1 + 1 / n)
 
 
 def _target_share(r: StoredRun) -> float | None:

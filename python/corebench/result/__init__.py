@@ -4,6 +4,7 @@ its Rust types (models.py); what they mean is in methods.py. Later stages
 (runner, store, report) take these records."""
 
 from corebench.result.methods import (
+    CALIBRATION_REPEATS,
     CLIENT_BOUND_MIN_S,
     CLIENT_BOUND_SHARE,
     FAILING_SHARE,
@@ -34,6 +35,7 @@ from corebench.result.models import (
 )
 
 __all__ = [
+    "CALIBRATION_REPEATS",
     "CLIENT_BOUND_MIN_S",
     "CLIENT_BOUND_SHARE",
     "FAILING_SHARE",

@@ -29,6 +29,9 @@ CLIENT_BOUND_SHARE = 0.9
 # A run at this share of the generator's calibrated ceiling measured the
 # generator too: a lower bound of the server (runner.calibrate).
 NEAR_CEILING = 0.8
+# Each ceiling is measured this many times (runner.calibrate); from their
+# mean, lowest and highest the analysis knows all three, and so their spread.
+CALIBRATION_REPEATS = 3
 # A run shorter than this is mostly its load threads' start (spawning them,
 # the first connects): its share of the cores says nothing of a limit.
 CLIENT_BOUND_MIN_S = 0.1

@@ -48,7 +48,7 @@ from corebench.config.settings import LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Load, Target
-from corebench.result import NEAR_CEILING, LoadResult
+from corebench.result import CALIBRATION_REPEATS, NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
 from corebench.system.topology import Numa, Smt, share_cores
 from corebench.targets import process
@@ -58,7 +58,6 @@ from corebench.units import parse_size_bytes, parse_span_s
 # Three half-second measurements: an interval over them for 0.5 s more
 # than one 1-second measurement took.
 CALIBRATION_S = 0.5
-CALIBRATION_REPEATS = 3
 # Users' think time in a users-model calibration: long enough that each
 # request waits on a timer, short enough that many are made in CALIBRATION_S.
 USERS_THINK = "1ms"

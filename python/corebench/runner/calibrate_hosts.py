@@ -27,10 +27,9 @@ from corebench.config.load import LoadConfig
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan, Point
 from corebench.plan.model import Builtin, Target
-from corebench.result import LoadResult
+from corebench.result import CALIBRATION_REPEATS, LoadResult
 from corebench.runner.backend import LoadBackend, LoadFailed
 from corebench.runner.calibrate import (
-    CALIBRATION_REPEATS,
     Calibration,
     failed,
     loop_model,
