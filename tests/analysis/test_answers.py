@@ -136,11 +136,11 @@ def test_interference_on_the_target_core_is_measured_and_named():
 
 
 def test_a_machine_whose_cores_are_full_is_machine_cpu_bound():
-    # Unplaced on 2 cores: the target on 1.1 of them, the generator on 0.6,
-    # others on the rest: the machine, not a wait, was the limit, and not
+    # Unplaced on 2 cores: the target on 1.1 of them, the generator on 0.75,
+    # others on under 5%: the machine, not a wait, was the limit, and not
     # the target's CPU alone (it used 55% of it).
     layout = RunLayout(method="none", target_cpus=[0, 1], generator_cpus=[0, 1], shared=True)
-    full = MonitorSummary(cores=[_core(0.98), _core(0.97)], target_cpu=1.1, generator_cpu=0.6)
+    full = MonitorSummary(cores=[_core(0.98), _core(0.97)], target_cpu=1.1, generator_cpu=0.75)
     (p,) = point_stats(_runs({"model": "prefork"}, [1000.0, 1010.0], layout=layout, monitor=full))
     d = diagnose(p, None, 2)
     assert d.kind == "machine CPU-bound" and "every core of the machine was busy" in d.evidence, d
@@ -639,3 +639,10 @@ def test_others_on_a_machine_the_target_shares_with_the_generator_are_interferen
     assert share(calm) == 0.0
     (p,) = point_stats(_runs({"mpm": "prefork"}, [5700.0, 8900.0], layout=layout, monitor=others))
     assert p.interference_runs == 2 and any("others on the target's cores (up to 62%" in w for w in p.limits())
+    # The cores were full with the generator's part: interference, not the machine's CPU as such.
+    d = diagnose(p, None, 2)
+    assert d.kind == "interference" and "took up to 62% of its cores, which were full" in d.evidence, d
+    # Neither for a target on another host nor load from agents: this machine's generator was not on its cores.
+    for elsewhere in ({"target_host": "10.0.0.2"}, {"generator": "ray agents"}):
+        (remote,) = _runs({"mpm": "prefork"}, [5700.0], layout=layout.model_copy(update=elsewhere), monitor=others)
+        assert other_cpu(remote) is None

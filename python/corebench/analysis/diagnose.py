@@ -188,8 +188,8 @@ def _allowed(p: PointStats, cpus: float | None, host_cpus: int | None) -> tuple[
 
 
 def _cpu_full(p: PointStats, cpus: float, used: str, gen: str) -> Diagnosis | None:
-    """Interference or CPU-bound: the target's cores, or the machine's,
-    were full, whoever used them."""
+    """Interference, CPU-bound or machine CPU-bound: the target's cores,
+    or the machine's, were full, whoever used them."""
     share = (p.target_cpu or 0.0) / cpus
     if p.shared:
         gen += (
@@ -201,7 +201,9 @@ def _cpu_full(p: PointStats, cpus: float, used: str, gen: str) -> Diagnosis | No
             f"{used}; in {p.interference_runs} of {len(p.measured)} runs others (neither the target nor the "
             f"generator) took up to {p.interference_max:.0%} of its cores"
         )
-        if share + p.interference_max >= CPU_BOUND_SHARE:
+        # Where the generator shared the cores, its part filled them too.
+        generator = p.generator_cpu / cpus if p.shared and p.generator_cpu is not None else 0.0
+        if share + generator + p.interference_max >= CPU_BOUND_SHARE:
             return Diagnosis("interference", f"{others}, which were full: the target had less than it was given")
         gen += f"; others took up to {p.interference_max:.0%} of the target's cores"
     if share >= CPU_BOUND_SHARE:

@@ -11,16 +11,19 @@ requests themselves, so none of them counts) less the target's CPU and that
 of services placed on the same cores (their process trees, measured over
 the same intervals). Where the target shares its cores with the generator
 (or was not placed at all), the same over those cores (or the machine's)
-less the generator's CPU too: a field report's unplaced server on 2 cores
-lost 1.3 of them to others in two of its runs, which then gave two thirds
-of the third's rate.
+less the generator's CPU too: prefork-vs-worker's unplaced Apache on 2
+cores lost up to 57% of them to others in some runs, which then gave
+about two thirds of their point's other runs' rate. Not where the target
+ran on another host or the load came from agents: this machine's
+generator is then not on the target's cores.
 
-Leaving softirq out makes the figure a lower bound of others' CPU: the
-kernel charges some of its network work to whichever process it
+Leaving softirq out makes the figure nearly a lower bound of others' CPU:
+the kernel charges some of its network work to whichever process it
 interrupted (the target's or the generator's time), and none of what it
-leaves out is others' user or system time. So a run is never flagged for
-interference it did not have; where the load is heavy on the network it
-may be flagged for less than it had."""
+leaves out is others' user or system time. What it keeps beyond user
+and system is hardware-interrupt time (/proc/stat's irq, not stored
+apart), small beside softirq on loopback; so a run is flagged for
+interference it did not have only by that."""
 
 from __future__ import annotations
 
@@ -64,7 +67,8 @@ def _measured(run: StoredRun) -> tuple[float, int] | None:
         )
         return max(0.0, sum(_busy(monitor.cores[c]) for c in mine) - monitor.target_cpu - services), len(mine)
     # Shared with the generator, or not placed: those cores, or the machine's, less the generator's CPU too.
-    if monitor.generator_cpu is None:
+    elsewhere = layout is not None and (layout.target_host is not None or layout.generator is not None)
+    if monitor.generator_cpu is None or elsewhere:
         return None
     cores = sorted(mine | theirs) if mine else list(range(len(monitor.cores)))
     if max(cores) >= len(monitor.cores):
@@ -75,6 +79,6 @@ def _measured(run: StoredRun) -> tuple[float, int] | None:
 
 
 def _busy(core: CoreTimes) -> float:
-    """User, nice and system time (the share not idle, waiting on I/O,
-    stolen or in softirq)."""
+    """User, nice and system time, and hardware interrupts (the share not
+    idle, waiting on I/O, stolen or in softirq)."""
     return max(0.0, core.busy - core.steal - core.softirq)
