@@ -192,7 +192,7 @@ def could_see(es: list[Effect]) -> str:
 def limited_note(pairs: list[tuple[PointStats, PointStats]]) -> str:
     """How many of these comparisons name a point that measured the
     generator or the machine; where both sides of every one did, the
-    comparison is of the generator's setups as much as of the server."""
+    comparison may be partly of the generator's setups."""
     limited = sum(bool(a.limits() or b.limits()) for a, b in pairs)
     if not limited:
         return ""
@@ -204,8 +204,8 @@ def limited_note(pairs: list[tuple[PointStats, PointStats]]) -> str:
         )
     return (
         f" Caveat: {'all' if limited == len(pairs) else limited} of these comparisons involve a point whose figures "
-        "are partly the generator's or the machine's (above): an effect of the load generator as much as of the "
-        "server."
+        "are partly the generator's or the machine's (above): an effect partly of the load generator, in a share "
+        "these runs cannot separate."
     )
 
 

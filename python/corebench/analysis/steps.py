@@ -45,7 +45,9 @@ def core_steps(points: list[PointStats], family: Family, lines: int = 0) -> list
     out = []
     for these in by_pair:
         if len(these) <= DETAIL_GROUPS:
-            out += [_detail(s) for s in these]
+            # Their CPU-per-request changes held together, as their count would be (_demand_effects).
+            size = sum(e.tested for e in _demand_effects(these))
+            out += [_detail(s, size) for s in these]
         else:
             out.append(_summary(these, lines))
             out += [Finding("verdict", line, subject=_subject(s)) for s in these if (line := _superlinear(s).strip())]
@@ -100,7 +102,7 @@ def _mean_ratio(s: Step) -> float:
     return b / a if a > 0 else math.nan
 
 
-def _detail(s: Step) -> Finding:
+def _detail(s: Step, demand_family: int = 1) -> Finding:
     at = f" at {s.at}" if s.at else ""
     line = (
         f"From {s.lo:g} to {s.hi:g} CPUs{at}: {s.gain.words()}; ideal scaling would give "
@@ -116,7 +118,7 @@ def _detail(s: Step) -> Finding:
         figures.append(Figure("detectable change", s.gain.detectable, "share"))
     return Finding(
         "verdict",
-        line + _superlinear(s) + _demand_step(s),
+        line + _superlinear(s) + _demand_step(s, demand_family),
         subject=_subject(s),
         figures=tuple(figures),
         interval=Interval.of(s.gain),
@@ -179,16 +181,18 @@ def _superlinear(s: Step) -> str:
     )
 
 
-def _demand_step(s: Step) -> str:
+def _demand_step(s: Step, family: int = 1) -> str:
     """With D the CPU-seconds per request, C CPUs sustain at most C / D
     requests per second (the utilization law, Denning & Buzen 1978), so
     the ratio of the ceilings is what the server itself could do if nothing
-    else limited it: a projection, with its interval from the demands'."""
+    else limited it: a projection, with its interval from the demands',
+    held over the `family` of such changes the report gives for this step
+    in CPUs (Bonferroni)."""
     a, b, lo, hi = s.a, s.b, s.lo, s.hi
     if len(a.demand_ms) < 2 or len(b.demand_ms) < 2:
         return ""
     da, db = statistics.fmean(a.demand_ms), statistics.fmean(b.demand_ms)
-    change = effect(a.demand_ms, b.demand_ms)
+    change = effect(a.demand_ms, b.demand_ms).in_family(family)
     if not change.tested:
         return ""
     ceiling = (hi / lo) / change.ratio
