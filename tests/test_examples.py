@@ -47,6 +47,8 @@ QUOTED: dict[str, tuple[str | None, list[str]]] = {
             "+8.3% to +49.6%",
             "+63.5%",
             "+38.1% to +93.6%",
+            "factor of 3.3 either way",
+            "7 of 54 measured runs",
         ],
     ),
     "realistic-vs-benchmark": (

@@ -4,7 +4,7 @@ beside it, on figures whose answer is known."""
 import pytest
 
 from corebench.analysis.baseline import rows, sentence, server_speedup
-from corebench.analysis.scaling import scaling_table
+from corebench.analysis.scaling import ScalingRow, scaling_table
 from corebench.store import Baseline
 
 FOUND = Baseline.model_validate(
@@ -49,3 +49,14 @@ def test_nothing_to_compare_says_nothing():
         {"argv": ["hackbench"], "levels": [{"cpus": None, "target_cpus": [0, 1], "seconds": [1.0], "error": None}]}
     )
     assert rows(unlimited) == []
+
+
+def test_the_servers_speedup_beside_the_baseline_skips_rows_whose_rate_the_load_set():
+    import math
+
+    think = [ScalingRow("think=1s cpus=1", 1, 25.0, math.nan, math.nan, None, at="think=1s"),
+             ScalingRow("think=1s cpus=2", 2, 25.0, math.nan, math.nan, None, at="think=1s")]  # fmt: skip
+    flat = [ScalingRow("think=0 cpus=1", 1, 1000.0, 1.0, 1.0, None, at="think=0"),
+            ScalingRow("think=0 cpus=2", 2, 1600.0, 1.6, 0.8, None, at="think=0")]  # fmt: skip
+    assert server_speedup(think + flat, 2) == pytest.approx(1.6)
+    assert server_speedup(think, 2) is None

@@ -129,3 +129,9 @@ def test_a_knee_is_given_only_where_throughput_rises_beyond_its_noise():
     assert rising.knee == 75 and rising.why_none == ""
     (bounded,) = knees(point_stats(runs([500.0, 900.0, 950.0], 0.01, held=False)), factors)
     assert bounded.knee is None and "some points are lower bounds" in bounded.why_none
+    assert bounded.saturation is None, "the generator's saturation is not the server's"
+    (falling,) = knees(point_stats(runs([950.0, 900.0, 500.0], 0.01)), factors)
+    assert falling.knee is None and falling.why_none == "not given: throughput falls with load here"
+    one = [r for i, r in enumerate(runs([500.0, 900.0, 950.0], 0.01)) if i % 3 == 1]  # one run a point
+    (once,) = knees(point_stats(one), factors)
+    assert once.knee is None and "no interval" in once.why_none

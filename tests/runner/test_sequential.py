@@ -229,12 +229,20 @@ def test_a_poisson_step_sends_at_most_the_requests_it_plans():
     settings = SearchSettings(slo="p99<=100ms")
     rate = 154.24283914468344  # λT = 4,999.999999999999
     assert settings.step_requests(rate) == 5000
-    assert capacity._step_config(BASE, settings, rate, settings.step_s(rate), []).requests == 5000
+    asked: list[int | None] = []
+    queue = QueueRunner(200.0, 1)
+
+    def run(config, *, live=None):
+        asked.append(config.requests)
+        return queue(config, live=live)
+
+    capacity._measure(BASE, settings.objective, settings, rate, run, None)
+    assert asked == [5000], "the step is capped at the requests its allowance counts"
     sent: dict[bool, list[int]] = {True: [], False: []}
     with Served("--workers", "1") as srv:
         for seed in range(8):
-            step = capacity._step_config(BASE, settings, 2000.0, 0.25, []).model_copy(
-                update={"url": srv.url, "seed": seed, "requests": 500}
+            step = capacity._step_config(BASE, settings, 2000.0, 0.25, 500, []).model_copy(
+                update={"url": srv.url, "seed": seed}
             )
             for capped in (True, False):
                 r = engine.run(step if capped else step.model_copy(update={"requests": None}))

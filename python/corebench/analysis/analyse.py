@@ -290,7 +290,8 @@ def knees(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[
         xs = [float(p.levels["concurrency"]) for p in ps]
         ys = [p.goodput_rps.mean for p in ps]
         why = _no_knee(ps)
-        out.append(Knee(rest, None if why else kneedle(xs, ys), saturation(xs, ys), why))
+        bounded = any(p.limits() for p in ps)  # the generator's or the machine's saturation, not the server's
+        out.append(Knee(rest, None if why else kneedle(xs, ys), None if bounded else saturation(xs, ys), why))
     return out
 
 
@@ -301,11 +302,15 @@ def _no_knee(ps: list[PointStats]) -> str:
     set are not the server's curve. A knee is given only where the highest
     mean's 95% interval lies above the lowest's."""
     if any(p.limits() for p in ps):
-        return "not given: some points are lower bounds (the generator or the machine set them)"
-    low = min(ps, key=lambda p: p.goodput_rps.mean).goodput_rps
-    high = max(ps, key=lambda p: p.goodput_rps.mean).goodput_rps
-    if not high.ci_low > low.ci_high:
+        return "not given, nor saturation: some points are lower bounds (the generator or the machine set them)"
+    low = min(ps, key=lambda p: p.goodput_rps.mean)
+    high = max(ps, key=lambda p: p.goodput_rps.mean)
+    if any(math.isnan(x) for x in (low.goodput_rps.ci_high, high.goodput_rps.ci_low)):
+        return "not given: a point of one run has no interval to tell a rise from noise"
+    if not high.goodput_rps.ci_low > low.goodput_rps.ci_high:
         return "not given: throughput does not rise beyond its 95% intervals over these concurrencies"
+    if float(high.levels["concurrency"]) < float(low.levels["concurrency"]):
+        return "not given: throughput falls with load here"
     return ""
 
 

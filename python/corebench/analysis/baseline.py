@@ -46,10 +46,12 @@ def rows(found: Baseline | None) -> list[BaselineRow]:
 
 def server_speedup(scaling: list[ScalingRow], cpus: float) -> float | None:
     """The server's point at `cpus` over its point at the fewest CPUs, at
-    the first combination of the other factors (matched load)."""
-    if not scaling:
+    the first combination of the other factors (matched load) whose rate
+    the CPUs set (not users' think time: its rows have no speedup)."""
+    scaled = [r for r in scaling if r.speedup == r.speedup]
+    if not scaled:
         return None
-    first = [r for r in scaling if r.at == scaling[0].at]
+    first = [r for r in scaled if r.at == scaled[0].at]
     at = next((r for r in first if r.cores == cpus), None)
     return at.throughput / first[0].throughput if at and first[0].throughput > 0 else None
 

@@ -320,11 +320,11 @@ def _probe(base: LoadConfig) -> LoadConfig:
 
 
 def _step_config(
-    base: LoadConfig, settings: SearchSettings, rate_rps: float, duration_s: float, bounds_us: list[int]
+    base: LoadConfig, settings: SearchSettings, rate_rps: float, duration_s: float, requests: int, bounds_us: list[int]
 ) -> LoadConfig:
+    """A step's load: `requests` at most (what its allowance counts), over `duration_s`."""
     rate = RateConfig(rps=rate_rps, arrivals=settings.arrivals)
     live = [LiveBoundsU(b) for b in bounds_us]
-    requests = settings.step_requests(rate_rps)
     update = {"rate": rate, "duration_s": duration_s, "requests": requests, "live_bounds_us": live}
     return base.model_copy(update=update)
 
@@ -362,7 +362,7 @@ def _measure(
         later=later,
     )
     bounds_us = [b.limit_us for b in watch.parts]
-    r = run(_step_config(base, settings, rate, duration_s, bounds_us), live=watch)
+    r = run(_step_config(base, settings, rate, duration_s, planned, bounds_us), live=watch)
     judged = objective.judge(r)
     counts = _counts(r, parts)
     sch = r.schedule
