@@ -281,7 +281,7 @@ def held_together(effects: list[Effect]) -> list[Effect]:
 def held_words(effects: list[Effect]) -> str:
     """How `held_together`'s comparisons were held, in words."""
     size = max((e.family for e in effects), default=1)
-    return "one comparison, at α = 0.05" if size <= 1 else f"the {size} held to α = {ALPHA}/{size} (Bonferroni)"
+    return f"one comparison, at α = {ALPHA}" if size <= 1 else f"the {size} held to α = {ALPHA}/{size} (Bonferroni)"
 
 
 def pct(share: float) -> str:

@@ -169,7 +169,7 @@ def point_stats(runs: list[StoredRun]) -> list[PointStats]:
     return [_point(rs, refuted) for rs in groups.values()]
 
 
-CeilingKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+CeilingKey = tuple[tuple[int, int | None, int | None], tuple[int, ...], tuple[int, ...]]
 
 
 def each_run(p: PointStats) -> list[PointStats]:
@@ -185,7 +185,9 @@ def _ceiling_key(r: StoredRun) -> CeilingKey | None:
     layout = r.layout
     if layout is None or not layout.generator_ceiling_rps:
         return None
-    return layout.generator_ceiling_rps, tuple(layout.target_cpus), tuple(layout.generator_cpus)
+    # Its calibrations' range too: the refuting bound is one per key (refuting).
+    ceiling = (layout.generator_ceiling_rps, layout.generator_ceiling_low_rps, layout.generator_ceiling_high_rps)
+    return ceiling, tuple(layout.target_cpus), tuple(layout.generator_cpus)
 
 
 def refuted_ceilings(runs: list[StoredRun]) -> set[CeilingKey]:
@@ -199,17 +201,16 @@ def refuting(runs: list[StoredRun]) -> list[StoredRun]:
     """The measured runs past their ceiling's `refuted_above`, each held to
     the number of measured runs that ceiling held (one ceiling is refuted
     by any one of them, so the bound is for the largest)."""
-    held: dict[CeilingKey, list[StoredRun]] = {}
+    held: dict[CeilingKey, list[tuple[float, RunLayout, StoredRun]]] = {}
     for r in runs:
         key = _ceiling_key(r)
-        if r.measured and key is not None and r.result is not None:
-            held.setdefault(key, []).append(r)
-    return [
-        r
-        for rs in held.values()
-        for r in rs
-        if r.result is not None and r.layout is not None and r.result.goodput_rps > refuted_above(r.layout, len(rs))
-    ]
+        if r.measured and key is not None and r.result is not None and r.layout is not None:
+            held.setdefault(key, []).append((r.result.goodput_rps, r.layout, r))
+    out = []
+    for rs in held.values():
+        bound = refuted_above(rs[0][1], len(rs))  # one ceiling, one bound: its runs share the layout's figures
+        out += [r for rps, _, r in rs if rps > bound]
+    return out
 
 
 def refuted_above(layout: RunLayout, runs: int = 1) -> float:

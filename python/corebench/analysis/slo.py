@@ -118,8 +118,7 @@ def _entry(j: Judged, slo: Slo, load: set[str]) -> str:
     elif j.bounded_miss:
         sure = (
             f", its one-sided 95% lower bound {j.low_us / 1000:.2f} ms beyond the objective, but its latency is an "
-            "upper bound "
-            "of the server's (partly the generator's)"
+            "upper bound of the server's (partly the generator's)"
         )
     elif math.isnan(j.high_us):
         sure = ", an estimate only (" + ("one run" if j.runs < 2 else "its runs' figures identical: no spread") + ")"
