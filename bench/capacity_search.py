@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))  # tests.support: the simulated runner
 from tests.support.queue_runner import QueueRunner  # noqa: E402
 
 from corebench.analysis.capacity import limit_estimate  # noqa: E402
-from corebench.config.load import LoadConfig  # noqa: E402
+from corebench.config.settings import LoadConfig  # noqa: E402
 from corebench.plan.objective import SearchSettings  # noqa: E402
 from corebench.runner import capacity, pool  # noqa: E402
 from corebench.store import Capacity  # noqa: E402

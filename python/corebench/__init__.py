@@ -8,15 +8,14 @@ from corebench._engine import __version__
 from corebench.errors import UsageError
 
 if TYPE_CHECKING:
-    from corebench.config.load import LoadConfig
-    from corebench.config.settings import LoadSettings
+    from corebench.config.settings import LoadConfig, LoadSettings
     from corebench.result import LoadResult
 
 # The typed models are imported when first asked for (PEP 562), not with the
 # package: the `corebench` program imports them itself, with the collector
 # paused (corebench/__main__.py).
 _LAZY = {
-    "LoadConfig": "corebench.config.load",
+    "LoadConfig": "corebench.config.settings",
     "LoadSettings": "corebench.config.settings",
     "LoadResult": "corebench.result",
 }

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corebench import _engine
-from corebench.config.load import LoadConfig
-from corebench.config.settings import SettingError, setting_of
+from corebench.config.settings import LoadConfig, SettingError, setting_of
 from corebench.errors import EngineUsageError, UsageError
 from corebench.result import LoadResult
 

@@ -7,7 +7,7 @@ import pytest
 from corebench.analysis.analyse import analyse, clock
 from corebench.analysis.verdict import verdicts
 from corebench.store import HostFacts
-from corebench.system.clock import SOURCE
+from corebench.system.check import CLOCK_SOURCE as SOURCE
 from tests.support.records import experiment, load_result, stored_run
 
 
@@ -18,7 +18,7 @@ def test_the_plans_clock_comes_first_then_the_hosts():
     assert clock({}, HostFacts(mhz=None)) == (None, "")
 
 
-# --- the clock measured during the runs (system.clock) ----------------------
+# --- the clock measured during the runs (system.check) ----------------------
 
 
 def clocked_runs(levels, clocks_mhz, rps=1000.0, layout=None):

@@ -19,7 +19,7 @@ from corebench import _engine
 from corebench.cli import main as cli_main
 from corebench.config.settings import INTERNAL
 from corebench.plan import load_plan
-from corebench.plan.engine_config import load_config
+from corebench.plan.experiment import load_config
 
 BASE = "http://127.0.0.1:8080"
 URL = BASE + "/x"

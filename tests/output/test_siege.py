@@ -1,6 +1,6 @@
 """siege's summary, byte for byte, from hand-made results."""
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.output.siege import SiegeText
 from corebench.result import LoadResult
 from tests.support.records import load_result

@@ -52,7 +52,7 @@ def _run(values=(800, 1200, 1900, 2600, 40_000), **over):
 
 
 def _config(**over):
-    from corebench.config.load import LoadConfig
+    from corebench.config.settings import LoadConfig
 
     return LoadConfig(url="http://127.0.0.1/", **over)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from corebench import engine
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.plan.objective import SearchSettings, parse_objective
 from corebench.result import LoadResult
 from corebench.runner import capacity, pool

@@ -78,7 +78,7 @@ def test_the_target_runs_pinned_and_measured_on_its_node(lab, tmp_path):
     assert ceiling.ceiling_low_rps <= ceiling.ceiling_rps <= ceiling.ceiling_high_rps
     assert all(r.layout.generator_ceiling_rps == round(ceiling.ceiling_rps) for r in runs)
     # The node's own facts, read there (the lab's node is this machine).
-    from corebench.system.facts import facts
+    from corebench.system.check import facts
 
     assert node is not None and node["node"] == lab.ip["target"], node
     assert node["cpu_model"] == facts("none", None)["cpu_model"] and node["cpus"] == os.cpu_count()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from corebench import engine
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.plan.objective import SearchSettings, parse_objective
 from corebench.runner import capacity
 from corebench.runner.sequential import Watch, bounds, decided

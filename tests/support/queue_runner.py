@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from corebench import engine
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.plan.thresholds import PERCENTILES
 from corebench.result import LatencySummary, LoadResult, Percentile
 from corebench.runner.capacity import Live

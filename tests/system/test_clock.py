@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from corebench.monitor import Monitor
-from corebench.system.clock import SOURCE, ClockReader, nominal_mhz, off_share
+from corebench.system.check import CLOCK_SOURCE as SOURCE
+from corebench.system.check import ClockReader, nominal_mhz, off_share
 from corebench.system.topology import ROOT_ENV
 
 TREES = Path(__file__).resolve().parents[1] / "data" / "sysfs"

@@ -191,7 +191,7 @@ def _table(value: object) -> Table:
 
 
 def clock(plan: Mapping[str, object], host: HostFacts, points: Sequence[PointStats] = ()) -> tuple[float | None, str]:
-    """The clock measured during the runs (system.clock), their mean; else
+    """The clock measured during the runs (system.check), their mean; else
     the plan's [machine] clock_ghz; else the clock the host reported when
     the experiment began (cpufreq or /proc/cpuinfo, through psutil: in a VM
     without cpufreq, the nominal rate)."""

@@ -16,7 +16,7 @@ from corebench.analysis.stats import Summary, summarize
 from corebench.result import CALIBRATION_REPEATS, NEAR_CEILING, LoadResult
 from corebench.result import FAILING_SHARE as FAILING_SHARE  # re-exported: the analysis's name for it
 from corebench.store import Level, MonitorSummary, RunLayout, StoredRun
-from corebench.system import clock
+from corebench.system.check import CLOCK_NOTABLE_SHARE, off_share
 
 # A response this share of its run long waited most of the run, not for the CPU.
 STALLED_SHARE = 0.5
@@ -86,8 +86,8 @@ class PointStats:
     # and why a run got no figures from it, where one did not.
     exporter_cores: int | None = None
     exporter_error: str | None = None
-    # The target's CPUs' clock (system.clock): the mean over the runs that
-    # measured it, MHz; runs more than clock.NOTABLE_SHARE from the median
+    # The target's CPUs' clock (system.check): the mean over the runs that
+    # measured it, MHz; runs more than CLOCK_NOTABLE_SHARE from the median
     # of the point's runs, and the farthest one's distance.
     clock_mhz: float | None = None
     clock_runs: int = 0  # measured runs with a clock reading
@@ -292,7 +292,7 @@ def _point(rs: list[StoredRun], refuted: set[CeilingKey] | None = None) -> Point
         )
     others = [x for x in (share(r) for r in measured) if x is not None]
     clocks = [m.clock_mhz for m in all_monitors if m.clock_mhz is not None]
-    off = [clock.off_share(c, clocks) for c in clocks] if len(clocks) >= 2 else []
+    off = [off_share(c, clocks) for c in clocks] if len(clocks) >= 2 else []
     return PointStats(
         levels=dict(rs[0].point),
         runs=rs,
@@ -328,7 +328,7 @@ def _point(rs: list[StoredRun], refuted: set[CeilingKey] | None = None) -> Point
         exporter_error=next((m.scrape_error for m in all_monitors if m.scrape_error), None),
         clock_mhz=_mean(clocks),
         clock_runs=len(clocks),
-        clock_off_runs=sum(x > clock.NOTABLE_SHARE for x in off),
+        clock_off_runs=sum(x > CLOCK_NOTABLE_SHARE for x in off),
         clock_off_max=max(off, default=0.0),
     )
 

@@ -17,7 +17,7 @@ from corebench.analysis.sessions import replication, sessions
 from corebench.analysis.slo import Slo, judge, shown_meeting, slo_verdicts
 from corebench.analysis.steps import caveat, core_steps, step_groups
 from corebench.analysis.steps import combined as steps_combined
-from corebench.system import clock
+from corebench.system.check import CLOCK_NOTABLE_SHARE
 
 
 def cost_per_million(p: PointStats, price_per_hour: float) -> float:
@@ -211,7 +211,7 @@ def _clock(points: list[PointStats]) -> list[str]:
     named = ", ".join(p.label() for p in points if p.clock_off_runs)
     return [
         f"Clock: in {runs} of {total} runs with a clock reading, the target's CPUs' mean clock was more than "
-        f"{clock.NOTABLE_SHARE:.0%} from the median of their point's runs (with two runs, from each other; up to "
+        f"{CLOCK_NOTABLE_SHARE:.0%} from the median of their point's runs (with two runs, from each other; up to "
         f"{worst:.0%}; {named}): turbo, the governor or heat, or a different load on those CPUs (the reading "
         "averages idle CPUs too). A CPU-bound throughput moves about as much, so these points' comparisons may mix "
         "two clocks. Fix the clock (corebench system tune: performance governor, turbo off) and repeat them."

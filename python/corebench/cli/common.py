@@ -17,8 +17,7 @@ import typer
 
 from corebench.cli.validate import build
 from corebench.config import engine as _engine_models
-from corebench.config.load import LoadConfig
-from corebench.config.settings import LoadSettings, SettingError, engine_config
+from corebench.config.settings import LoadConfig, LoadSettings, SettingError, engine_config
 from corebench.errors import UsageError
 from corebench.output.options import ReportOptions
 

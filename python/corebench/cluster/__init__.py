@@ -15,7 +15,7 @@ from corebench.config.cluster import ClusterConfig
 from corebench.errors import UsageError
 
 if TYPE_CHECKING:
-    from corebench.config.load import LoadConfig
+    from corebench.config.settings import LoadConfig
     from corebench.result import LoadResult
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import ray
 
 from corebench import _engine
-from corebench.system import facts
+from corebench.system import check
 
 
 # Ray's overloads of `remote` leave out the actor options (max_concurrency among them).
@@ -36,7 +36,7 @@ class LoadAgent:
             "facts": host_facts(),
             # Which machine and which of its CPUs: an agent on the target's
             # machine (a lab) shares its CPUs only where these overlap them.
-            "boot_id": facts.boot_id(),
+            "boot_id": check.boot_id(),
             "cpus": sorted(os.sched_getaffinity(0)),
         }
 
@@ -59,5 +59,5 @@ class LoadAgent:
 
 def host_facts() -> dict[str, Any]:
     """What a report says of a load host: its CPU model, CPUs and kernel."""
-    found = facts.facts("none", None)
+    found = check.facts("none", None)
     return {k: found[k] for k in ("cpu_model", "cpus", "kernel")}

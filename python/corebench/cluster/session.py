@@ -25,7 +25,7 @@ from corebench.errors import EngineUsageError, UsageError
 if TYPE_CHECKING:
     from ray.util.placement_group import PlacementGroup
 
-    from corebench.config.load import LoadConfig
+    from corebench.config.settings import LoadConfig
     from corebench.result import LoadResult
 
 # How far ahead of now the agreed start lies, beyond twice the time this
@@ -114,9 +114,9 @@ class Session:
     def agents_beside(self, cpus: list[int]) -> bool:
         """True when an agent on this machine may run on a physical core of
         `cpus` (one that did not say which CPUs it may use may)."""
-        from corebench.system import facts, topology
+        from corebench.system import check, topology
 
-        here = facts.boot_id()
+        here = check.boot_id()
         try:
             topo: topology.Topology | None = topology.read()
         except (OSError, topology.TopologyError):

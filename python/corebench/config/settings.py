@@ -20,9 +20,22 @@ from typing import Annotated, Any, get_args
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from corebench.config.load import LoadConfig
+from corebench.config import engine
 from corebench.errors import UsageError
 from corebench.units import parse_duration_s, parse_rate, parse_span_s
+
+
+class LoadConfig(engine.LoadConfig):
+    """The configuration of one load run as the engine reads it: the models
+    generated from the Rust types (`corebench.config.engine`), plus the
+    request body, which travels beside the JSON because it may be binary.
+    Built by `engine_config` below, the one translator shared by the CLI,
+    plans and the Python API."""
+
+    body: bytes = b""
+
+    def engine_json(self) -> str:
+        return self.model_dump_json(exclude={"body"})
 
 
 def _seconds(v: Any) -> Any:

@@ -19,8 +19,7 @@ import psutil
 from corebench.monitor import cgroups
 from corebench.result import CLIENT_BOUND_SHARE
 from corebench.store import MonitorSummary
-from corebench.system.clock import SOURCE as CLOCK_SOURCE
-from corebench.system.clock import ClockReader
+from corebench.system.check import CLOCK_SOURCE, ClockReader
 
 INTERVAL_S = 0.2
 # A shorter tail has too few clock ticks (10 ms each) to say anything.
@@ -170,7 +169,7 @@ class Sample:
     target_io_wait: float | None = None
     target_dev_read_bps: float | None = None
     target_dev_write_bps: float | None = None
-    # The target's CPUs' mean clock at the end of the interval (system.clock);
+    # The target's CPUs' mean clock at the end of the interval (system.check);
     # None where the machine does not give it.
     clock_mhz: float | None = None
 

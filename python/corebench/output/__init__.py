@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.output.options import ReportOptions
 from corebench.result import LoadResult
 

@@ -15,7 +15,7 @@ histogram's (3 significant digits), like every figure of the report."""
 
 from __future__ import annotations
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.output.ranks import Ranks
 from corebench.result import LoadResult
 

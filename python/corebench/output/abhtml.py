@@ -13,7 +13,7 @@ from __future__ import annotations
 from html import escape
 
 from corebench import __version__
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.output.text import sends_body
 from corebench.result import LatencySummary, LoadResult
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.result import LoadResult
 
 HEADER = "starttime\tseconds\tctime\tdtime\tttime\twait"

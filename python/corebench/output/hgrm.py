@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.result import LatencySummary, LoadResult
 
 _SCALE = 1000.0  # microseconds per millisecond

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.result import LoadResult
 
 

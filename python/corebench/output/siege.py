@@ -19,7 +19,7 @@ the same denominator siege ends up with."""
 
 from __future__ import annotations
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.result import LoadResult
 
 _MB = 1024.0 * 1024.0

@@ -8,7 +8,7 @@ from collections import Counter
 
 from corebench import __version__
 from corebench._engine import LINGER_MIN_IN_FLIGHT
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.output import sections
 from corebench.output.options import ReportOptions
 from corebench.output.verbose import AbVerbose

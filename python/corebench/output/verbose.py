@@ -14,7 +14,7 @@ only its socket errors, which corebench always reports."""
 
 from __future__ import annotations
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.result import LoadResult
 
 

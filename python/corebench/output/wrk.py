@@ -10,7 +10,7 @@ spectrum, the rows of a .hgrm file."""
 
 from __future__ import annotations
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.output.hgrm import percentile_distribution
 from corebench.output.ranks import Ranks
 from corebench.result import LatencySummary, LoadResult

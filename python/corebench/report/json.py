@@ -41,7 +41,7 @@ class PointRow:
     # What limited it (analysis.diagnose): failing, generator-limited, CPU-bound, waiting, mixed, ...
     diagnosis: str
     diagnosis_evidence: str
-    clock_mhz: float | None = None  # the target's CPUs' clock, measured during the runs (system.clock)
+    clock_mhz: float | None = None  # the target's CPUs' clock, measured during the runs (system.check)
     clock_off_runs: int = 0  # runs more than 5% from the median clock of the point's runs
 
 

@@ -18,7 +18,7 @@ Live = Callable[[engine.Figures], object]
 if TYPE_CHECKING:
     from corebench.cluster.session import Session
     from corebench.config.cluster import ClusterConfig
-    from corebench.config.load import LoadConfig
+    from corebench.config.settings import LoadConfig
     from corebench.result import LoadResult
 
 

@@ -19,8 +19,10 @@ and the runs' own generator CPU then shows where the generator was at its
 limit. Each ceiling is measured CALIBRATION_REPEATS times and given as
 their mean and their range: a run is near the ceiling from NEAR_CEILING of
 the lowest calibration, so a noisy calibration marks more runs, never
-fewer, and a run refutes the ceiling only above the highest. (A t interval
-of the mean on 2 degrees of freedom reaches 0 at a CV of 40% and is the
+fewer, and a run refutes the ceiling only past the calibrations' one-sided
+95% prediction bound for the largest of the runs it holds
+(`analysis.points.refuted_above`; Hahn & Meeker 1991). (A t interval of
+the mean on 2 degrees of freedom reaches 0 at a CV of 40% and is the
 mean's uncertainty, not the ceiling's: a statistician's review.) So does each
 load model: an open loop paces its requests by timers and users pause
 between theirs, which a closed loop does not; those are measured at half
@@ -43,16 +45,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corebench import engine
-from corebench.config.load import LoadConfig
-from corebench.config.settings import LoadSettings, engine_config
+from corebench.config.settings import LoadConfig, LoadSettings, engine_config
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan
 from corebench.plan.model import Builtin, Load, Target
 from corebench.result import CALIBRATION_REPEATS, NEAR_CEILING, LoadResult
 from corebench.store import Ceiling, LoopModel, MonitorSummary, RunLayout
 from corebench.system.topology import Numa, Smt, share_cores
-from corebench.targets import process
 from corebench.targets.cpus import CpuControl, Layout, plan_layout
+from corebench.targets.process import TargetError
+from corebench.targets.session import TargetSession
 from corebench.units import parse_size_bytes, parse_span_s
 
 # Three half-second measurements: an interval over them for 0.5 s more
@@ -173,21 +175,20 @@ def _measure(control: CpuControl, a: Asked, how: Calibration, work: Path) -> Cei
         return failed(target, generator, share_cores(control.topology, target, generator), how, str(e))
     server = Target(builtin=Builtin(model="async", workers=max(1, len(layout.target_cpus))))
     affinity = os.sched_getaffinity(0)
-    started = None
     shared = layout.shared
-    try:
-        started = process.start(server, {}, layout, Path("."), work / f"calibration-{time.monotonic_ns()}", PAGE)
-        if layout.method != "none":
-            os.sched_setaffinity(0, layout.generator_cpus)
-        settings = how.settings(started.base_url)
-        measured = [_once(settings, how.model) for _ in range(CALIBRATION_REPEATS)]
-    except (process.TargetError, UsageError, EngineFailure, OSError) as e:
-        return failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
-    finally:
-        os.sched_setaffinity(0, affinity)
-        if started is not None:
-            process.stop(started.proc, server)
-        CpuControl.release(layout)
+    # Through the session the plan's targets start in: leaving it stops the
+    # server and releases its CPUs, also on Ctrl-C.
+    with TargetSession("calibration", server, layout) as session:
+        try:
+            started = session.serve({}, Path("."), work / f"calibration-{time.monotonic_ns()}", PAGE)
+            if layout.method != "none":
+                os.sched_setaffinity(0, layout.generator_cpus)
+            settings = how.settings(started.base_url)
+            measured = [_once(settings, how.model) for _ in range(CALIBRATION_REPEATS)]
+        except (TargetError, UsageError, EngineFailure, OSError) as e:
+            return failed(layout.target_cpus, layout.generator_cpus, shared, how, str(e))
+        finally:
+            os.sched_setaffinity(0, affinity)
     if not all(rps > 0 for rps, _ in measured):
         why = f"the built-in server's {how.page} gave no successful response in a calibration"
         return failed(layout.target_cpus, layout.generator_cpus, shared, how, why)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.errors import EngineFailure, UsageError
 from corebench.plan import ExperimentPlan, Point
 from corebench.plan.model import Builtin, Target

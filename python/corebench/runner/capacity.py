@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from corebench.config.engine import LiveBoundsU, RateConfig
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.engine import Figures
 from corebench.plan.objective import Objective, SearchSettings
 from corebench.result import LoadResult

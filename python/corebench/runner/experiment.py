@@ -19,13 +19,13 @@ from typing import Literal, NamedTuple
 
 from corebench import __version__
 from corebench.analysis import precision
-from corebench.config.load import LoadConfig
+from corebench.config.settings import LoadConfig
 from corebench.errors import UsageError
 from corebench.machine import Claim
 from corebench.monitor import RunMonitor
 from corebench.monitor.exporter import Exporter
 from corebench.plan import ExperimentPlan
-from corebench.plan.engine_config import run_config
+from corebench.plan.experiment import run_config
 from corebench.result import LoadResult
 from corebench.runner import baseline, calibrate, capacity, schedule
 from corebench.runner.backend import LoadBackend, LoadFailed, Local, open_backend
@@ -46,7 +46,7 @@ from corebench.store import (
     StoredRun,
     StoreWriteError,
 )
-from corebench.system import check, facts
+from corebench.system import check
 from corebench.targets.cpus import CpuControl, plan_layout
 from corebench.targets.session import LocalHost, TargetHost, TargetSession
 
@@ -479,7 +479,7 @@ def open_experiment(
 def _host_facts(control: CpuControl, server: str | None, checks: list[str], where: Hosts) -> HostFacts:
     """This machine's facts, the target's host's where it is another, and
     the load agents' hosts."""
-    found = facts.facts(control.method, server) | ({"checks": checks} if checks else {})
+    found = check.facts(control.method, server) | ({"checks": checks} if checks else {})
     node = where.target.facts()
     loads = where.load.hosts()
     found |= {"target_node": node} if node is not None else {}

@@ -12,11 +12,10 @@ import os
 from dataclasses import dataclass, field
 
 from corebench import engine
-from corebench.config.load import LoadConfig
-from corebench.config.settings import SettingError
+from corebench.config.settings import LoadConfig, SettingError
 from corebench.errors import UsageError
 from corebench.plan import ExperimentPlan, Point
-from corebench.plan.engine_config import run_config
+from corebench.plan.experiment import run_config
 from corebench.plan.source import where
 from corebench.runner import baseline, schedule
 from corebench.system.check import DROP_CACHES

@@ -196,7 +196,7 @@ class RayHost:
             self.info = self.ray.get(self.agent.describe.remote(), timeout=CALL_TIMEOUT_S)
         except Exception as e:
             raise ClusterError(f"[target] node {self.node}: its target agent did not start ({e})") from None
-        from corebench.system.facts import boot_id
+        from corebench.system.check import boot_id
 
         here = boot_id()
         self.same_machine = bool(here) and self.info.get("boot_id") == here

@@ -56,7 +56,7 @@ class LoadNode(_Part):
 
 
 class HostFacts(_Part):
-    """What the numbers were measured on (`system.facts`)."""
+    """What the numbers were measured on (`system.check.facts`)."""
 
     cpu_model: str | None = None
     cpus: int | None = None
@@ -351,7 +351,7 @@ class MonitorSummary(_Part):
     net_rx_bps: float | None = None
     net_tx_bps: float | None = None
     memory_available_min_bytes: float | None = None
-    # The target's CPUs' clock over the run (system.clock): the mean of the
+    # The target's CPUs' clock over the run (system.check): the mean of the
     # samples and their range, MHz; `clock` says where it came from, or why
     # it was not measured ("" in stores from before it was).
     clock_mhz: float | None = None

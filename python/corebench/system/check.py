@@ -13,18 +13,29 @@ default /sys and /proc), so that the checks and the tuning can be tested on
 copies of a machine's trees, never only on the machine that runs them.
 A plan's runner asks the same checks before its first run
 (`machine_checks`), and drops the page cache between runs where the plan
-asks (`drop_caches`)."""
+asks (`drop_caches`).
+
+The same files say what the machine did and what it is: the clock its
+target's CPUs ran at during each run, with the governor and turbo state
+that set it (`ClockReader`, read by the monitor), and the facts stored
+with each experiment (`facts`, `boot_id`). Each knob is read here once,
+for the checks, the tuning and the clock alike."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import psutil
+
+from corebench import __version__
 from corebench.system.topology import Topology, apart, format_list, parse_list, sysfs_root
 
 PROC_ENV = "COREBENCH_PROCFS_ROOT"
@@ -251,19 +262,15 @@ class TuneError(Exception):
     """Tuning could not start: nothing was changed."""
 
 
-def boot_id(proc: Path) -> str:
-    """This boot's id: values saved in an earlier boot are the kernel's
-    defaults again, and IRQ numbers may name other devices."""
-    return _read(proc / "sys" / "kernel" / "random" / "boot_id") or "unknown"
-
-
 class Saved:
     """What tune replaced, in the order it did, on disk before each write:
     a state that cannot be saved stops tune before it changes anything."""
 
     def __init__(self, proc: Path) -> None:
         self.file = state_file()
-        self.boot = boot_id(proc)
+        # Values saved in an earlier boot are the kernel's defaults again,
+        # and IRQ numbers may name other devices.
+        self.boot = boot_id(proc) or "unknown"
         self.stale = False
         data = json.loads(self.file.read_text()) if self.file.exists() else {}
         self.entries: list[list[str]] = data.get("entries", [])
@@ -374,3 +381,147 @@ def drop_caches() -> None:
     os.sync()
     with open(DROP_CACHES, "w") as f:
         f.write("3\n")
+
+
+# --- the clock during runs ---------------------------------------------------
+# The clock the target's CPUs ran at, measured during each run, with the
+# governor and the turbo state that set it.
+#
+# Where the kernel has cpufreq, each CPU's `scaling_cur_freq` is read at
+# every monitor sample and averaged over the run. On x86 CPUs with the
+# APERF/MPERF counters the kernel computes that file from them: the average
+# effective frequency since the last read or tick, turbo and throttling
+# included (Documentation/admin-guide/pm/cpufreq.rst, "scaling_cur_freq";
+# intel_pstate.rst; arch/x86/kernel/cpu/aperfmperf.c), which is the clock
+# turbostat reports. Elsewhere it is the last frequency the driver asked for.
+#
+# Many VMs have no cpufreq and no MSR access: there the clock is not
+# measured, and said so. /proc/cpuinfo's "cpu MHz" on such a machine is the
+# nominal (TSC) rate, which never moves, so it is kept apart, as `nominal`.
+#
+# The sysfs root is the topology's (COREBENCH_SYSFS_ROOT), so tests read
+# recorded trees of machines that have cpufreq.
+
+CLOCK_SOURCE = "cpufreq scaling_cur_freq (on x86 with APERF/MPERF: the effective clock, turbo included)"
+# A run whose clock is this far from the median of its point's runs (the
+# other run, where there are two): a CPU-bound throughput moves about as
+# much, which is the size of the effects the comparisons report.
+CLOCK_NOTABLE_SHARE = 0.05
+
+
+def _cpu_dir(sys: Path, cpu: int) -> Path:
+    return sys / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq"
+
+
+@dataclass(frozen=True)
+class ClockReader:
+    """Reads the current clock of a set of CPUs; `readable` is False where
+    the machine gives none (then `why` says so)."""
+
+    cpus: tuple[int, ...]
+    sys: Path
+    files: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, cpus: Sequence[int], sys: Path | None = None) -> ClockReader:
+        sys = sys or sysfs_root()
+        files = tuple(f for c in cpus if (f := _cpu_dir(sys, c) / "scaling_cur_freq").exists())
+        return cls(tuple(cpus), sys, files if len(files) == len(cpus) else ())
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.files)
+
+    @property
+    def why(self) -> str:
+        if self.readable:
+            return ""
+        return (
+            f"not measured: no cpufreq under {self.sys}/devices/system/cpu for CPUs "
+            f"{','.join(map(str, self.cpus)) or '(none)'} (common in VMs, which hide the clock)"
+        )
+
+    def mhz(self) -> float | None:
+        """The mean of the CPUs' current clocks, MHz; None where one is unreadable."""
+        total = 0.0
+        for f in self.files:
+            text = _read(f)
+            if text is None or not text.isdigit():
+                return None
+            total += int(text) / 1000  # the file is in kHz
+        return total / len(self.files) if self.files else None
+
+    def governor(self) -> str | None:
+        """The CPUs' governor, or "mixed: a, b" where they differ."""
+        each = governors(self.sys)
+        found = sorted({each[c] for c in self.cpus if c in each})
+        return None if not found else found[0] if len(found) == 1 else "mixed: " + ", ".join(found)
+
+    def turbo(self) -> bool | None:
+        """Whether turbo is on (the `turbo` knob's state); None where no knob exists."""
+        knob = turbo(self.sys)
+        return knob[1] if knob is not None else None
+
+
+def nominal_mhz(cpuinfo: Path = Path("/proc/cpuinfo")) -> float | None:
+    """The first "cpu MHz" of /proc/cpuinfo: on a machine without cpufreq,
+    the rate the kernel was told (the TSC's), not a measurement."""
+    try:
+        with cpuinfo.open() as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "cpu MHz":
+                    return float(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def off_share(mhz: float, runs: Sequence[float]) -> float:
+    """How far a run's clock is from the median of its point's `runs` (itself
+    included), as a share; with two runs, from the other one: their mean
+    would put each half-way and call neither."""
+    if len(runs) == 2:
+        other = runs[1] if runs[0] == mhz else runs[0]
+        return abs(mhz - other) / min(mhz, other) if min(mhz, other) > 0 else 0.0
+    ordered = sorted(runs)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return abs(mhz - median) / median if median > 0 else 0.0
+
+
+# --- what the machine is: the facts stored with an experiment ----------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def facts(cpu_method: str, server: str | None) -> dict[str, Any]:
+    freq = psutil.cpu_freq()
+    return {
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)),
+        "mhz": round(freq.current, 1) if freq else None,
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "corebench_version": __version__,
+        "cpu_control": cpu_method,
+        "server_version": server,
+        "memory_bytes": psutil.virtual_memory().total,
+    }
+
+
+def boot_id(proc: Path | None = None) -> str:
+    """This host's boot id ("" where unreadable): two processes with the
+    same one run on one machine."""
+    return _read((proc or procfs_root()) / "sys" / "kernel" / "random" / "boot_id") or ""

@@ -18,7 +18,7 @@ from corebench.monitor.sampler import Monitor, Sample
 from corebench.plan import Point
 from corebench.plan.model import Target
 from corebench.store import RaySpent, TargetInfo
-from corebench.system import facts
+from corebench.system import check
 from corebench.targets.cpus import CpuControl, Layout
 from corebench.targets.ray_procs import KeptOff, Spent, keep_off
 from corebench.targets.session import LocalHost, TargetSession
@@ -48,8 +48,8 @@ class TargetAgent:
             "cpus": len(self.control.online),
             "version": _engine.__version__,
             "pid": os.getpid(),
-            "boot_id": facts.boot_id(),
-            "facts": facts.facts(self.control.method, None),
+            "boot_id": check.boot_id(),
+            "facts": check.facts(self.control.method, None),
         }
 
     def server_version(self, target: Target) -> str | None:

@@ -105,6 +105,12 @@ class TargetSession:
             target_cpus=self.layout.target_cpus,
         )
 
+    def serve(self, values: dict[str, Any], plan_dir: Path, run_dir: Path, ready_path: str) -> process.Started:
+        """Starts the target's process on the session's CPUs and waits until
+        it answers `ready_path`; leaving the session stops it."""
+        self.started = process.start(self.target, values, self.layout, plan_dir, run_dir, ready_path)
+        return self.started
+
     def stop(self) -> None:
         """Stops what was started, releases the CPUs and unmounts the image
         (the target's log, on it, is kept beside it)."""
@@ -139,7 +145,7 @@ class TargetHost(Protocol):
         ...
 
     def facts(self) -> dict[str, Any] | None:
-        """The target's machine (system.facts), where it is not this one."""
+        """The target's machine (system.check.facts), where it is not this one."""
         ...
 
     def start(self, point: Point, key: str, plan_dir: Path) -> TargetSession:
@@ -214,17 +220,16 @@ class LocalHost:
 
 
 def _start(session: TargetSession, point: Point, plan_dir: Path, run_dir: Path) -> None:
-    t, layout = point.target, session.layout
+    t = point.target
     if t.filesystem is not None:
         session.mounted = filesystem.mount(t.filesystem, run_dir)
         session.info.filesystem = dict(session.mounted.facts)
     values = dict(point.levels)
     if t.services:
-        session.services = services.start_all(t.services, point.levels, layout, plan_dir, run_dir)
+        session.services = services.start_all(t.services, point.levels, session.layout, plan_dir, run_dir)
         session.info.services = {s.name: s.facts() for s in session.services}
         values |= services.values_of(session.services)
-    started = process.start(t, values, layout, plan_dir, run_dir, point.load.path)
-    session.started = started
+    started = session.serve(values, plan_dir, run_dir, point.load.path)
     session.info = session.info.model_copy(
         update={
             "kind": "builtin" if t.builtin else t.recipe or "command",

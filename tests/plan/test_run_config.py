@@ -6,7 +6,7 @@ import pytest
 
 from corebench.errors import UsageError
 from corebench.plan import load_plan
-from corebench.plan.engine_config import load_config
+from corebench.plan.experiment import load_config
 
 BASE = """\
 [experiment]
