@@ -8,10 +8,12 @@ code ran, the distinct calls from one module's function to another's, and
 the calls that were handed the plan object itself (the old
 `plan.Experiment`, today's `ExperimentPlan`): how often the plan is passed
 by hand. With PYTHONPATH pointing at an older checkout (and its engine
-built), the same counts for that version."""
+built), the same counts for that version. With WALK_LIST=1 it also lists
+the modules and the edges, one a line."""
 
 from __future__ import annotations
 
+import os
 import sys
 from types import FrameType
 from typing import Any
@@ -76,6 +78,11 @@ def main() -> None:
         f"{len(plan_calls)} calls to {len(set(plan_calls))} functions in {len(plan_modules)} modules",
         file=sys.stderr,
     )
+    if os.environ.get("WALK_LIST"):
+        for m in sorted(modules):
+            print("module", m, file=sys.stderr)
+        for caller, callee in sorted(edges):
+            print("edge", caller, "->", callee, file=sys.stderr)
 
 
 if __name__ == "__main__":
