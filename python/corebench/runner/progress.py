@@ -47,21 +47,6 @@ def log_span_s(path: Path) -> float | None:
     return max(0.0, (b - a).total_seconds())
 
 
-def expected_s(exp: ExperimentPlan, run: Run) -> float | None:
-    """How long a run's load lasts, as far as the plan says."""
-    e = exp.plan.experiment
-    if run.warmup and e.warmup.length_s is not None:
-        return e.warmup.length_s
-    if exp.plan.search is not None and not run.warmup:
-        return None
-    load = run.point.load
-    if load.model == "replay" and load.log is not None and load.speed and not load.loop:
-        span = log_span_s(exp.path.parent / load.log)
-        if span is not None:
-            return min(span / load.speed, e.duration_s) if e.duration_s else span / load.speed
-    return e.duration_s
-
-
 def _clock(s: float) -> str:
     s = max(0, round(s))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
@@ -72,10 +57,25 @@ class Progress:
         self.console = Console(stderr=True, highlight=False)
         self.live = self.console.is_terminal and not quiet
         self.exp = exp
-        self.expected: list[float | None] = [expected_s(exp, r) for r in todo]
+        self.expected: list[float | None] = [self.expected_s(r) for r in todo]
         self.done, self.started = 0, time.monotonic()
         self.status: Status | None = None
         self._label, self._last = "", (0.0, 0)
+
+    def expected_s(self, run: Run) -> float | None:
+        """How long a run's load lasts, as far as the plan says."""
+        exp = self.exp
+        e = exp.plan.experiment
+        if run.warmup and e.warmup.length_s is not None:
+            return e.warmup.length_s
+        if exp.plan.search is not None and not run.warmup:
+            return None
+        load = run.point.load
+        if load.model == "replay" and load.log is not None and load.speed and not load.loop:
+            span = log_span_s(exp.path.parent / load.log)
+            if span is not None:
+                return min(span / load.speed, e.duration_s) if e.duration_s else span / load.speed
+        return e.duration_s
 
     @property
     def total(self) -> int:
@@ -83,7 +83,7 @@ class Progress:
 
     def add(self, todo: list[Run]) -> None:
         """An adaptive experiment's next round."""
-        self.expected += [expected_s(self.exp, r) for r in todo]
+        self.expected += [self.expected_s(r) for r in todo]
         self.console.print(f"corebench: intervals still too wide: round {todo[0].round} added ({len(todo)} runs)")
 
     def eta_s(self) -> float | None:
