@@ -49,6 +49,23 @@ def test_type_ii_anova_matches_statsmodels():
     assert ours.terms[2].p_value > 0.01, "no interaction by construction"
 
 
+def test_omega_squared_of_a_term_with_f_below_one_is_zero_not_negative():
+    """No interaction by construction: over seeds, its F falls below 1 in
+    some, where Hays's estimate is negative; it is given as 0 there, and as
+    the formula elsewhere."""
+    seen_below_one = 0
+    for seed in range(20):
+        ours = anova(two_factors(seed, lambda rng: rng.normal(0, 1.0)), ["cpus", "mpm"], "y")
+        inter = ours.terms[2]
+        if inter.f < 1:
+            seen_below_one += 1
+            assert inter.omega2 == 0.0
+        else:
+            assert inter.omega2 > 0.0
+        assert all(t.omega2 >= 0.0 for t in ours.terms)
+    assert seen_below_one >= 3, "the test must see terms with F < 1"
+
+
 def two_factors(seed, noise, effect=0.0):
     """An unbalanced 3×2 plan (4 and 5 runs a cell); `effect` on cpus=4 only."""
     rng = np.random.default_rng(seed)

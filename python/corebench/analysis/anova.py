@@ -9,7 +9,9 @@ difference that matters" rather than only "not significant".
   which the tests compare against).
 - ω² = (SS − df·MS_error) / (SS_total + MS_error) (Hays 1963; Olejnik &
   Algina 2003): the share of the variance a term explains, less biased than
-  η² on few runs.
+  η² on few runs. Where F < 1 the estimate falls below 0, which no share
+  of variance can be; it is given as 0, the convention (Keppel & Wickens
+  2004, "Design and Analysis", on ω²; Olejnik & Algina 2003).
 - Residuals far from normal (Shapiro & Wilk 1965, p < 0.01, with 8 or
   more residual degrees of freedom): the p-values come from a permutation
   test instead of the F distribution, by Freedman & Lane's (1983)
@@ -190,7 +192,7 @@ def anova(
         p = float(st.f.sf(f, df, dof)) if df and math.isfinite(f) else 0.0
         if permute and df and math.isfinite(f):
             p = _freedman_lane(_design(rows, others), _design(rows, [*others, t]), full, y, f, rng)
-        omega2 = (ss - df * ms_error) / (total + ms_error) if total + ms_error > 0 else math.nan
+        omega2 = max(0.0, (ss - df * ms_error) / (total + ms_error)) if total + ms_error > 0 else math.nan
         out.append(Term(":".join(t), df, ss, f, p, omega2))
     return Anova(
         response,
