@@ -10,8 +10,9 @@ the calls that were handed the plan object itself (the old
 by hand. Then the same for the plan and the companions the issue found
 passed with it to every helper (the store, the CPU control, the load
 backend, the target host or the running target, the progress, the outcome,
-and today's `ExperimentRun`, which holds them), `self` left out: a
-method's own object is not handed by hand. With PYTHONPATH pointing at an older checkout (and its engine
+and today's `ExperimentRun`, which holds them), `self` and the entry call
+left out: a method's own object is not handed by hand. (The plan's own
+count keeps both, as the walks before it counted.) With PYTHONPATH pointing at an older checkout (and its engine
 built), the same counts for that version. With WALK_LIST=1 it also lists
 the modules and the edges, one a line."""
 
@@ -34,7 +35,7 @@ COMPANIONS = {
     "Local",
     "Cluster",
     "LocalHost",
-    "RemoteHost",
+    "RayHost",
     "_Running",
     "TargetSession",
     "Progress",

@@ -2,15 +2,16 @@
 held against it, and what it leaves behind (the measurement itself:
 test_protocols.py)."""
 
-import os
 from pathlib import Path
+from typing import Any
 
 from corebench.plan import load_plan
 from corebench.plan.model import Load
 from corebench.runner.calibrate import calibrate, lower_bound, page, page_bytes
 from corebench.store import Ceiling, RunLayout
 from corebench.targets import owned
-from corebench.targets.cpus import CGROUP, CpuControl
+from corebench.targets.cpus import CpuControl
+from corebench.targets.session import TargetSession
 
 
 def test_a_plan_asking_for_a_builtin_page_is_calibrated_on_that_page():
@@ -44,27 +45,32 @@ def test_a_run_is_near_the_ceiling_from_its_lowest_calibration():
     assert lower_bound(6_300.0, layout, None, c) is None
 
 
-def test_a_calibration_starts_its_server_in_a_session_that_stops_it(tmp_path):
+def test_a_calibration_starts_its_server_in_a_session_that_stops_it(tmp_path, monkeypatch):
     """The local calibration starts the built-in server as the plan's
-    targets start (a `TargetSession`): its process is recorded in the
-    experiment's folder, and gone with its CPU groups once the ceiling is
-    measured."""
+    targets start, in a `TargetSession` (so its process is recorded in the
+    experiment's folder), and leaving the session stops it and removes its
+    CPU groups and measuring groups."""
+    served: list[TargetSession] = []
+    serve = TargetSession.serve
+
+    def spy(self: TargetSession, *args: Any, **kwargs: Any) -> Any:
+        served.append(self)
+        return serve(self, *args, **kwargs)
+
+    monkeypatch.setattr(TargetSession, "serve", spy)
     plan = tmp_path / "plan.toml"
     plan.write_text(
         '[experiment]\nname = "c"\nrepetitions = 1\nduration = "1s"\n\n'
         '[target]\nbuiltin = { model = "async" }\ncpus = 1\n\n[load]\nconcurrency = 4\n'
     )
-    exp = load_plan(plan)
-    control = CpuControl()
     work = tmp_path / "work"
     work.mkdir()
     owned.claim(work)
-    [ceiling] = calibrate(exp, control, work)
+    [ceiling] = calibrate(load_plan(plan), CpuControl(), work)
     assert ceiling.error is None and ceiling.rps > 0, ceiling.error
-    assert len(owned.started(work)) == 1, "the server was started as a target is, and recorded"
-    assert owned.processes(work) == [], "and stopped"
-    assert not [g for g in _groups() if g.name.startswith(f"corebench-{os.getpid()}-")], "its CPU groups removed"
-
-
-def _groups() -> list[Path]:
-    return [p for base in (CGROUP, CGROUP / "cpuset", CGROUP / "cpu") if base.is_dir() for p in base.iterdir()]
+    assert [s.key for s in served] == ["calibration"], "started through a target session"
+    session = served[0]
+    assert session.started is None, "and stopped on leaving it"
+    assert len(owned.started(work)) == 1 and owned.processes(work) == [], "recorded as ours, and gone"
+    groups = [*session.layout.groups, *session.layout.accounting]
+    assert not [g for g in groups if Path(g).exists()], "its groups removed"

@@ -148,3 +148,15 @@ def test_check_on_this_machine():
     assert p.returncode == 0, p.stderr
     names = ("clock governor", "turbo", "SMT", "interrupts", "swap", "steal", "busy")
     assert all(f"  {n}: " in p.stdout for n in names), p.stdout
+
+
+def test_the_boot_id_is_this_machines_whatever_tree_the_checks_read(tmp_path, monkeypatch):
+    """Which machine this is (told to agents and target nodes) does not
+    follow a recorded tree the checks are pointed at; tune's saved state,
+    which reads its own root, gets "" there and stores "unknown"."""
+    real = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    monkeypatch.setenv(sc.PROC_ENV, str(tmp_path))
+    assert sc.boot_id() == real != ""
+    assert sc.boot_id(tmp_path) == ""
+    monkeypatch.setenv("COREBENCH_STATE_DIR", str(tmp_path / "state"))
+    assert sc.Saved(tmp_path).boot == "unknown"

@@ -114,9 +114,10 @@ class Session:
     def agents_beside(self, cpus: list[int]) -> bool:
         """True when an agent on this machine may run on a physical core of
         `cpus` (one that did not say which CPUs it may use may)."""
-        from corebench.system import check, topology
+        from corebench.system import topology
+        from corebench.system.check import boot_id
 
-        here = check.boot_id()
+        here = boot_id()
         try:
             topo: topology.Topology | None = topology.read()
         except (OSError, topology.TopologyError):

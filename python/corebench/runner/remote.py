@@ -198,8 +198,10 @@ class RayHost:
             raise ClusterError(f"[target] node {self.node}: its target agent did not start ({e})") from None
         from corebench.system.check import boot_id
 
-        here = boot_id()
-        self.same_machine = bool(here) and self.info.get("boot_id") == here
+        # As the cluster's agents are told apart (cluster.session.Session.agents_beside):
+        # two unreadable ids count as one machine, which marks the runs
+        # shared rather than leave a shared machine unsaid.
+        self.same_machine = self.info.get("boot_id") == boot_id()
         if self.info["version"] != _engine.__version__:
             raise ClusterError(
                 f"[target] node {self.node} runs corebench {self.info['version']}, this is {_engine.__version__}: "

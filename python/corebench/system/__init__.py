@@ -1,3 +1,4 @@
 """The machine under the experiment: its CPU topology and the CPU sets
-chosen on it (`topology`), its clock (`clock`), what `system check` warns
-of (`check`), and the facts stored with an experiment (`facts`)."""
+chosen on it (`topology`); what `system check` warns of and `tune`
+fixes, the clock measured during runs and the facts stored with an
+experiment (`check`)."""

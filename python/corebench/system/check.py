@@ -18,8 +18,9 @@ asks (`drop_caches`).
 The same files say what the machine did and what it is: the clock its
 target's CPUs ran at during each run, with the governor and turbo state
 that set it (`ClockReader`, read by the monitor), and the facts stored
-with each experiment (`facts`, `boot_id`). Each knob is read here once,
-for the checks, the tuning and the clock alike."""
+with each experiment (`facts`, `boot_id`). Each knob has one reader, for
+the checks, the tuning and the clock alike (the governor's is the
+topology's, `system.topology.governors`)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from typing import Any
 import psutil
 
 from corebench import __version__
-from corebench.system.topology import Topology, apart, format_list, parse_list, sysfs_root
+from corebench.system.topology import Topology, apart, format_list, governors, parse_list, sysfs_root
 
 PROC_ENV = "COREBENCH_PROCFS_ROOT"
 # Steal above this share of the CPUs over the sample: a VM sharing its host.
@@ -73,16 +74,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def governors(sys: Path) -> dict[int, str]:
-    out = {}
-    for p in sorted((sys / "devices" / "system" / "cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
-        g = _read(p)
-        if g:
-            out[int(p.parent.parent.name[3:])] = g
-    return out
-
-
-def turbo(sys: Path) -> tuple[Path, bool] | None:
+def turbo_knob(sys: Path) -> tuple[Path, bool] | None:
     """The turbo knob and whether turbo is on: intel_pstate's no_turbo
     (1 = off), else cpufreq's boost (1 = on); None where neither exists."""
     no_turbo = sys / "devices" / "system" / "cpu" / "intel_pstate" / "no_turbo"
@@ -148,7 +140,7 @@ def _governor(sys: Path) -> Check:
 
 
 def _turbo(sys: Path) -> Check:
-    knob = turbo(sys)
+    knob = turbo_knob(sys)
     if knob is None:
         return Check("turbo", None, "no turbo control here (no intel_pstate/no_turbo, no cpufreq/boost).")
     if not knob[1]:
@@ -322,7 +314,7 @@ def tune(
     for cpu, g in governors(sys).items():
         gov = sys / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq" / "scaling_governor"
         write(gov, "performance", f"cpu{cpu}: governor {g} -> performance")
-    knob = turbo(sys)
+    knob = turbo_knob(sys)
     if knob is not None and knob[1]:
         write(knob[0], "1" if knob[0].name == "no_turbo" else "0", f"turbo off ({knob[0]})")
     if smt_off:
@@ -458,8 +450,8 @@ class ClockReader:
         return None if not found else found[0] if len(found) == 1 else "mixed: " + ", ".join(found)
 
     def turbo(self) -> bool | None:
-        """Whether turbo is on (the `turbo` knob's state); None where no knob exists."""
-        knob = turbo(self.sys)
+        """Whether turbo is on (`turbo_knob`'s state); None where no knob exists."""
+        knob = turbo_knob(self.sys)
         return knob[1] if knob is not None else None
 
 
@@ -521,7 +513,9 @@ def facts(cpu_method: str, server: str | None) -> dict[str, Any]:
     }
 
 
-def boot_id(proc: Path | None = None) -> str:
+def boot_id(proc: Path = Path("/proc")) -> str:
     """This host's boot id ("" where unreadable): two processes with the
-    same one run on one machine."""
-    return _read((proc or procfs_root()) / "sys" / "kernel" / "random" / "boot_id") or ""
+    same one run on one machine. Read from the real /proc unless told
+    otherwise: which machine this is does not follow a test's recorded
+    tree (COREBENCH_PROCFS_ROOT); tune's saved state passes its own root."""
+    return _read(proc / "sys" / "kernel" / "random" / "boot_id") or ""

@@ -156,9 +156,19 @@ def read(root: Path | None = None, allowed: list[int] | None = None) -> Topology
             )
         )
     freq = base / "cpu0" / "cpufreq"
-    governor = _text(freq / "scaling_governor").strip() or None if freq.is_dir() else None
     khz = _int(freq / "cpuinfo_max_freq", 0) if freq.is_dir() else 0
-    return Topology(tuple(cpus), governor, khz / 1000 or None, str(root))
+    return Topology(tuple(cpus), governors(root).get(0), khz / 1000 or None, str(root))
+
+
+def governors(root: Path) -> dict[int, str]:
+    """Each CPU's cpufreq governor, by CPU number; empty without cpufreq.
+    The one reader of the knob: the topology's description, `system
+    check`, `tune` and the clock measured during runs all ask it."""
+    out = {}
+    for p in sorted((root / "devices" / "system" / "cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        if g := _text(p).strip():
+            out[int(p.parent.parent.name[3:])] = g
+    return out
 
 
 def _text(path: Path) -> str:
