@@ -20,13 +20,13 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from corebench.testing import free_port
 from corebench.testing.misbehaving import MisbehavingServer
 from tests.conftest import CLI
+from tests.support.load_threads import loading
 
 RUN_S = 2.0  # every timed run is -t 2s
 SLACK_S = 3.0  # it must have ended by -t + this (the engine gives requests in flight 1 s past -t)
@@ -91,24 +91,6 @@ def load(
         ran_s=ended - (t0 if started is None else started),
         after_sigint_s=None if signalled is None else ended - signalled,
     )
-
-
-def loading(proc: subprocess.Popen) -> float | None:
-    """When the engine's load threads appeared; None if the process ended
-    first (refused before any load, or a run too short to see)."""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            tasks = os.listdir(f"/proc/{proc.pid}/task")
-            names = [Path(f"/proc/{proc.pid}/task/{t}/comm").read_text() for t in tasks]
-        except OSError:
-            names = []
-        if any(n.startswith("corebench-load") for n in names):
-            return time.monotonic()
-        time.sleep(0.01)
-    if proc.poll() is None:
-        pytest.fail("no load started within 20 s")
-    return None
 
 
 def on_time(e: Ended, run_s: float = RUN_S) -> None:

@@ -17,8 +17,12 @@ def test_rate_of_10000_per_second_is_kept_against_nginx(nginx):
     # (CI beside builds) was seen to drop 2.7%. The counts stay exact.
     assert s.sent + s.dropped == 100_000 and s.dropped <= 5_000 and r.failed == 0, (s, r.error_samples)
     assert nginx.served_since(before) == r.responses == s.sent
-    # Achieved: responses over the whole run, its tail included.
-    assert abs(r.throughput_rps - s.sent / 10) / 10_000 < 0.01, r.throughput_rps
+    # Achieved: responses over the whole run, its tail included: the 10 s
+    # and the drain of the requests still in flight (up to 1,000 at the end,
+    # given 1 s past -t), which a busy machine lengthens.
+    assert 10.0 <= r.duration_s <= 11.1, r.duration_s
+    assert abs(r.throughput_rps - r.responses / r.duration_s) <= 1e-6 * r.throughput_rps, r.throughput_rps
+    assert s.sent / 11.1 <= r.throughput_rps <= s.sent / 10, (r.throughput_rps, s.sent)
 
 
 def _expected_p99_us(pause_s: float, every_s: float) -> float:
@@ -66,7 +70,9 @@ def test_mean_in_flight_is_littles_law():
         r = corebench.load(srv.url + "sleep?ms=20", rate=200, duration=2.0, concurrency=50, threads=1, keep_alive=True)
     s = r.schedule
     assert r.failed == 0 and s.kept, (s, r.error_samples)
-    assert 3.6 <= s.mean_in_flight <= 5.0, s.mean_in_flight
+    # The page takes 20 ms or more: a busy machine adds to W, never takes
+    # from it, so the bound above leaves room (6 in flight is W = 30 ms).
+    assert 3.6 <= s.mean_in_flight <= 6.0, s.mean_in_flight
     assert 4 <= s.peak_in_flight <= 50, s.peak_in_flight
 
 

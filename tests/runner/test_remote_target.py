@@ -314,9 +314,12 @@ allow_remote = true
 [search]
 slo = "p50<=10ms"
 arrivals = "uniform"
-precision = "15%"
+# What is tested is that a search runs on the node and answers, not how
+# close: on a busy 2-core CI machine a 15% bracket once took more than 8
+# steps (424-505 req/s after 8).
+precision = "25%"
 start_rate = 300
-max_steps = 8
+max_steps = 12
 """)
     p = run_cli("run", str(plan), "--store", str(tmp_path / "s.sqlite"), "-q", timeout=400)
     assert p.returncode == 0, p.stdout + p.stderr
