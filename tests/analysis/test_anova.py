@@ -108,7 +108,8 @@ def test_heavy_tails_without_an_effect_fall_back_and_find_nothing():
     a = anova(rows, ["cpus", "mpm"], "y")
     assert a.method == PERMUTATION and a.normality_p < 0.01
     assert a.method_words().startswith(
-        "p from a permutation test (Freedman & Lane 1983; 2,000 permutations): Shapiro–Wilk rejects normal residuals"
+        "main effects and two-way interactions (any higher ones pooled into the error); p from a permutation test "
+        "(Freedman & Lane 1983; 2,000 permutations): Shapiro–Wilk rejects normal residuals"
     )
     cpus = a.terms[0]
     assert cpus.p_value > 0.05
@@ -131,7 +132,9 @@ def test_too_few_residuals_are_not_checked_for_normality():
     rows = [{"cpus": c, "y": float(c + i)} for c in (1, 2) for i in range(3)]
     a = anova(rows, ["cpus"], "y")
     assert a.method == F_TEST and math.isnan(a.normality_p)
-    assert a.method_words().endswith("normality not checked: fewer than 8 residual degrees of freedom")
+    assert a.method_words() == (
+        "one factor; p from the F distribution; normality not checked: fewer than 8 residual degrees of freedom"
+    )
 
 
 def test_a_factor_with_one_level_is_not_tested():

@@ -85,7 +85,10 @@ def test_the_best_and_what_the_family_says_of_each_other():
     assert found.interval is not None and found.interval.unit == "req/s"
     assert found.figure("mpm=event") == pytest.approx(1001.25)
     assert found.interval.low < found.interval.estimate == found.figure("mpm=event") < found.interval.high
-    assert "cannot be told from it: mpm=worker (the best +0.3%, 95% CI −2.0% to +2.7%, equivalent)" in line
+    assert (
+        "cannot be told from it: mpm=worker (the best +0.3%, 95% CI, simultaneous over 3 (Bonferroni) −2.0% to +2.7%, "
+        "equivalent)" in line
+    ), line
     assert "mpm=prefork lower: the best's throughput +25.1% (95% CI, simultaneous over 3 (Bonferroni) +2" in line
 
 
@@ -347,7 +350,26 @@ def test_a_closed_loop_p99_ranking_says_the_rates_differed():
     slow = runs({"cpus": 1}, [1000.0, 1010.0, 990.0], [10.0, 10.4, 9.6])
     (line,) = [v for v in verdicts([fast, slow]) if "lowest p99" in v]
     assert "Closed loop: each configuration's clients waited for its replies" in line, line
-    assert "(1,000–2,000 req/s, Welch's t)" in line
+    assert "so they were offered different rates (1,000–2,000 req/s, shown by the throughput comparison)" in line
+    # Apart by Welch's t alone (p = 0.044), not at the family's level over 3
+    # pairs: they "may" differ, and the line says why it does not say more.
+    middle = runs({"cpus": 3}, [1800.0, 1810.0, 1790.0], [5.5, 5.6, 5.4])
+    loose = runs({"cpus": 1}, [1400.0, 1550.0, 1700.0], [10.0, 10.4, 9.6])
+    (line,) = [v for v in verdicts([fast, middle, loose]) if "lowest p99" in v]
+    assert (
+        "so they may have been offered different rates (1,550–2,000 req/s: apart by Welch's t at α = 0.05 alone, "
+        "not shown at the family's level)" in line
+    ), line
+    # Users thinking: their throughput is not compared (the family leaves
+    # them out), so no comparison is cited for the rates.
+    from dataclasses import replace
+
+    from corebench.analysis.best import _closed_loop_note
+
+    thinking = [replace(p, think_s=1.0) for p in (fast, slow)]
+    note = _closed_loop_note(thinking, Family([], set()))
+    assert "may have been offered different rates (1,000–2,000 req/s: apart by Welch's t at α = 0.05 alone, " in note
+    assert "throughput not compared where think time sets it)" in note, note
     # Rates within 10%: one offered rate, no caveat.
     near = runs({"cpus": 1}, [1950.0, 1960.0, 1940.0], [6.0, 6.2, 5.8])
     (line,) = [v for v in verdicts([fast, near]) if "lowest p99" in v]

@@ -219,7 +219,9 @@ def test_prices_and_latency_target(store):
     d = report.load(store)
     prices = {"cpus": {"1": 0.05, "2": 0.10}}
     lines = verdicts(d.points, prices, parse_slo("p99<1s"))
-    cheapest = next(v for v in lines if v.startswith("At the plan's one load, cheapest per request"))
+    cheapest = next(
+        v for v in lines if v.startswith("At the plan's one load, lowest cost per request at mean throughput")
+    )
     ok = [p for p in d.points if p.measured]
     best = min(ok, key=lambda p: cost_per_million(p, prices["cpus"][str(p.levels["cpus"])]))
     assert best.label() in cheapest

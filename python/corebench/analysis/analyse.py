@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
-from corebench.analysis.anova import Anova, anova
+from corebench.analysis.anova import Anova, anova, scope
 from corebench.analysis.baseline import rows as baseline_rows
 from corebench.analysis.baseline import sentence as baseline_sentence
+from corebench.analysis.best import P99_MIN_RESPONSES
 from corebench.analysis.capacity import capacities, cores_needed
 from corebench.analysis.capacity import table as capacity_table
 from corebench.analysis.diagnose import diagnose
@@ -82,6 +83,7 @@ def analyse(
     found.knees = knees(points, factors)
     found.processes = processes(points)
     found.anova = factor_anova(points, factors)
+    found.anova_scope = scope(bool(load_factors(factors, load) & {t.name for a in found.anova for t in a.terms}))
     thresholds = _table(settings.get("thresholds"))
     found.thresholds = judge([parse_threshold(f"{k}{v}") for k, v in thresholds.items()], points)
     found.add("threshold", *gate_lines(found.thresholds))
@@ -316,21 +318,44 @@ def _no_knee(ps: list[PointStats]) -> str:
 
 def factor_anova(points: list[PointStats], factors: Mapping[str, list[Level]]) -> list[Anova]:
     """Type II ANOVA of every measured run over the plan's factors, on log
-    throughput, on service demand (where every run has it) and on log p99."""
+    throughput, on service demand (where every run has it) and on log p99.
+    A response leaves out the runs the verdicts do not read it from: the
+    throughput and CPU per request of users whose think time sets the rate,
+    and the p99 of every run of a point where one is too short to hold a
+    tail (best.P99_MIN_RESPONSES). Whole points: in a closed loop the short
+    runs are the slow ones, and dropping them alone would bias the point's
+    p99 down."""
     rows = []
     for p in points:
         if p.failing:
             continue
         demand = p.demand_ms if len(p.demand_ms) == len(p.measured) else [math.nan] * len(p.measured)
+        thin = min((x.responses for x in p.results()), default=0) < P99_MIN_RESPONSES
         for rps, r, d in zip(p.run_goodput_rps, p.measured, demand, strict=True):
             if rps > 0 and r.p99_us:
-                rows.append({**p.levels, "log_goodput": math.log(rps), "demand_ms": d, "log_p99": math.log(r.p99_us)})
+                rows.append(
+                    {
+                        **p.levels,
+                        "log_goodput": math.nan if p.think_s else math.log(rps),
+                        "demand_ms": math.nan if p.think_s else d,
+                        "log_p99": math.nan if thin else math.log(r.p99_us),
+                    }
+                )
+    why = {
+        "log_goodput": "users' think time set their rate, which the verdicts do not compare",
+        "log_p99": (
+            f"their point has a run of fewer than {P99_MIN_RESPONSES:,} responses, too few for a p99 (the verdicts "
+            "do not rank it)"
+        ),
+        "demand_ms": "users' think time set their rate, or the CPU per request was not measured in every run",
+    }
     out = []
     for response in RESPONSES:
         usable = [r for r in rows if not math.isnan(float(r[response]))]
         a = anova(usable, [f for f in factors if all(f in r for r in usable)], response) if usable else None
         if a is not None:
-            out.append(a)
+            left = len(rows) - len(usable)
+            out.append(replace(a, left_out=left, left_out_why=why[response] if left else ""))
     return out
 
 

@@ -39,9 +39,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as st
 
-from corebench.analysis.stats import p_is
+from corebench.analysis.stats import ALPHA, p_is
 
-ALPHA = 0.05
 # Residuals this far from normal (Shapiro–Wilk p below it) get permutation
 # p-values: strict, so the F test's robustness to mild departures is kept
 # and only clear ones (heavy tails, a few wild runs) switch.
@@ -57,15 +56,26 @@ F_TEST = "F test"
 PERMUTATION = "permutation"
 # Equivalence margin: a ratio of means within ±5% is "no difference that matters".
 MARGIN = 0.05
-# What the table is, beside the verdicts, for every report: it pools every
-# load level into one model (load factors are terms like any other), so its
-# p-value for a configuration factor can disagree with the comparisons made
-# at matched load, which are the answers.
-SCOPE = (
-    "The analysis of variance says where the variance of the runs lies, load levels included as terms; it ranks "
-    "no configuration and no load. Configurations are compared in the verdicts, at matched load, each comparison "
-    "with its own interval: where the two seem to disagree, the verdicts' answer holds at each load."
-)
+
+
+def scope(load_terms: bool) -> str:
+    """What the table is, beside the verdicts, for a report. Its F tests
+    share one error term pooled over every cell, each at α, and pool every
+    load level into one model where the plan has load factors (terms like
+    any other); the verdicts compare a pair on its own runs by Welch's t,
+    held to its family's level, at matched load. So a term here can be
+    significant where a comparison is inconclusive, or the reverse: the
+    verdicts are the answers. Load is named only where it is a term."""
+    load = "load levels included as terms, " if load_terms else ""
+    matched = ", at matched load" if load_terms else ""
+    at_each = " at each load" if load_terms else ""
+    return (
+        f"The analysis of variance says where the variance of the runs lies ({load}each term's F test at "
+        f"α = {ALPHA} against one error term pooled over every cell); it ranks no configuration and no load. "
+        f"Configurations are compared in the verdicts{matched}, each pair by Welch's t on its own runs, held to its "
+        f"family's level (Bonferroni), with its own interval: where the two seem to disagree, the verdicts' answer "
+        f"holds{at_each}."
+    )
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,10 @@ class Anova:
     method: str = F_TEST  # what gave the terms' p-values: F_TEST or PERMUTATION
     normality_p: float = math.nan  # Shapiro–Wilk on the residuals; NaN: not checked
     permutations: int = 0
+    # Runs left out of this response, and why: the ones the verdicts do not
+    # read it from either (ANSWERS.md §6: one answer to one question).
+    left_out: int = 0
+    left_out_why: str = ""
 
     def p_said(self, term: Term) -> str:
         """A term's p for a table: at a permutation test's floor,
@@ -98,7 +112,19 @@ class Anova:
         return p_is(term.p_value).removeprefix("= ")
 
     def method_words(self) -> str:
-        """Which method gave the p-values, and why, for a report."""
+        """Which method gave the p-values, and why, and the runs left out, for a report."""
+        left = f"; {self.left_out:,} runs left out: {self.left_out_why}" if self.left_out else ""
+        return f"{self.model_words()}; {self._method()}{left}"
+
+    def model_words(self) -> str:
+        """Which terms the model holds, and where the rest went."""
+        if any(":" in t.name for t in self.terms):
+            return "main effects and two-way interactions (any higher ones pooled into the error)"
+        if len(self.terms) > 1:
+            return "main effects only (too few runs for interactions: they are pooled into the error)"
+        return "one factor"
+
+    def _method(self) -> str:
         if self.method == PERMUTATION:
             return (
                 f"p from a permutation test (Freedman & Lane 1983; {self.permutations:,} permutations): "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from corebench.analysis.effect import Effect, bound, change_size, effect, log_effect, pct
+from corebench.analysis.effect import Effect, change_size, effect, log_effect, pct
 from corebench.analysis.family import Family, p99_ms, throughput
 from corebench.analysis.finding import Figure, Finding, Interval, caveats
 from corebench.analysis.load import at_matched_load, split, where
@@ -78,11 +78,12 @@ def best_at_matched_load(
             out.append(_set_by_think(here, ps))
         else:
             best, line, tied = _best(ps, load, True, families[True])
-            out.append(_ranked(here, (best, line, tied), ps, load, True))
+            out.append(_ranked(here, (best, line, tied), ps, load, families[True], True))
             slower = [p for p in ps if p is not best and p not in tied and p not in untested(ps)]
             out += _steadier(best, ps, here, load) + _tradeoff(best, slower, here, load, levels)
             out += _steadiest(best, tied, here, load, levels)
-        out.append(_thin_tail(here, ps) or _ranked(here, _best(ps, load, False, families[False]), ps, load, False))
+        thin = _thin_tail(here, ps)
+        out.append(thin or _ranked(here, _best(ps, load, False, families[False]), ps, load, families[True], False))
     return out
 
 
@@ -105,7 +106,12 @@ def _thin_tail(here: str, ps: list[PointStats]) -> Finding | None:
 
 
 def _ranked(
-    here: str, ranked: tuple[PointStats, str, list[PointStats]], ps: list[PointStats], load: set[str], higher: bool
+    here: str,
+    ranked: tuple[PointStats, str, list[PointStats]],
+    ps: list[PointStats],
+    load: set[str],
+    rates: Family,
+    higher: bool,
 ) -> Finding:
     """The best at one load level (`_best`'s answer) as a record: its mean
     with the t interval over its runs, and whether the family's comparisons
@@ -138,8 +144,14 @@ def _ranked(
         (s.mean, s.ci_low, s.ci_high) if higher else (s.geomean / 1e3, s.geo_low / 1e3, s.geo_high / 1e3)
     )
     if s.n >= 2 and not math.isnan(low):
-        method = "the mean of its runs" if higher else "the geometric mean of its runs' p99"
-        interval = Interval(centre, low, high, unit, method=f"{method}, Student's t interval")
+        # As stats.summarize and stats.geometric compute them.
+        method = (
+            "the mean of its runs, Student's t interval (by the delta method on the log scale where every run "
+            "is above 0)"
+            if higher
+            else "the geometric mean of its runs' p99, Student's t interval on the logs"
+        )
+        interval = Interval(centre, low, high, unit, method=method)
     return Finding(
         "verdict",
         text,
@@ -147,7 +159,7 @@ def _ranked(
         figures=(Figure(name, centre, unit),),
         interval=interval,
         outcome="not shown best" if tied or bounded or _untested_better(best, ps, higher) else "shown best",
-        caveats=caveats(caveat(ps, latency=not higher), "" if higher else _closed_loop_note(ps)),
+        caveats=caveats(caveat(ps, latency=not higher), "" if higher else _closed_loop_note(ps, rates)),
     )
 
 
@@ -155,26 +167,41 @@ def _ranked(
 SAME_RATE = 1.1
 
 
-def _closed_loop_note(ps: list[PointStats]) -> str:
+def _closed_loop_note(ps: list[PointStats], rates: Family) -> str:
     """In a closed loop (users or connections that wait for their reply)
     each configuration sets its own arrival rate: by Little's law
     R = N/X − Z (Denning & Buzen 1978), at the same N a configuration that
     serves more answers sooner on average, so a p99 ranking at matched
     users is expected to follow the throughput ranking rather than compare
     latency at one offered rate. Said where the fastest and the slowest
-    configuration's rates are 10% or more apart and differ by Welch's t at
-    α (unadjusted: a caveat, not a claim), and every point's loop held its concurrency (where
-    Little's law fails, its own caveat says more)."""
+    configuration's rates are 10% or more apart and differ by Welch's t,
+    and every point's loop held its concurrency (where Little's law fails,
+    its own caveat says more). The rates are "different" only where the
+    family's throughput comparison shows it, so the report gives one answer
+    to one question (ANSWERS.md §6); apart by Welch's t at α alone, they
+    "may" differ, said as the caveat it is."""
     looped = [p for p in ps if p.results() and all(x.model in ("closed", "users") for x in p.results())]
     if len(looped) < len(ps) or len(ps) < 2 or any(little_fails(p) for p in ps):
         return ""
     slow, fast = min(ps, key=_goodput), max(ps, key=_goodput)
     apart = fast.goodput_rps.mean >= SAME_RATE * slow.goodput_rps.mean
-    if not apart or not effect(throughput(slow), throughput(fast)).significant:
+    rates_apart = f"{slow.goodput_rps.mean:,.0f}–{fast.goodput_rps.mean:,.0f} req/s"
+    if not apart:
+        return ""
+    # Where think time sets the rate, throughput is not compared (the
+    # family leaves those points out): no comparison to cite.
+    compared = not slow.think_s and not fast.think_s
+    if compared and rates.get(slow, fast).significant:
+        offered = f"they were offered different rates ({rates_apart}, shown by the throughput comparison)"
+    elif effect(throughput(slow), throughput(fast)).significant:
+        offered = (
+            f"they may have been offered different rates ({rates_apart}: apart by Welch's t at α = {ALPHA} alone, "
+            + ("not shown at the family's level)" if compared else "throughput not compared where think time sets it)")
+        )
+    else:
         return ""
     return (
-        f"Closed loop: each configuration's clients waited for its replies, so they were offered different rates "
-        f"({slow.goodput_rps.mean:,.0f}–{fast.goodput_rps.mean:,.0f} req/s, Welch's t); by Little's law "
+        f"Closed loop: each configuration's clients waited for its replies, so {offered}; by Little's law "
         "(R = N/X − Z, mean response time) the faster one answers sooner on average at the same users, and this "
         "p99 ranking is expected to follow the throughput's rather than compare latency at one offered rate. For "
         "that: an open-loop rate ([load] rate, docs/load.md) or corebench capacity."
@@ -206,8 +233,8 @@ def _set_by_think(here: str, ps: list[PointStats]) -> Finding:
     return Finding(
         "verdict",
         f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
-        "by the configuration: it is not compared here; the configurations are compared by latency (where the "
-        "runs hold enough responses for it).",
+        "by the configuration: it is not compared here; their p99 is, where the runs hold enough responses for "
+        "one (the point's p99 line says which).",
         subject=f"throughput {here.lower()}",
         figures=() if bound is None else (Figure("users' offered rate", bound, "req/s"),),
         outcome="load-limited",
@@ -239,9 +266,7 @@ def _best(
             tied.append((p, e))
     if tied:
         names = ", ".join(
-            f"{split(p, load)[1]} (the best {pct(e.relative)}, 95% CI {bound(e.low - 1)} to {bound(e.high - 1)}, "
-            f"{e.verdict})"
-            for p, e in tied
+            f"{split(p, load)[1]} (the best {pct(e.relative)}, {e.interval()}, {e.verdict})" for p, e in tied
         )
         said.append(f"cannot be told from it: {names} (each interval holds no change{_could(tied)})")
     head = "best throughput" if higher else "lowest p99"
@@ -364,9 +389,16 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
         f"against {split(p, load)[1]}, {e.words('latency sd')}" for p, e in zip(others, effects, strict=True)
     )
     bounded = _bounded([steady, *others], load)
-    shown = all(e.verdict == "lower" for e in effects) and not bounded
+    tested_lower = all(e.verdict == "lower" for e in effects)
+    shown = tested_lower and not bounded
     m, sd = spread[id(steady)]
-    vary = "vary least" if shown else "varied least in these runs, not shown against every other" + bounded
+    if shown:
+        vary = "vary least"
+    elif tested_lower:
+        # The tests did show it: what is not shown is that the spread is the server's.
+        vary = "varied least in these runs, lower against every other, but not shown to be the server's" + bounded
+    else:
+        vary = "varied least in these runs, not shown against every other" + bounded
     names = ", ".join(split(p, load)[1] for p in [best, *tied])
     return [
         Finding(

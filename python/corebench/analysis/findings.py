@@ -81,6 +81,7 @@ class Findings:
     baseline: list[BaselineRow] = field(default_factory=list)
     knees: list[Knee] = field(default_factory=list)
     anova: list[Anova] = field(default_factory=list)
+    anova_scope: str = ""  # what the table is beside the verdicts (anova.scope)
     thresholds: list[Judged] = field(default_factory=list)
     # Plans with [search]: each configuration's sustained rate within the objective.
     capacity: list[CapacityRow] = field(default_factory=list)

@@ -120,8 +120,9 @@ def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str
     if near:
         out.append(
             f"Lower bounds: at {len(near)} point(s) ({', '.join(near[:3])}{', ...' if len(near) > 3 else ''}) a run "
-            f"reached {NEAR_CEILING:.0%} or more of the lowest of the generator's calibrations, so the generator, "
-            "not only the server, set the figure: the server can do at least that much."
+            f"reached {NEAR_CEILING:.0%} or more of the lowest of the generator's calibrations, so the generator "
+            "may have set the figure (being near its ceiling does not show that it did): the server can do at "
+            "least that much."
         )
     out += hosts_lines(exp, points)
     results = [x for p in points for x in p.results()]

@@ -200,19 +200,22 @@ def _demand_step(s: Step, family: int = 1) -> str:
     measured = _mean_ratio(s)
     text = (
         f" CPU per request {da:.3f} → {db:.3f} ms ({change.words('service demand')}), so the projected CPU "
-        f"ceiling of {hi:g} CPUs is {ceiling:.2f}× that of {lo:g} (95% CI {low:.2f}–{high:.2f}×); measured "
+        f"ceiling of {hi:g} CPUs is {ceiling:.2f}× that of {lo:g} ({change.held()} {low:.2f}–{high:.2f}×); measured "
         f"{measured:.2f}×"
     )
     # Measured over projected is (X_b / X_a) · (D_b / D_a) · (lo / hi) = U_b/hi
     # over U_a/lo: the share of its CPUs the target kept busy at each level
     # (the utilization law). Tested on the runs' own shares, the demands'
     # noise cancels, which two overlapping intervals would not show.
-    shares = effect(_shares(a, lo), _shares(b, hi))
+    # Held to the same level as the demands' changes (α over the steps), so
+    # its "simultaneous over N" holds among the shares; the two sets of
+    # tests together are held to at most 2α (Bonferroni).
+    shares = effect(_shares(a, lo), _shares(b, hi)).in_family(family)
     if not shares.tested:
         return text + "."
     kept = (
         f"the target kept {statistics.fmean(_shares(b, hi)):.0%} of its {hi:g} CPUs busy against "
-        f"{statistics.fmean(_shares(a, lo)):.0%} of {lo:g}, a ratio of {shares.ratio:.2f} (95% CI "
+        f"{statistics.fmean(_shares(a, lo)):.0%} of {lo:g}, a ratio of {shares.ratio:.2f} ({shares.held()} "
         f"{shares.low:.2f}–{shares.high:.2f}; Welch's t on the runs' shares)"
     )
     if shares.high >= 1:

@@ -79,7 +79,8 @@ def compare(
             left = len(ok) - len(rated)
             apart = (
                 f" Throughput comparisons leave out the {left} point(s) where users' think time sets the rate "
-                "(compared by latency only)."
+                "(their p99 is compared where their runs hold enough responses for one; each load level's p99 line "
+                "says)."
                 if left
                 else ""
             )
@@ -184,8 +185,10 @@ def _interference(points: list[PointStats]) -> list[str]:
     return [
         f"Interference: in {runs} of {total} measured runs, processes other than the target and the generator "
         f"used a notable share of the target's cores (up to {worst:.0%} of their time): those runs had less CPU "
-        "than they were given, so every comparison naming their points is a lower bound of the server (the "
-        "caveats name them). Find what else ran (top, pidstat), stop it, and repeat them."
+        "than they were given, so their points' throughput is a lower bound of the server's and their latency an "
+        "upper bound, and a comparison naming them may be off in either direction (verdicts naming them carry a "
+        "caveat). "
+        "Find what else ran (top, pidstat), stop it, and repeat them."
     ]
 
 
@@ -233,13 +236,13 @@ def _costs(
         here = where(at)
         ranked = sorted(priced, key=lambda pc: cost_per_million(*pc))
         (p, c), (q, d) = ranked[0], ranked[1]
-        dearer, interval, shown = _dearer(p, c, q, d, load, family)
+        dearer, interval, shown = _dearer((p, c), (q, d), [x for x, _ in ranked[1:]], load, family)
         out.append(
             Finding(
                 "verdict",
-                f"{here}, cheapest per request: {split(p, load)[1]} at ${cost_per_million(p, c):.4g} per million "
-                f"requests (mean throughput; price per hour from the plan); {dearer}.",
-                subject=f"cheapest per request {here.lower()}: {split(p, load)[1]}",
+                f"{here}, lowest cost per request at mean throughput: {split(p, load)[1]} at "
+                f"${cost_per_million(p, c):.4g} per million requests (price per hour from the plan); {dearer}.",
+                subject=f"lowest cost per request {here.lower()}: {split(p, load)[1]}",
                 figures=tuple(
                     Figure(split(x, load)[1], cost_per_million(x, y), "$ per million requests") for x, y in ranked
                 ),
@@ -283,13 +286,20 @@ def _costs(
 
 
 def _dearer(
-    p: PointStats, c: float, q: PointStats, d: float, load: set[str], family: Family
+    pick: tuple[PointStats, float],
+    runner_up: tuple[PointStats, float],
+    rest: list[PointStats],
+    load: set[str],
+    family: Family,
 ) -> tuple[str, Interval | None, bool]:
-    """The runner-up's cost per request over the cheapest's, with the
-    interval the throughput comparison gives it (None untested), and
-    whether the cheapest is shown cheaper. A runner-up whose throughput is
-    a lower bound (ANSWERS.md §3) has a cost that is an upper bound, which
-    favours the pick: it is then not shown, whatever the interval."""
+    """The runner-up's cost per request over the pick's, with the interval
+    the throughput comparison gives it (None untested), and whether the
+    pick is shown cheaper. A configuration ranked after the pick whose
+    throughput is a lower bound (ANSWERS.md §3) has a cost that is an upper
+    bound: it may truly be cheaper, so the pick is then not shown, whatever
+    the interval (as `best._ranked` withholds "shown best"). The pick's own
+    bound cannot undo it: its cost is, if anything, lower still."""
+    (p, c), (q, d) = pick, runner_up
     e = family.get(q, p)  # p's throughput over q's
     name = split(q, load)[1]
     if not e.tested:
@@ -298,19 +308,24 @@ def _dearer(
     prices = d / c
     low, high = prices * e.low, prices * e.high
     cheapest = split(p, load)[1]
-    bounded = low > 1 and bool(q.limits())
+    bound_ones = [split(x, load)[1] for x in rest if x.limits()]
+    bounded = low > 1 and bool(bound_ones)
     if bounded:
+        whose = " and ".join(bound_ones[:3]) + (" and others" if len(bound_ones) > 3 else "")
+        one = len(bound_ones) == 1
+        what = f"{whose}'s throughput is a lower bound" if one else f"the throughput of {whose} is a lower bound each"
         shown = (
-            f"but {name}'s throughput is a lower bound (its figures are partly the generator's or the machine's), "
-            f"so its cost is an upper bound: {cheapest} is not shown cheaper"
+            f"but {what} (partly the generator's or the machine's), so "
+            f"{'its cost is an upper bound' if one else 'their costs are upper bounds'}: {cheapest} is not shown "
+            "cheaper"
         )
     elif low > 1:
         shown = f"so {cheapest} is shown cheaper"
     else:
         shown = f"so {cheapest} is not shown cheaper: the interval holds equal costs"
     text = (
-        f"{name} costs {_sign(prices * e.ratio - 1)} per request against it (95% CI {_sign(low - 1)} to "
-        f"{_sign(high - 1)}, from the throughput comparison's interval), {shown}"
+        f"{name} costs {_sign(prices * e.ratio - 1)} per request against it ({e.held('95% CI')} "
+        f"{_sign(low - 1)} to {_sign(high - 1)}, from the throughput comparison's interval), {shown}"
     )
     method = "the price ratio over the family's throughput ratio and its simultaneous interval"
     interval = Interval(prices * e.ratio, low, high, "ratio", simultaneous_over=e.family, method=method)

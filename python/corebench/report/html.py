@@ -13,7 +13,6 @@ import time
 import jinja2
 from markupsafe import Markup
 
-from corebench.analysis.anova import SCOPE as ANOVA_SCOPE
 from corebench.analysis.baseline import server_speedup
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
@@ -80,7 +79,7 @@ class Html:
             charts=[(title, Markup(svg)) for title, svg in charts.all_charts(d)],
             fit_method=METHOD,
             responses=RESPONSES,
-            anova_scope=ANOVA_SCOPE,
+            anova_scope=d.anova_scope,
             fit_alpha=ALPHA,
             diagnosed=list(zip(d.points, d.diagnoses, strict=True)),
             timelines=Markup(_script_json(_timelines(d))),

@@ -7,7 +7,6 @@ import math
 
 from pydantic import JsonValue
 
-from corebench.analysis.anova import SCOPE as ANOVA_SCOPE
 from corebench.analysis.scaling import METHOD
 from corebench.analysis.scaling_model import ALPHA
 from corebench.report.data import RESPONSES, ReportData
@@ -102,7 +101,7 @@ class Markdown:
                     cells = [RESPONSES[a.response], _cell(term.name), str(term.df), _g(term.f)]
                     cells += [a.p_said(term), _g(term.omega2)]
                     out.append("| " + " | ".join(cells) + " |")
-            out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova), "", ANOVA_SCOPE]
+            out += ["", *(f"- {RESPONSES[a.response]}: {a.method_words()}" for a in d.anova), "", d.anova_scope]
         if d.fits:
             out += ["", "## Scaling fits", "", f"Method: {METHOD}; the law chosen by F tests (α = {ALPHA}).", ""]
             for sf in d.fits:
