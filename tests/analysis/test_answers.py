@@ -317,7 +317,10 @@ def test_the_steadiest_of_those_throughput_cannot_tell_apart_is_named_with_its_c
         "(mpm=worker, mpm=event: latency partly the generator's or the machine's, so its spread is too)" in line
     ), line
     assert "10.50 ± 2.00 ms against 10.00 ± 8.00 ms for mpm=event" in line
-    assert "Caveat, an upper bound of the server's latency: mpm=worker: generator on the target's cores" in line
+    assert (
+        "Caveat, each named point's latency an upper bound of the server's: mpm=worker: generator on the target's cores"
+        in line
+    )
     # Two runs a side, their own sds scattered: not shown, and said so.
     runs = _spread({"mpm": "event"}, [1000.0, 1010.0], 10.0, [9.0, 3.0])
     runs += _spread({"mpm": "worker"}, [1002.0, 1008.0], 10.5, [1.0, 5.0])

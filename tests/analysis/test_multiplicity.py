@@ -298,7 +298,10 @@ def test_the_cores_verdict_uses_service_demand():
     # Over the projection's interval (1.96–2.05×: 60–141 req/s missing), 35% to 84%.
     assert "(35% to 84% over the projection's interval, 60–141 req/s missing)" in line
     b.generator_cpu = 0.2
-    assert "Caveat, a lower bound of the server: cpus=2: generator on the target's cores." in line
+    assert (
+        "Caveat, each named point's throughput a lower bound of the server's: cpus=2: generator on the target's cores."
+        in line
+    )
     b.shared = False
     (line,) = [v for v in verdicts([a, b], factors={"cpus": [1, 2]}) if v.startswith("From 1 to 2 CPUs")]
     assert line.endswith("the CPU figures do not explain it (consistent with I/O, locks, or too few clients)."), line

@@ -288,8 +288,10 @@ def caveat(points: list[PointStats], latency: bool = False) -> str:
     generator or the machine at least in part (ANSWERS.md §3): its
     throughput is a lower bound of the server's, its latency an upper one."""
     said = [f"{p.label()}: {', '.join(p.limits())}" for p in points if p.limits()]
-    bound = "an upper bound of the server's latency" if latency else "a lower bound of the server"
-    out = f" Caveat, {bound}: {'; '.join(said)}." if said else ""
+    # The bound is each named point's figure, not the comparison's: a ratio
+    # of a bound to a figure is a bound one way, of two bounds neither.
+    bound = "latency an upper bound of the server's" if latency else "throughput a lower bound of the server's"
+    out = f" Caveat, each named point's {bound}: {'; '.join(said)}." if said else ""
     stalled = [(p.label(), s) for p in points if (s := p.stalled()) is not None]
     if stalled:
         out += (
