@@ -262,6 +262,36 @@ def test_a_run_faster_than_its_own_ceiling_is_a_calibration_error():
     assert "(up to 120% of the ceiling)" in said and "projected from its CPU per request" in said
 
 
+def test_a_projected_ceiling_carries_its_interval():
+    """ANSWERS.md §4: a projection carries its interval. The 3 calibrations
+    are recovered from their mean, lowest and highest; their mean's 95%
+    interval is Student's t on 2 df, as scipy gives it."""
+    import numpy as np
+    from scipy import stats as st
+
+    from corebench.analysis.lines import generator_lines
+    from corebench.analysis.points import ceiling_interval
+    from corebench.store import Ceiling
+
+    values = [2435.0, 2549.0, 2660.0]
+    mean = float(np.mean(values))
+    want = st.t.interval(0.95, 2, loc=mean, scale=st.sem(values))
+    assert ceiling_interval(mean, 2435.0, 2660.0, 3) == pytest.approx(want)
+    assert ceiling_interval(2500.0, 2400.0, 2600.0, 2) == pytest.approx(
+        st.t.interval(0.95, 1, loc=2500.0, scale=st.sem([2400.0, 2600.0]))
+    )
+    assert ceiling_interval(mean, None, 2660.0, 3) is None and ceiling_interval(mean, 2435.0, 2660.0, 1) is None
+    ceiling = Ceiling(
+        target_cpus=[0], generator_cpus=[1], shared=False, connections=50, rps=1200.0, generator_cpu=0.5,
+        ceiling_rps=mean, ceiling_low_rps=2435.0, ceiling_high_rps=2660.0, repeats=3,
+    )  # fmt: skip
+    exp = experiment({"size": ["2MB"]}).model_copy(update={"calibration": [ceiling]})
+    (line,) = [v for v in generator_lines(exp, []) if v.startswith("Generator ceiling")]
+    low, high = want
+    assert f"(3 calibrations ranged 2,435–2,660; their mean's 95% CI {low:,.0f}–{high:,.0f}, Student's t)" in line
+    assert "projected to all of its 1 core" in line, line
+
+
 def test_a_run_past_the_highest_calibration_by_their_noise_does_not_refute_the_ceiling():
     # realistic-vs-benchmark's case: 3 calibrations 2,435, 2,549 and 2,660
     # (mean 2,548, sd 112.5); a run at 2,797 went past the highest by less

@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Mapping
 
 from corebench.analysis.drift import drift, too_few
-from corebench.analysis.points import PointStats, refuting
+from corebench.analysis.points import PointStats, ceiling_interval, refuting
 from corebench.analysis.precision import goodput_by_point, precision
 from corebench.plan.model import DEFAULT_PRECISION
 from corebench.result import NEAR_CEILING, LoadResult
-from corebench.store import LoadNode, StoredExperiment, StoredRun
+from corebench.store import Ceiling, LoadNode, StoredExperiment, StoredRun
 
 
 def schedule_lines(experiment: Mapping[str, object], runs: list[StoredRun], points: list[PointStats]) -> list[str]:
@@ -112,9 +112,17 @@ def io_said(ios: Counter[str]) -> str:
     return f"of the measured runs, {n:,} ran their load threads on {first} and {said}"
 
 
+def _mean_ci(c: Ceiling) -> str:
+    """The projected ceiling's interval, in the words of its sentence."""
+    ci = ceiling_interval(c.ceiling_rps, c.ceiling_low_rps, c.ceiling_high_rps, c.repeats)
+    if ci is None:
+        return ""
+    return f"; their mean's 95% CI {max(ci[0], 0):,.0f}–{ci[1]:,.0f}, Student's t"
+
+
 def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:
     """The generator's calibrated ceiling, and the points that came near it."""
-    out = ["Generator " + c.sentence().removeprefix("generator ") + "." for c in exp.calibration or []]
+    out = ["Generator " + c.sentence(_mean_ci(c)).removeprefix("generator ") + "." for c in exp.calibration or []]
     out += above_ceiling(points)
     near = [p.label() for p in points if p.near_ceiling]
     if near:

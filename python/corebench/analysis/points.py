@@ -230,18 +230,40 @@ def refuted_above(layout: RunLayout, runs: int = 1) -> float:
     mean, high = float(layout.generator_ceiling_rps), layout.generator_ceiling_high_rps
     if high is None:
         return mean
-    n = CALIBRATION_REPEATS  # three: their middle one follows from mean, lowest and highest
+    n = CALIBRATION_REPEATS
     top = float(high)
-    if layout.generator_ceiling_low_rps is None:
-        low, middle = n * mean - (n - 1) * top, top  # the widest three with that mean and highest
-    else:
-        low = float(layout.generator_ceiling_low_rps)
-        middle = n * mean - low - top
-    sd = statistics.stdev([low, middle, top])
+    low = layout.generator_ceiling_low_rps
+    # Without the lowest (an old store): the widest three with that mean and highest.
+    values = [n * mean - (n - 1) * top, top, top] if low is None else calibrations(mean, float(low), top, n)
+    sd = statistics.stdev(values)
     if not sd > 0:
         return top
     t = float(st.t.ppf(1 - PREDICTION_ALPHA / max(1, runs), n - 1))
     return mean + t * sd * math.sqrt(1 + 1 / n)
+
+
+def calibrations(mean: float, low: float, high: float, n: int) -> list[float]:
+    """The calibrations behind a stored ceiling: of 2, its lowest and
+    highest; of 3, the middle one too, which their mean fixes. Empty for
+    other counts (one, or more than the mean and range pin down)."""
+    if n == 2:
+        return [low, high]
+    if n == 3:
+        return [low, n * mean - low - high, high]
+    return []
+
+
+def ceiling_interval(mean: float, low: float | None, high: float | None, n: int) -> tuple[float, float] | None:
+    """The 95% interval of the mean of a ceiling's calibrations (Student's
+    t on n − 1 degrees of freedom): a projection carries its interval
+    (ANSWERS.md §4). None where the calibrations cannot be recovered."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    values = calibrations(mean, low, high, n)
+    if len(values) < 2:
+        return None
+    half = float(st.t.ppf(0.975, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
 
 
 def _target_share(r: StoredRun) -> float | None:

@@ -155,13 +155,15 @@ class Ceiling(_Record):
         high = self.ceiling_high_rps
         return high if high is not None and math.isfinite(high) else self.ceiling_rps
 
-    def interval(self) -> str:
+    def interval(self, mean_ci: str = "") -> str:
         low, high = self.ceiling_low_rps, self.ceiling_high_rps
         if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
             return ""
-        return f" ({self.repeats} calibrations ranged {low:,.0f}–{high:,.0f})"
+        return f" ({self.repeats} calibrations ranged {low:,.0f}–{high:,.0f}{mean_ci})"
 
-    def sentence(self) -> str:
+    def sentence(self, mean_ci: str = "") -> str:
+        """The ceiling in words; `mean_ci`, the analysis's interval of its
+        calibrations' mean, goes inside their range's parentheses."""
         where = f"generator on {_cpus(self.generator_cpus)}, built-in server on {_cpus(self.target_cpus)}"
         if self.across:
             on = _cpus(self.target_cpus) if self.target_cpus else "all its CPUs"
@@ -178,14 +180,15 @@ class Ceiling(_Record):
                 for a in self.agents
             )
             return (
-                f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s{self.interval()}, the sum "
-                f"of each load host's rate projected to all of its load threads' cores ({parts}; "
+                f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s"
+                f"{self.interval(mean_ci)}, the sum of each load host's rate projected to all of its load threads' "
+                f"cores ({parts}; "
                 f"{self.connections} connections to the built-in server's {self.page_bytes:,}-byte page; "
                 f"{where}{shared}); it holds for that protocol, load model and page size only"
             )
         return (
-            f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s{self.interval()}, projected "
-            f"to all of its {_cores(len(self.generator_cpus))} from {self.rps:,.0f} req/s at "
+            f"generator ceiling for {how}, {loop}: about {self.ceiling_rps:,.0f} req/s{self.interval(mean_ci)}, "
+            f"projected to all of its {_cores(len(self.generator_cpus))} from {self.rps:,.0f} req/s at "
             f"{self.generator_cpu:.2f} of them ({self.connections} connections to the built-in server's "
             f"{self.page_bytes:,}-byte page; {where}{shared}); it holds for that protocol, load model and page size "
             "only"
