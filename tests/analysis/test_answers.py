@@ -357,6 +357,8 @@ def test_the_steadiest_of_those_throughput_cannot_tell_apart_is_named_with_its_c
     (f,) = [f for f in compare(point_stats(runs), factors={"mpm": ["event", "worker"]}) if "steadiness" in f.text]
     assert "mpm=worker's requests varied least in these runs, not shown against every other" in f.text, f.text
     assert "latency sd inconclusive" in f.text and f.outcome == "inconclusive"
+    # The JSON record carries the comparison's interval, as the sentence does: it holds no change.
+    assert f.interval is not None and f.interval.low < 1 < f.interval.high and f.interval.unit == "ratio", f.interval
 
 
 def test_steadier_run_to_run_only_where_a_test_of_spread_says_so():

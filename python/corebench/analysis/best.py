@@ -410,6 +410,9 @@ def _steadiest(best: PointStats, tied: list[PointStats], here: str, load: set[st
             figures=tuple(
                 Figure(f"latency sd of {split(p, load)[1]}", spread[id(p)][1] / 1000, "ms") for p in [steady, *others]
             ),
+            # The record's interval is the comparison nearest to no change
+            # (the largest p): the one that decides whether it is shown.
+            interval=Interval.of(max(effects, key=lambda e: e.p_value if e.tested else math.inf)),
             outcome="steadier" if shown else ("not shown" if bounded else "inconclusive"),
             caveats=caveats(caveat([steady, *others], latency=True)),
         )
