@@ -61,6 +61,9 @@ def test_load_levels_are_never_ranked_or_compared_as_configurations():
     assert all("above it: every user's first request leaves at once" in v for v in thinking)
     (method,) = [v for v in out if v.startswith("Comparisons: ")]
     assert "Throughput comparisons leave out the 4 point(s) where users' think time sets the rate" in method
+    # About 50 responses a run: no p99 is compared there either, and neither line says one is.
+    assert "(nor is their p99: their runs hold too few responses for one)" in method, method
+    assert all("nor is their p99, their runs too short for one (the next line)" in v for v in thinking), thinking
     # The model's effect on throughput is compared where the load did not
     # set the rate: at think=0, one comparison per page size.
     (effects,) = [v for v in out if v.startswith("model=threads against model=prefork")]
@@ -288,7 +291,10 @@ def test_a_projected_ceiling_carries_its_interval():
     exp = experiment({"size": ["2MB"]}).model_copy(update={"calibration": [ceiling]})
     (line,) = [v for v in generator_lines(exp, []) if v.startswith("Generator ceiling")]
     low, high = want
-    assert f"(3 calibrations ranged 2,435–2,660; their mean's 95% CI {low:,.0f}–{high:,.0f}, Student's t)" in line
+    assert (
+        f"(3 calibrations ranged 2,435–2,660; their mean's 95% CI {low:,.0f}–{high:,.0f}, Student's t, which covers "
+        "their spread, not the projection's)" in line
+    ), line
     assert "projected to all of its 1 core" in line, line
 
 

@@ -383,6 +383,34 @@ def test_a_closed_loop_p99_ranking_says_the_rates_differed():
     assert "Closed loop" not in line, line
 
 
+def test_a_p99_family_counts_only_the_levels_that_rank_one():
+    """At concurrency=20 the runs hold 66 responses: no p99 is ranked
+    there, so its pair is not in the p99 family, and the one at
+    concurrency=10 is held alone, not over 2."""
+
+    def at(c: int, cpus: int, ok: int, p99_ms: list[float]) -> PointStats:
+        levels = {"concurrency": c, "cpus": cpus}
+        measured = [stored_run(levels, load_result(ok, p99_us=round(x * 1000))) for x in p99_ms]
+        lat = summarize([x * 1000 for x in p99_ms])
+        rps = [ok * 1.0, ok * 1.01, ok * 0.99]
+        return PointStats(
+            levels, measured, measured, summarize(rps), lat, lat, 0, 0.0, None, None, False, None, False, rps
+        )
+
+    points = [
+        at(10, 1, 1000, [10.0, 10.4, 9.6]),
+        at(10, 2, 1000, [5.0, 5.2, 4.8]),
+        at(20, 1, 66, [20.0, 21.0, 19.0]),
+        at(20, 2, 66, [10.0, 10.5, 9.5]),
+    ]
+    found = best_at_matched_load(points, {"concurrency"})
+    (ranked,) = [f for f in found if f.subject.startswith("best p99 at concurrency=10")]
+    assert "cpus=1 higher: the best's p99 −50.0% (95% CI −" in ranked.sentence, ranked.sentence
+    assert "simultaneous over" not in ranked.sentence, "one pair ranked: held alone"
+    (thin,) = [f for f in found if f.subject.startswith("lowest p99 at concurrency=20")]
+    assert "p99 not ranked" in thin.sentence
+
+
 def test_what_the_design_could_detect_is_given_for_the_least_precise_pair_too():
     # Against the best, one pair measured tightly and one loosely: quoting
     # the tight pair's detectable change alone would overstate how much the

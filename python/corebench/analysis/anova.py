@@ -73,8 +73,9 @@ def scope(load_terms: bool) -> str:
         f"The analysis of variance says where the variance of the runs lies ({load}each term's F test at "
         f"α = {ALPHA} against one error term pooled over every cell); it ranks no configuration and no load. "
         f"Configurations are compared in the verdicts{matched}, each pair by Welch's t on its own runs, held to its "
-        f"family's level (Bonferroni), with its own interval: where the two seem to disagree, the verdicts' answer "
-        f"holds{at_each}."
+        f"family's level (Bonferroni), with its own interval{at_each}. A term may be significant here where those "
+        "comparisons are inconclusive: that is their lesser power, not a contrary finding; the verdicts answer for "
+        "each pair."
     )
 
 

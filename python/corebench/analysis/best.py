@@ -48,11 +48,16 @@ def best_at_matched_load(
                 "latency curves and the knee below.",
             )
         ]
-    families = {True: family or Family(points, load), False: Family(points, load, p99_ms, geometric=True)}
-    # Steadiness is asked at every load level with two configurations or more: held over them all.
-    levels = max(1, sum(len(ps) >= 2 for _, ps in at_matched_load(points, load)))
+    # Each family counts only the comparisons the report makes: no p99 at a
+    # level whose runs are too short for one (_thin_tail), no steadiness
+    # where think time sets the rate or nothing is tested.
+    levels_of = at_matched_load(points, load)
+    tails = [p for at, ps in levels_of if _thin_tail(where(at), ps) is None for p in ps]
+    families = {True: family or Family(points, load), False: Family(tails, load, p99_ms, geometric=True)}
+    # Steadiness is asked at every such level with two configurations or more: held over them all.
+    levels = max(1, sum(_steadiness_asked(ps) for _, ps in levels_of))
     out = []
-    for at, ps in at_matched_load(points, load):
+    for at, ps in levels_of:
         here = where(at)
         lost = [p for p in failing or [] if split(p, load)[0] == at]
         if len(ps) == 1 and lost:
@@ -87,12 +92,43 @@ def best_at_matched_load(
     return out
 
 
+def _fewest_responses(ps: list[PointStats]) -> int:
+    return min((x.responses for p in ps for x in p.results()), default=0)
+
+
+def _their_p99(ps: list[PointStats]) -> str:
+    """Whether the p99 of think-time points is compared, as the p99 lines
+    that follow decide (`_thin_tail`): never said where it is not."""
+    if _fewest_responses(ps) >= P99_MIN_RESPONSES:
+        return "their p99 is (the next line)"
+    return "nor is their p99, their runs too short for one (the next line)"
+
+
+def think_p99_words(points: list[PointStats], load: set[str]) -> str:
+    """For the report's head: whether the p99 of the think-time points,
+    left out of the throughput comparisons, is compared anywhere."""
+    thinking = [ps for _, ps in at_matched_load(points, load) if all(p.think_s for p in ps) and len(ps) >= 2]
+    compared = sum(_fewest_responses(ps) >= P99_MIN_RESPONSES for ps in thinking)
+    if not thinking or compared == len(thinking):
+        return "their p99 is compared"
+    if not compared:
+        return "nor is their p99: their runs hold too few responses for one"
+    return f"their p99 is compared at {compared} of their {len(thinking)} load levels, where the runs allow one"
+
+
+def _steadiness_asked(ps: list[PointStats]) -> bool:
+    """Whether a load level's configurations are compared for steadiness:
+    as the loop below decides, two or more with runs to test, and a rate
+    not set by think time."""
+    return len(ps) >= 2 and len(untested(ps)) < len(ps) - 1 and not all(p.think_s for p in ps)
+
+
 def _thin_tail(here: str, ps: list[PointStats]) -> Finding | None:
     """Runs too short for a p99 to rank by: with fewer than
     P99_MIN_RESPONSES responses, fewer than 10 lie beyond a run's 99th
     percentile, which is then one of its few largest responses (a run's
     start-up, one stall) rather than an estimate of the tail."""
-    fewest = min((x.responses for p in ps for x in p.results()), default=0)
+    fewest = _fewest_responses(ps)
     if fewest >= P99_MIN_RESPONSES:
         return None
     return Finding(
@@ -233,8 +269,7 @@ def _set_by_think(here: str, ps: list[PointStats]) -> Finding:
     return Finding(
         "verdict",
         f"{here}, throughput is set by the users' think time (the interactive response time law{offered}), not "
-        "by the configuration: it is not compared here; their p99 is, where the runs hold enough responses for "
-        "one (the point's p99 line says which).",
+        f"by the configuration: it is not compared here; {_their_p99(ps)}.",
         subject=f"throughput {here.lower()}",
         figures=() if bound is None else (Figure("users' offered rate", bound, "req/s"),),
         outcome="load-limited",

@@ -117,7 +117,10 @@ def _mean_ci(c: Ceiling) -> str:
     ci = ceiling_interval(c.ceiling_rps, c.ceiling_low_rps, c.ceiling_high_rps, c.repeats)
     if ci is None:
         return ""
-    return f"; their mean's 95% CI {max(ci[0], 0):,.0f}–{ci[1]:,.0f}, Student's t"
+    return (
+        f"; their mean's 95% CI {max(ci[0], 0):,.0f}–{ci[1]:,.0f}, Student's t, which covers their spread, not the "
+        "projection's"
+    )
 
 
 def generator_lines(exp: StoredExperiment, points: list[PointStats]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from corebench.analysis.best import best_at_matched_load
+from corebench.analysis.best import best_at_matched_load, think_p99_words
 from corebench.analysis.factor_effects import combined as rows_combined
 from corebench.analysis.factor_effects import factor_effects, factor_rows
 from corebench.analysis.family import Family
@@ -72,15 +72,14 @@ def compare(
     out += said("verdict", short_lines(ok) + _limited(ok))
     if not searched:
         # Where users' think time sets the rate, throughput says nothing of
-        # the configuration: those points are compared by latency only.
+        # the configuration: those points are left out of its comparisons.
         rated = [p for p in ok if not p.think_s]
         family = Family(rated, load)
         if family.size:
             left = len(ok) - len(rated)
             apart = (
                 f" Throughput comparisons leave out the {left} point(s) where users' think time sets the rate "
-                "(their p99 is compared where their runs hold enough responses for one; each load level's p99 line "
-                "says)."
+                f"({think_p99_words(ok, load)})."
                 if left
                 else ""
             )
