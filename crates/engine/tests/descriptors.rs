@@ -69,7 +69,9 @@ fn descriptors_running_out_mid_run_are_errors_and_the_run_still_ends() {
 fn on_one_io() {
     let srv = start(Reply::Bytes(OK, true));
     // Room for about 12 connections, both ends in this process: 40 asked.
-    let limit = settled_descriptors() + 24;
+    let base = settled_descriptors();
+    assert_ne!(base, u64::MAX, "no descriptor free to count with before the case began");
+    let limit = base + 24;
     // The soft limit alone, so that the next transport's case can set its own.
     let _restore = SoftLimit::lower_to(limit);
     let cfg = |duration_s: f64, keep_alive: bool| LoadConfig {

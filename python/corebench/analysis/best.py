@@ -52,7 +52,7 @@ def best_at_matched_load(
     # level whose runs are too short for one (_thin_tail), no steadiness
     # where think time sets the rate or nothing is tested.
     levels_of = at_matched_load(points, load)
-    tails = [p for at, ps in levels_of if _thin_tail(where(at), ps) is None for p in ps]
+    tails = [p for _, ps in levels_of if _fewest_responses(ps) >= P99_MIN_RESPONSES for p in ps]
     families = {True: family or Family(points, load), False: Family(tails, load, p99_ms, geometric=True)}
     # Steadiness is asked at every such level with two configurations or more: held over them all.
     levels = max(1, sum(_steadiness_asked(ps) for _, ps in levels_of))
@@ -221,9 +221,9 @@ def _closed_loop_note(ps: list[PointStats], rates: Family) -> str:
         return ""
     slow, fast = min(ps, key=_goodput), max(ps, key=_goodput)
     apart = fast.goodput_rps.mean >= SAME_RATE * slow.goodput_rps.mean
-    rates_apart = f"{slow.goodput_rps.mean:,.0f}–{fast.goodput_rps.mean:,.0f} req/s"
     if not apart:
         return ""
+    rates_apart = f"{slow.goodput_rps.mean:,.0f}–{fast.goodput_rps.mean:,.0f} req/s"
     # Where think time sets the rate, throughput is not compared (the
     # family leaves those points out): no comparison to cite.
     compared = not slow.think_s and not fast.think_s
